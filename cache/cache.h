@@ -1,0 +1,80 @@
+/* cache: the LRU tile cache, keyed by (node id, tx, ty), under a hard byte budget.
+ *
+ * The cache is only an accelerator: a result never depends on what it holds. Every tile it
+ * returns is pinned for the caller until tsr_cache_release; a pinned tile is never evicted.
+ * A tile is computed by exactly one thread: the first to acquire a missing key becomes its
+ * computer (must_compute = true) and must publish or abandon it; others acquiring the same
+ * key meanwhile wait for it.
+ *
+ * Budget: `bytes` (tiles held by the cache) never exceeds the budget. A tile published when
+ * everything else is pinned and it does not fit is handed to its holders as *transient*: it
+ * lives until its last pin goes, then is freed, and is counted in `overflow`. The engine's
+ * memory plan budgets those separately (pinned working set per thread).
+ *
+ * All functions are thread-safe (one mutex, one condition variable). */
+#ifndef TSR_CACHE_H
+#define TSR_CACHE_H
+
+#include "tiles/tiles.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tsr_cache tsr_cache;
+typedef struct tsr_cache_entry tsr_cache_entry;
+
+typedef struct tsr_cache_key {
+    int64_t node; /* node id (or any namespace the caller chooses) */
+    int64_t tx, ty;
+} tsr_cache_key;
+
+typedef struct tsr_cache_stats {
+    uint64_t hits;      /* acquire found the tile ready (or waited for it) */
+    uint64_t misses;    /* acquire made the caller the computer */
+    uint64_t evictions; /* tiles dropped to stay under budget */
+    uint64_t waits;     /* acquires that waited for another thread's computation */
+    uint64_t overflow;  /* tiles that could not be cached (transient) */
+    size_t bytes;       /* bytes of cached tiles now */
+    size_t peak_bytes;  /* most bytes ever held, cached plus transient */
+    size_t budget;      /* the budget it was made with */
+} tsr_cache_stats;
+
+/* A cache of at most `budget` bytes (tsr_tile_bytes of each tile). NULL on out of memory.
+ * A budget of 0 caches nothing (every tile transient). */
+tsr_cache *
+tsr_cache_new(size_t budget);
+
+/* Frees every tile. No entry may still be pinned. NULL is fine. */
+void
+tsr_cache_free(tsr_cache *c);
+
+/* Pin tile `key`. Returns NULL only on out of memory. If *must_compute comes back true the
+ * caller owns the computation: it must call tsr_cache_publish or tsr_cache_abandon exactly
+ * once, and still tsr_cache_release after publishing. Otherwise tsr_cache_tile(e) is ready. */
+tsr_cache_entry *
+tsr_cache_acquire(tsr_cache *c, tsr_cache_key key, bool *must_compute);
+
+/* The tile of a ready entry (borrowed; valid while pinned). */
+const tsr_tile *
+tsr_cache_tile(const tsr_cache_entry *e);
+
+/* Hand the computed tile to the cache (ownership taken), wake waiters. The caller's pin stays.
+ * May evict other unpinned tiles. */
+void
+tsr_cache_publish(tsr_cache *c, tsr_cache_entry *e, tsr_tile *tile);
+
+/* The computation failed: drop the entry (and the caller's pin). One waiter, if any, becomes
+ * the new computer. */
+void
+tsr_cache_abandon(tsr_cache *c, tsr_cache_entry *e);
+
+/* Drop one pin taken by tsr_cache_acquire. */
+void
+tsr_cache_release(tsr_cache *c, tsr_cache_entry *e);
+
+/* A consistent snapshot of the counters. */
+tsr_cache_stats
+tsr_cache_get_stats(tsr_cache *c);
+
+#endif

@@ -1,0 +1,284 @@
+/* nodes: the node DAG a design describes, its sources, and the trait table.
+ *
+ * A design is a DAG of nodes. Each node is a float32 raster of size w x h: its fill, then its
+ * source (if any) drawn over it, then each edge's layer blended in order (DESIGN.md §2.1).
+ * An edge joins a child node to its parent through a trait: a small vtable (need + layer)
+ * plus a parameter table that drives YAML parsing, validation, hashing and printing.
+ *
+ * nodes/ knows nothing of YAML, caches or threads: the designs/ loader fills these structs,
+ * the engine schedules the work. Everything here is read-only once a design is prepared, so
+ * any number of threads may call need/layer/source functions concurrently. */
+#ifndef TSR_NODES_H
+#define TSR_NODES_H
+
+#include "tiles/tiles.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TSR_COORD_MAX ((int64_t)1 << 40) /* |coordinate| and size bound, DESIGN.md §2 */
+#define TSR_TILE_MAX 16384
+#define TSR_NEED_MAX 16 /* most child rects one need() call returns */
+
+/* ---- parameter tables ------------------------------------------------------ */
+
+typedef enum tsr_ptype {
+    TSR_P_INT,     /* int64_t */
+    TSR_P_INT2,    /* int64_t[2] */
+    TSR_P_INT4,    /* int64_t[4] */
+    TSR_P_F32,     /* float: parsed as double, rounded once to float32 */
+    TSR_P_F32_2,   /* float[2] */
+    TSR_P_F64,     /* double */
+    TSR_P_F64_2,   /* double[2] */
+    TSR_P_F64_4,   /* double[4] */
+    TSR_P_POINTS,  /* tsr_points: a list of [a, b] pairs of doubles */
+    TSR_P_ENUM,    /* int: index into tsr_param.names */
+    TSR_P_BOOL,    /* bool */
+    TSR_P_PROFILE, /* tsr_profile */
+    TSR_P_KERNEL,  /* tsr_kernel */
+    TSR_P_PATH     /* char *: a file path, resolved against the design's folder */
+} tsr_ptype;
+
+enum {
+    TSR_PF_REQUIRED = 1u << 0, /* the key must be present */
+    TSR_PF_MIN_OPEN = 1u << 1, /* value > min rather than >= min */
+    TSR_PF_MAX_OPEN = 1u << 2, /* value < max rather than <= max */
+    TSR_PF_RANGE = 1u << 3     /* check every number against [min, max] */
+};
+
+/* One key of a parameter struct. A static array of these is the only description of a
+ * trait's or source's parameters: parsing, validation, the canonical dump and `tessera check`
+ * all walk it. */
+typedef struct tsr_param {
+    const char *key;          /* YAML key */
+    tsr_ptype type;           /* storage and syntax */
+    size_t offset;            /* offsetof() into the parameter struct */
+    unsigned flags;           /* TSR_PF_* */
+    double min, max;          /* with TSR_PF_RANGE: bounds for every number */
+    size_t min_count;         /* TSR_P_POINTS: fewest pairs allowed */
+    const char *const *names; /* TSR_P_ENUM: NULL-terminated value names */
+    const char *help;         /* one line for `tessera check` and error hints */
+} tsr_param;
+
+/* A list of [a, b] pairs (polygon points, profile points, calibration). Owned by its struct. */
+typedef struct tsr_points {
+    double (*p)[2];
+    size_t n;
+} tsr_points;
+
+/* Distance profile f(d), DESIGN.md §2.3. */
+typedef enum tsr_profile_kind {
+    TSR_PROFILE_LINEAR,
+    TSR_PROFILE_SPHERE,
+    TSR_PROFILE_COSINE,
+    TSR_PROFILE_GAUSSIAN,
+    TSR_PROFILE_POINTS
+} tsr_profile_kind;
+
+typedef struct tsr_profile {
+    tsr_profile_kind kind;
+    double s;       /* gaussian: s > 0 */
+    tsr_points pts; /* points: d strictly increasing, d0 >= 0 */
+} tsr_profile;
+
+/* An explicit convolution kernel, rows are y. Both sizes odd, <= 63. Values rounded to float. */
+typedef struct tsr_kernel {
+    int64_t w, h; /* 0 x 0 when absent */
+    float *k;     /* w*h, owned */
+} tsr_kernel;
+
+/* Frees what a parameter struct owns (points, kernels, paths), walking its table. */
+void
+tsr_params_free(const tsr_param *params, size_t n, void *st);
+
+/* Cross-field validation reports through this, naming the key that is wrong; the loader
+ * turns it into "file:line:col: path.key: msg". Implemented by whoever validates. */
+typedef struct tsr_check tsr_check;
+struct tsr_check {
+    tsr_status (*fail)(tsr_check *c, const char *key, const char *msg);
+};
+
+tsr_status
+tsr_check_failf(tsr_check *c, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- sources (DESIGN.md §2.2) ------------------------------------------------ */
+
+typedef enum tsr_source_kind {
+    TSR_SRC_CIRCLE,
+    TSR_SRC_ELLIPSE,
+    TSR_SRC_RING,
+    TSR_SRC_RECT,
+    TSR_SRC_POLYGON,
+    TSR_SRC_LINEAR,
+    TSR_SRC_RADIAL,
+    TSR_SRC_IMAGE,
+    TSR_SRC_COUNT
+} tsr_source_kind;
+
+/* One struct for every source kind; a kind's table names the fields it uses. */
+typedef struct tsr_source {
+    tsr_source_kind kind;
+    double center[2];
+    double radius;
+    double radii[2];
+    double rect[4];      /* x, y, w, h */
+    tsr_points points;   /* polygon */
+    double from[2], to[2];
+    float values[2];     /* gradients: a, b */
+    float value;         /* shapes: default 1 */
+    int64_t aa;          /* 0 = off, else 1..16 */
+    char *path;          /* image: absolute or relative to the cwd (the loader resolved it) */
+    /* decoded image, filled by the engine before rendering (the image owner is the source) */
+    float *img;          /* iw*ih values in [0, 1] */
+    int64_t iw, ih;
+    char *where;         /* "file:line:col: key.path" of the source, for late errors */
+} tsr_source;
+
+/* How a source mapping is recognised: `shape: circle`, `gradient: linear`, `image: path`. */
+typedef struct tsr_source_desc {
+    const char *disc_key;   /* "shape", "gradient" or "image" */
+    const char *disc_value; /* "circle", ... ; NULL for image (its value is the path) */
+    tsr_source_kind kind;
+    const tsr_param *params;
+    size_t nparams;
+} tsr_source_desc;
+
+extern const tsr_source_desc tsr_source_descs[TSR_SRC_COUNT];
+
+/* Defaults for a kind (value 1, aa off). */
+void
+tsr_source_defaults(tsr_source *s, tsr_source_kind kind);
+
+/* Cross-field rules (r_in < r_out, distinct gradient ends, ...). */
+tsr_status
+tsr_source_check(const tsr_source *s, tsr_check *c);
+
+/* Draw the source over `px` (rect r of the node, rows of r.w floats, holding the fill).
+ * Shapes write only covered pixels (aa blends with what is there), gradients and images every
+ * pixel. Thread-safe. */
+void
+tsr_source_render(const tsr_source *s, tsr_rect r, float *px);
+
+void
+tsr_source_free(tsr_source *s);
+
+/* ---- nodes, edges, designs ------------------------------------------------------ */
+
+typedef enum tsr_blend {
+    TSR_BLEND_OVER,
+    TSR_BLEND_ADD,
+    TSR_BLEND_MAX,
+    TSR_BLEND_MIN,
+    TSR_BLEND_MULTIPLY
+} tsr_blend;
+
+extern const char *const tsr_blend_names[];   /* NULL-terminated, indexed by tsr_blend */
+extern const char *const tsr_mask_names[];    /* "none", "nonzero" */
+
+typedef struct tsr_trait tsr_trait;
+typedef struct tsr_node tsr_node;
+
+typedef struct tsr_edge {
+    const tsr_trait *trait;
+    tsr_node *child;   /* borrowed: the design owns every node */
+    tsr_blend blend;
+    int64_t offset[2]; /* child (0,0) at parent (ox, oy) */
+    int mask;          /* 0 none, 1 nonzero */
+    void *params;      /* trait->params_size bytes, owned */
+    void *state;       /* what trait->prepare built (tables), owned */
+    char *where;       /* "file:line:col: key.path" */
+} tsr_edge;
+
+struct tsr_node {
+    char *name;        /* ref name, or the key path of an inline node ("root.children[0].node") */
+    int64_t w, h;
+    int64_t tile;      /* tile edge for this node (the loader fills the design default) */
+    float fill;
+    tsr_source *source; /* NULL when none; owned */
+    tsr_edge *edges;    /* owned array */
+    size_t nedges;
+    size_t id;          /* index in design->nodes */
+    char *where;
+};
+
+typedef enum tsr_order { TSR_ORDER_RASTER, TSR_ORDER_SWATH } tsr_order;
+typedef enum tsr_corner { TSR_TOP_LEFT, TSR_TOP_RIGHT, TSR_BOTTOM_LEFT, TSR_BOTTOM_RIGHT } tsr_corner;
+
+typedef struct tsr_output {
+    int64_t depth;          /* 8 or 16 */
+    double range[2];        /* lo != hi */
+    tsr_points calibration; /* n == 0: none */
+    int order;              /* tsr_order */
+    int64_t swath_width;    /* swath order only */
+    bool serpentine;
+    int start;              /* tsr_corner */
+} tsr_output;
+
+typedef struct tsr_design {
+    char *path;        /* the design file as given */
+    char *name;        /* may be NULL */
+    int64_t tile;      /* default tile edge */
+    tsr_output out;
+    tsr_node **nodes;  /* every node once, children before parents; owned */
+    size_t nnodes;
+    tsr_node *root;    /* == nodes[nnodes - 1] */
+} tsr_design;
+
+/* Free a design and everything it owns (nodes, params, states, images). NULL is fine. */
+void
+tsr_design_free(tsr_design *d);
+
+/* Build every edge's derived state (trait->prepare: tables, defaults that depend on the
+ * child). Called once by the loader after validation; idempotent. */
+tsr_status
+tsr_design_prepare(tsr_design *d, tsr_error *err);
+
+/* ---- traits ------------------------------------------------------------------------ */
+
+/* One trait: a row of the trait table (nodes/traits.def). Read-only, shared. */
+struct tsr_trait {
+    const char *name;          /* YAML name: "pattern", "repeat-vector", ... */
+    const tsr_param *params;   /* trait-specific keys (beyond trait/node/ref/blend/offset/mask) */
+    size_t nparams;
+    size_t params_size;        /* bytes of the parameter struct */
+    void (*defaults)(void *params);
+    /* Cross-field validation after parsing, with the child known; may be NULL. */
+    tsr_status (*check)(const tsr_edge *e, tsr_check *c);
+    /* Build e->state (tables, resolved defaults); may be NULL. */
+    tsr_status (*prepare)(tsr_edge *e, tsr_error *err);
+    void (*release)(tsr_edge *e);
+    /* The child rects (child coordinates, clipped to the child, non-empty) needed to compute
+     * the layer over parent rect `pr`. Writes at most TSR_NEED_MAX rects; returns the count. */
+    size_t (*need)(const tsr_edge *e, tsr_rect pr, tsr_rect *out);
+    /* The layer over parent rect `pr`: L and cov are pr.w * pr.h, row-major. Sets cov[i] = 1
+     * where the layer covers (the engine applies mask: nonzero and the blend), and L[i] there.
+     * `views` hold the child pixels of the rects need() returned, in the same order.
+     * Thread-safe; fails only on out of memory. */
+    tsr_status (*layer)(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
+                        float *L, uint8_t *cov, tsr_error *err);
+    /* Bytes of temporary memory layer() may allocate for a parent tile of tw x th. */
+    size_t (*scratch)(const tsr_edge *e, int64_t tw, int64_t th);
+};
+
+/* The trait named `name`, or NULL. */
+const tsr_trait *
+tsr_trait_find(const char *name);
+
+/* The trait table, NULL-terminated, for listings and "did you mean". */
+extern const tsr_trait *const tsr_traits[];
+
+/* Common edge keys, parsed by the loader into tsr_edge itself. */
+extern const char *const tsr_edge_keys[]; /* NULL-terminated */
+
+/* Blend a layer into P over n pixels (DESIGN.md §2.3, float32 arithmetic). */
+void
+tsr_blend_apply(tsr_blend b, int mask_nonzero, float *P, const float *L, const uint8_t *cov,
+                size_t n);
+
+/* Compute node pixels that need no child: fill then source, over rect r (rows of r.w). */
+void
+tsr_node_base(const tsr_node *n, tsr_rect r, float *px);
+
+#endif

@@ -1,0 +1,50 @@
+/* Parameter structs of the traits, shared by the CPU reference (nodes/*.c), the GPU
+ * launchers (gpu/) and the tests. Each is filled by the loader through the trait's
+ * parameter table, then completed by the trait's prepare(). */
+#ifndef TSR_NODES_PARAMS_H
+#define TSR_NODES_PARAMS_H
+
+#include "nodes/nodes.h"
+
+typedef enum tsr_overlap {
+    TSR_OVERLAP_AVERAGE, /* mean of the non-zero copies (0 if none), float32, copy order */
+    TSR_OVERLAP_MAX,
+    TSR_OVERLAP_ADD,
+    TSR_OVERLAP_FIRST
+} tsr_overlap;
+
+extern const char *const tsr_overlap_names[]; /* "average", "max", "add", "first", NULL */
+
+/* repeat and repeat-vector (repeat is repeat-vector with u = [px, 0], v = [0, py]). */
+typedef struct tsr_repeat_params {
+    int64_t period[2];  /* repeat: [0, 0] until prepare() puts the child size there */
+    int64_t u[2], v[2]; /* repeat-vector: lattice vectors; repeat: set by prepare() */
+    int overlap;        /* tsr_overlap */
+    int64_t region[4];  /* x, y, w, h in parent coords; w == 0: the whole parent */
+} tsr_repeat_params;
+
+/* distance: L = table[min(a, dmax^2)], a the squared distance to the nearest mask pixel. */
+typedef struct tsr_distance_params {
+    float threshold;     /* mask = child > threshold, default 0.5 */
+    int64_t dmax;        /* 1..4096 */
+    tsr_profile profile; /* default linear */
+    double scale, bias;  /* f' = bias + scale * f, defaults 1, 0 */
+} tsr_distance_params;
+
+/* The prepared state of a distance edge. */
+typedef struct tsr_distance_state {
+    float *table;   /* dmax*dmax + 1 entries: table[a] = (float)(bias + scale * f(sqrt(a))) */
+    int64_t ntable;
+} tsr_distance_state;
+
+typedef enum tsr_edge_mode { TSR_EDGE_ZERO, TSR_EDGE_CLAMP, TSR_EDGE_WRAP } tsr_edge_mode;
+extern const char *const tsr_edge_mode_names[]; /* "zero", "clamp", "wrap", NULL */
+
+/* blur: exactly one of sigma (> 0) or kernel (w > 0). */
+typedef struct tsr_blur_params {
+    double sigma;      /* 0 when a kernel is given; else 0.3..256 */
+    tsr_kernel kernel; /* w == 0 when sigma is given */
+    int edge;          /* tsr_edge_mode, default zero */
+} tsr_blur_params;
+
+#endif

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install the Debian packages tessera needs, only those that are missing.
+# Idempotent: a machine that has them all runs no apt-get at all.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libpng-dev libssl-dev
+      libcriterion-dev python3-numpy python3-scipy python3-yaml)
+[ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq >&2
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

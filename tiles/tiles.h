@@ -1,0 +1,185 @@
+/* tiles: the value types every other module speaks.
+ *
+ * tsr_status / tsr_error   how every fallible function reports failure
+ * tsr_rect                 an int64 pixel rectangle, half-open
+ * tsr_tile                 float32 pixels of a rectangle
+ * tsr_grid                 how a node of w x h splits into T x T tiles (ragged edges)
+ * tsr_*_checked            overflow-checked int64 arithmetic
+ *
+ * Depends on libc only. */
+#ifndef TSR_TILES_H
+#define TSR_TILES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors -------------------------------------------------------------- */
+
+typedef enum tsr_status {
+    TSR_OK = 0,
+    TSR_EINVAL,   /* bad design, bad argument: the user's fault, exit 2 */
+    TSR_EPLAN,    /* the memory plan does not fit --memory, exit 2 */
+    TSR_ENOMEM,   /* an allocation failed, exit 1 */
+    TSR_EIO,      /* a read or write failed, exit 1 */
+    TSR_EINTR,    /* interrupted by a signal, exit 1 */
+    TSR_EINTERNAL /* a broken invariant: a bug, exit 1 */
+} tsr_status;
+
+/* A filled-in error: `msg` reads "where: what". */
+typedef struct tsr_error {
+    tsr_status status; /* the status that was returned with it */
+    char msg[1024];    /* NUL-terminated, human-readable */
+} tsr_error;
+
+/* Fill `err` (may be NULL) with a printf-formatted message; returns `st`
+ * so callers can write `return tsr_fail(err, TSR_EINVAL, "...")`. */
+tsr_status
+tsr_fail(tsr_error *err, tsr_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Process exit status for a status: 0, 1 or 2 (DESIGN.md §4). */
+int
+tsr_status_exit_code(tsr_status st);
+
+/* A short name for a status ("invalid input", "out of memory", ...). */
+const char *
+tsr_status_name(tsr_status st);
+
+/* ---- checked arithmetic ---------------------------------------------------- */
+
+/* Each returns false (and leaves *out untouched) on int64 overflow. */
+bool tsr_add_checked(int64_t a, int64_t b, int64_t *out);
+bool tsr_mul_checked(int64_t a, int64_t b, int64_t *out);
+
+/* Floor division and floor modulo for b > 0: floor_div(-1, 4) = -1, floor_mod(-1, 4) = 3. */
+static inline int64_t
+tsr_floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+static inline int64_t
+tsr_floor_mod(int64_t a, int64_t b)
+{
+    int64_t m = a % b;
+    return m < 0 ? m + b : m;
+}
+
+/* ---- rectangles ---------------------------------------------------------- */
+
+/* Pixels [x, x+w) x [y, y+h). A rect with w <= 0 or h <= 0 is empty. */
+typedef struct tsr_rect {
+    int64_t x, y, w, h;
+} tsr_rect;
+
+static inline tsr_rect
+tsr_rect_make(int64_t x, int64_t y, int64_t w, int64_t h)
+{
+    tsr_rect r = {x, y, w, h};
+    return r;
+}
+
+static inline bool
+tsr_rect_empty(tsr_rect r)
+{
+    return r.w <= 0 || r.h <= 0;
+}
+
+/* The intersection; empty rects come back as {a.x, a.y, 0, 0}. */
+tsr_rect
+tsr_rect_intersect(tsr_rect a, tsr_rect b);
+
+/* The smallest rect holding both; an empty argument is ignored. */
+tsr_rect
+tsr_rect_union(tsr_rect a, tsr_rect b);
+
+/* Grown by `m` on every side (m >= 0). */
+tsr_rect
+tsr_rect_grow(tsr_rect r, int64_t m);
+
+static inline tsr_rect
+tsr_rect_shift(tsr_rect r, int64_t dx, int64_t dy)
+{
+    r.x += dx;
+    r.y += dy;
+    return r;
+}
+
+static inline bool
+tsr_rect_contains(tsr_rect outer, tsr_rect inner)
+{
+    return inner.x >= outer.x && inner.y >= outer.y && inner.x + inner.w <= outer.x + outer.w &&
+           inner.y + inner.h <= outer.y + outer.h;
+}
+
+static inline bool
+tsr_rect_equal(tsr_rect a, tsr_rect b)
+{
+    return a.x == b.x && a.y == b.y && a.w == b.w && a.h == b.h;
+}
+
+/* ---- views and tiles --------------------------------------------------------- */
+
+/* Borrowed float32 pixels of rect `r`: pixel (x, y) is px[(y - r.y) * stride + (x - r.x)]. */
+typedef struct tsr_view {
+    tsr_rect r;
+    const float *px;
+    int64_t stride; /* floats per row, >= r.w */
+} tsr_view;
+
+static inline const float *
+tsr_view_row(const tsr_view *v, int64_t x, int64_t y)
+{
+    return v->px + (y - v->r.y) * v->stride + (x - v->r.x);
+}
+
+/* An owned float32 raster of rect `r`, rows contiguous (stride = r.w). */
+typedef struct tsr_tile {
+    tsr_rect r;
+    float *px;
+} tsr_tile;
+
+/* Allocate w*h floats (uninitialised); NULL on overflow or out of memory. Free with
+ * tsr_tile_free. Pixel buffers are 64-byte aligned so SIMD loops start on a cache line. */
+tsr_tile *
+tsr_tile_new(tsr_rect r);
+
+void
+tsr_tile_free(tsr_tile *t);
+
+/* Bytes a tile of `r` occupies (header + pixels), for cache budgets; 0 on overflow. */
+size_t
+tsr_tile_bytes(tsr_rect r);
+
+static inline tsr_view
+tsr_tile_view(const tsr_tile *t)
+{
+    tsr_view v = {t->r, t->px, t->r.w};
+    return v;
+}
+
+/* ---- grids ------------------------------------------------------------------ */
+
+/* A node of w x h split into T x T tiles; the last column and row are ragged. */
+typedef struct tsr_grid {
+    int64_t w, h; /* node size, >= 1 */
+    int64_t t;    /* tile edge, >= 1 */
+    int64_t nx, ny; /* tile counts: ceil(w / t), ceil(h / t) */
+} tsr_grid;
+
+tsr_grid
+tsr_grid_make(int64_t w, int64_t h, int64_t t);
+
+/* The node rect of tile (tx, ty), ragged at the right and bottom edges. */
+tsr_rect
+tsr_grid_tile_rect(const tsr_grid *g, int64_t tx, int64_t ty);
+
+/* The tile index range [*tx0, *tx1) x [*ty0, *ty1) whose tiles meet `r`
+ * (r is clipped to the node first; an empty result has tx0 == tx1). */
+void
+tsr_grid_tiles_of(const tsr_grid *g, tsr_rect r, int64_t *tx0, int64_t *ty0, int64_t *tx1,
+                  int64_t *ty1);
+
+#endif
