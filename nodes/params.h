@@ -1,4 +1,4 @@
-/* Parameter structs of the traits, shared by the CPU reference (nodes/*.c), the GPU
+/* Parameter structs of the traits, shared by the CPU reference (nodes/<trait>.c), the GPU
  * launchers (gpu/) and the tests. Each is filled by the loader through the trait's
  * parameter table, then completed by the trait's prepare(). */
 #ifndef TSR_NODES_PARAMS_H

@@ -1,0 +1,289 @@
+/* Sources (DESIGN.md §2.2): shapes, gradients, images drawn over a node's fill.
+ *
+ * Everything is computed in double exactly as the spec writes it, and each pixel is rounded
+ * once to float32, so every backend gets the same bits. Shapes only visit the rows and
+ * columns of their (conservatively grown) bounding box: a circle on a 200000 px node costs
+ * its own area, not the node's. */
+#include "nodes/nodes.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#define OFF(f) offsetof(tsr_source, f)
+#define COORD2(k, f) {k, TSR_P_F64_2, OFF(f), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[x, y], px"}
+#define VALUE {"value", TSR_P_F32, OFF(value), 0, 0, 0, 0, NULL, "value where covered, default 1"}
+#define AA {"aa", TSR_P_INT, OFF(aa), TSR_PF_RANGE, 1, 16, 0, NULL, "n x n sub-samples, 1..16"}
+#define POSITIVE(k, t, f, h) {k, t, OFF(f), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, h}
+
+static const tsr_param circle_params[] = {
+    COORD2("center", center),
+    POSITIVE("radius", TSR_P_F64, radius, "radius, px, > 0"),
+    VALUE,
+    AA,
+};
+static const tsr_param ellipse_params[] = {
+    COORD2("center", center),
+    POSITIVE("radii", TSR_P_F64_2, radii, "[rx, ry], px, > 0"),
+    VALUE,
+    AA,
+};
+static const tsr_param ring_params[] = {
+    COORD2("center", center),
+    {"radii", TSR_P_F64_2, OFF(radii), TSR_PF_REQUIRED | TSR_PF_RANGE, 0, HUGE_VAL, 0, NULL,
+     "[r_in, r_out], 0 <= r_in < r_out"},
+    VALUE,
+    AA,
+};
+static const tsr_param rect_params[] = {
+    {"rect", TSR_P_F64_4, OFF(rect), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[x, y, w, h], w, h > 0"},
+    VALUE,
+    AA,
+};
+static const tsr_param polygon_params[] = {
+    {"points", TSR_P_POINTS, OFF(points), TSR_PF_REQUIRED, 0, 0, 3, NULL,
+     "[[x, y], ...], >= 3, even-odd fill"},
+    VALUE,
+    AA,
+};
+static const tsr_param linear_params[] = {
+    COORD2("from", from),
+    COORD2("to", to),
+    {"values", TSR_P_F32_2, OFF(values), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[a, b] at from, to"},
+};
+static const tsr_param radial_params[] = {
+    COORD2("center", center),
+    POSITIVE("radius", TSR_P_F64, radius, "radius where b is reached, > 0"),
+    {"values", TSR_P_F32_2, OFF(values), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[a, b] at centre, radius"},
+};
+
+#define DESC(k, v, kind, p) {k, v, kind, p, sizeof p / sizeof p[0]}
+const tsr_source_desc tsr_source_descs[TSR_SRC_COUNT] = {
+    DESC("shape", "circle", TSR_SRC_CIRCLE, circle_params),
+    DESC("shape", "ellipse", TSR_SRC_ELLIPSE, ellipse_params),
+    DESC("shape", "ring", TSR_SRC_RING, ring_params),
+    DESC("shape", "rect", TSR_SRC_RECT, rect_params),
+    DESC("shape", "polygon", TSR_SRC_POLYGON, polygon_params),
+    DESC("gradient", "linear", TSR_SRC_LINEAR, linear_params),
+    DESC("gradient", "radial", TSR_SRC_RADIAL, radial_params),
+    {"image", NULL, TSR_SRC_IMAGE, NULL, 0},
+};
+
+void
+tsr_source_defaults(tsr_source *s, tsr_source_kind kind)
+{
+    *s = (tsr_source){0};
+    s->kind = kind;
+    s->value = 1.0f;
+}
+
+tsr_status
+tsr_source_check(const tsr_source *s, tsr_check *c)
+{
+    switch (s->kind) {
+    case TSR_SRC_RING:
+        if (!(s->radii[0] < s->radii[1]))
+            return tsr_check_failf(c, "radii", "r_in must be < r_out");
+        break;
+    case TSR_SRC_RECT:
+        if (!(s->rect[2] > 0 && s->rect[3] > 0))
+            return tsr_check_failf(c, "rect", "w and h must be > 0");
+        break;
+    case TSR_SRC_LINEAR:
+        if (s->from[0] == s->to[0] && s->from[1] == s->to[1])
+            return tsr_check_failf(c, "to", "must differ from 'from'");
+        break;
+    default: break;
+    }
+    return TSR_OK;
+}
+
+void
+tsr_source_free(tsr_source *s)
+{
+    free(s->points.p);
+    free(s->path);
+    free(s->img);
+    free(s->where);
+    s->points.p = NULL;
+    s->path = NULL;
+    s->img = NULL;
+    s->where = NULL;
+}
+
+/* ---- inside tests, exactly the formulas of DESIGN.md §2.2 ----------------------------- */
+
+static int
+inside(const tsr_source *s, double px, double py)
+{
+    double dx = px - s->center[0], dy = py - s->center[1];
+    switch (s->kind) {
+    case TSR_SRC_CIRCLE: return dx * dx + dy * dy <= s->radius * s->radius;
+    case TSR_SRC_ELLIPSE: {
+        double ex = dx / s->radii[0], ey = dy / s->radii[1];
+        return ex * ex + ey * ey <= 1.0;
+    }
+    case TSR_SRC_RING: {
+        double d2 = dx * dx + dy * dy;
+        return s->radii[0] * s->radii[0] <= d2 && d2 <= s->radii[1] * s->radii[1];
+    }
+    case TSR_SRC_RECT:
+        return s->rect[0] <= px && px <= s->rect[0] + s->rect[2] && s->rect[1] <= py &&
+               py <= s->rect[1] + s->rect[3];
+    case TSR_SRC_POLYGON: {
+        int odd = 0;
+        size_t n = s->points.n;
+        for (size_t i = 0; i < n; i++) {
+            double x1 = s->points.p[i][0], y1 = s->points.p[i][1];
+            double x2 = s->points.p[(i + 1) % n][0], y2 = s->points.p[(i + 1) % n][1];
+            if ((y1 > py) != (y2 > py) && px < (x2 - x1) * (py - y1) / (y2 - y1) + x1)
+                odd ^= 1;
+        }
+        return odd;
+    }
+    default: return 0;
+    }
+}
+
+/* A box (in pixel index space, inclusive-exclusive) outside which no sample point can be
+ * inside; grown by 2 px so rounding never cuts a pixel the formula would include. */
+static void
+shape_bounds(const tsr_source *s, double *x0, double *y0, double *x1, double *y1)
+{
+    switch (s->kind) {
+    case TSR_SRC_CIRCLE:
+        *x0 = s->center[0] - s->radius;
+        *x1 = s->center[0] + s->radius;
+        *y0 = s->center[1] - s->radius;
+        *y1 = s->center[1] + s->radius;
+        break;
+    case TSR_SRC_ELLIPSE:
+    case TSR_SRC_RING: {
+        double rx = s->kind == TSR_SRC_RING ? s->radii[1] : s->radii[0];
+        double ry = s->kind == TSR_SRC_RING ? s->radii[1] : s->radii[1];
+        *x0 = s->center[0] - rx;
+        *x1 = s->center[0] + rx;
+        *y0 = s->center[1] - ry;
+        *y1 = s->center[1] + ry;
+        break;
+    }
+    case TSR_SRC_RECT:
+        *x0 = s->rect[0];
+        *x1 = s->rect[0] + s->rect[2];
+        *y0 = s->rect[1];
+        *y1 = s->rect[1] + s->rect[3];
+        break;
+    case TSR_SRC_POLYGON:
+        *x0 = *x1 = s->points.p[0][0];
+        *y0 = *y1 = s->points.p[0][1];
+        for (size_t i = 1; i < s->points.n; i++) {
+            *x0 = fmin(*x0, s->points.p[i][0]);
+            *x1 = fmax(*x1, s->points.p[i][0]);
+            *y0 = fmin(*y0, s->points.p[i][1]);
+            *y1 = fmax(*y1, s->points.p[i][1]);
+        }
+        break;
+    default: break;
+    }
+    *x0 = floor(*x0) - 2;
+    *y0 = floor(*y0) - 2;
+    *x1 = ceil(*x1) + 2;
+    *y1 = ceil(*y1) + 2;
+}
+
+/* Clamp a double bound into [lo, hi] as int64 (bounds may be far outside int64). */
+static int64_t
+clampd(double v, int64_t lo, int64_t hi)
+{
+    if (!(v > (double)lo))
+        return lo;
+    if (!(v < (double)hi))
+        return hi;
+    return (int64_t)v;
+}
+
+static void
+render_shape(const tsr_source *s, tsr_rect r, float *px)
+{
+    double bx0, by0, bx1, by1;
+    shape_bounds(s, &bx0, &by0, &bx1, &by1);
+    int64_t x0 = clampd(bx0, r.x, r.x + r.w), x1 = clampd(bx1, r.x, r.x + r.w);
+    int64_t y0 = clampd(by0, r.y, r.y + r.h), y1 = clampd(by1, r.y, r.y + r.h);
+    int64_t n = s->aa;
+    float value = s->value;
+    for (int64_t y = y0; y < y1; y++) {
+        float *row = px + (y - r.y) * r.w - r.x;
+        for (int64_t x = x0; x < x1; x++) {
+            if (n == 0) {
+                if (inside(s, (double)x + 0.5, (double)y + 0.5))
+                    row[x] = value;
+                continue;
+            }
+            int64_t count = 0;
+            for (int64_t j = 0; j < n; j++) {
+                double sy = (double)y + ((double)j + 0.5) / (double)n;
+                for (int64_t i = 0; i < n; i++)
+                    count += inside(s, (double)x + ((double)i + 0.5) / (double)n, sy);
+            }
+            if (count == 0)
+                continue;
+            /* coverage and the mix in double, rounded once (DESIGN.md §2.2, docs/semantics.md) */
+            double c = (double)count / (double)(n * n);
+            row[x] = (float)((double)row[x] * (1.0 - c) + (double)value * c);
+        }
+    }
+}
+
+static double
+clamp01(double t)
+{
+    return t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
+}
+
+static void
+render_gradient(const tsr_source *s, tsr_rect r, float *px)
+{
+    double a = s->values[0], b = s->values[1];
+    double fx = s->from[0], fy = s->from[1];
+    double gx = s->to[0] - fx, gy = s->to[1] - fy;
+    double len2 = gx * gx + gy * gy;
+    for (int64_t y = 0; y < r.h; y++) {
+        double py = (double)(r.y + y) + 0.5;
+        float *row = px + y * r.w;
+        for (int64_t x = 0; x < r.w; x++) {
+            double pxc = (double)(r.x + x) + 0.5, t;
+            if (s->kind == TSR_SRC_LINEAR) {
+                t = clamp01(((pxc - fx) * gx + (py - fy) * gy) / len2);
+            } else {
+                double dx = pxc - s->center[0], dy = py - s->center[1];
+                t = clamp01(sqrt(dx * dx + dy * dy) / s->radius);
+            }
+            row[x] = (float)(a + t * (b - a));
+        }
+    }
+}
+
+static void
+render_image(const tsr_source *s, tsr_rect r, float *px)
+{
+    for (int64_t y = 0; y < r.h; y++) {
+        const float *src = s->img + (r.y + y) * s->iw + r.x;
+        float *row = px + y * r.w;
+        for (int64_t x = 0; x < r.w; x++)
+            row[x] = src[x];
+    }
+}
+
+void
+tsr_source_render(const tsr_source *s, tsr_rect r, float *px)
+{
+    switch (s->kind) {
+    case TSR_SRC_LINEAR:
+    case TSR_SRC_RADIAL: render_gradient(s, r, px); break;
+    case TSR_SRC_IMAGE:
+        if (s->img)
+            render_image(s, r, px);
+        break;
+    default: render_shape(s, r, px); break;
+    }
+}

@@ -1,0 +1,195 @@
+/* The trait table, the common edge keys, blending, and design lifetime. */
+#include "nodes/nodes.h"
+#include "nodes/params.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define X(id) extern const tsr_trait tsr_trait_##id;
+#include "nodes/traits.def"
+#undef X
+
+const tsr_trait *const tsr_traits[] = {
+#define X(id) &tsr_trait_##id,
+#include "nodes/traits.def"
+#undef X
+    NULL};
+
+const char *const tsr_blend_names[] = {"over", "add", "max", "min", "multiply", NULL};
+const char *const tsr_mask_names[] = {"none", "nonzero", NULL};
+const char *const tsr_edge_keys[] = {"trait", "node", "ref", "blend", "offset", "mask", NULL};
+
+const tsr_trait *
+tsr_trait_find(const char *name)
+{
+    for (size_t i = 0; tsr_traits[i]; i++)
+        if (strcmp(tsr_traits[i]->name, name) == 0)
+            return tsr_traits[i];
+    return NULL;
+}
+
+tsr_status
+tsr_check_failf(tsr_check *c, const char *key, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return c->fail(c, key, msg);
+}
+
+void
+tsr_params_free(const tsr_param *params, size_t n, void *st)
+{
+    if (!st)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        char *field = (char *)st + params[i].offset;
+        switch (params[i].type) {
+        case TSR_P_POINTS: {
+            tsr_points *p = (tsr_points *)field;
+            free(p->p);
+            p->p = NULL;
+            p->n = 0;
+            break;
+        }
+        case TSR_P_PROFILE: {
+            tsr_profile *p = (tsr_profile *)field;
+            free(p->pts.p);
+            p->pts.p = NULL;
+            p->pts.n = 0;
+            break;
+        }
+        case TSR_P_KERNEL: {
+            tsr_kernel *k = (tsr_kernel *)field;
+            free(k->k);
+            k->k = NULL;
+            break;
+        }
+        case TSR_P_PATH: {
+            char **s = (char **)field;
+            free(*s);
+            *s = NULL;
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+static void
+edge_free(tsr_edge *e)
+{
+    if (e->trait) {
+        if (e->state && e->trait->release)
+            e->trait->release(e);
+        tsr_params_free(e->trait->params, e->trait->nparams, e->params);
+    }
+    free(e->params);
+    free(e->where);
+}
+
+static void
+node_free(tsr_node *n)
+{
+    for (size_t i = 0; i < n->nedges; i++)
+        edge_free(&n->edges[i]);
+    free(n->edges);
+    if (n->source) {
+        tsr_source_free(n->source);
+        free(n->source);
+    }
+    free(n->name);
+    free(n->where);
+    free(n);
+}
+
+void
+tsr_design_free(tsr_design *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->nnodes; i++)
+        node_free(d->nodes[i]);
+    free(d->nodes);
+    free(d->out.calibration.p);
+    free(d->path);
+    free(d->name);
+    free(d);
+}
+
+tsr_status
+tsr_design_prepare(tsr_design *d, tsr_error *err)
+{
+    for (size_t i = 0; i < d->nnodes; i++) {
+        tsr_node *n = d->nodes[i];
+        for (size_t k = 0; k < n->nedges; k++) {
+            tsr_edge *e = &n->edges[k];
+            if (e->state || !e->trait->prepare)
+                continue;
+            tsr_status st = e->trait->prepare(e, err);
+            if (st != TSR_OK)
+                return st;
+        }
+    }
+    return TSR_OK;
+}
+
+/* Each mode in its own loop so the compiler vectorises it; float32 arithmetic as written. */
+void
+tsr_blend_apply(tsr_blend b, int mask_nonzero, float *restrict P, const float *restrict L,
+                const uint8_t *restrict cov, size_t n)
+{
+    if (mask_nonzero) {
+        for (size_t i = 0; i < n; i++) {
+            if (!cov[i] || L[i] == 0.0f)
+                continue;
+            float p = P[i], l = L[i];
+            switch (b) {
+            case TSR_BLEND_OVER: p = l; break;
+            case TSR_BLEND_ADD: p = p + l; break;
+            case TSR_BLEND_MAX: p = l > p ? l : p; break;
+            case TSR_BLEND_MIN: p = l < p ? l : p; break;
+            case TSR_BLEND_MULTIPLY: p = p * l; break;
+            }
+            P[i] = p;
+        }
+        return;
+    }
+    switch (b) {
+    case TSR_BLEND_OVER:
+        for (size_t i = 0; i < n; i++)
+            P[i] = cov[i] ? L[i] : P[i];
+        break;
+    case TSR_BLEND_ADD:
+        for (size_t i = 0; i < n; i++)
+            P[i] = cov[i] ? P[i] + L[i] : P[i];
+        break;
+    case TSR_BLEND_MAX:
+        for (size_t i = 0; i < n; i++)
+            P[i] = (cov[i] && L[i] > P[i]) ? L[i] : P[i];
+        break;
+    case TSR_BLEND_MIN:
+        for (size_t i = 0; i < n; i++)
+            P[i] = (cov[i] && L[i] < P[i]) ? L[i] : P[i];
+        break;
+    case TSR_BLEND_MULTIPLY:
+        for (size_t i = 0; i < n; i++)
+            P[i] = cov[i] ? P[i] * L[i] : P[i];
+        break;
+    }
+}
+
+void
+tsr_node_base(const tsr_node *n, tsr_rect r, float *px)
+{
+    size_t count = (size_t)r.w * (size_t)r.h;
+    float f = n->fill;
+    for (size_t i = 0; i < count; i++)
+        px[i] = f;
+    if (n->source)
+        tsr_source_render(n->source, r, px);
+}
