@@ -205,7 +205,7 @@ clampd(double v, int64_t lo, int64_t hi)
 static void
 render_shape(const tsr_source *s, tsr_rect r, float *px)
 {
-    double bx0, by0, bx1, by1;
+    double bx0 = 0, by0 = 0, bx1 = 0, by1 = 0;
     shape_bounds(s, &bx0, &by0, &bx1, &by1);
     int64_t x0 = clampd(bx0, r.x, r.x + r.w), x1 = clampd(bx1, r.x, r.x + r.w);
     int64_t y0 = clampd(by0, r.y, r.y + r.h), y1 = clampd(by1, r.y, r.y + r.h);
