@@ -1,4 +1,4 @@
-/* gpu: the CUDA backend. Built from gpu/*.cu by nvcc (sm_90) when CUDA is found, else from
+/* gpu: the CUDA backend. Built from the gpu .cu files by nvcc (sm_90) when CUDA is found, else from
  * gpu_none.c, where every entry point reports "no GPU". Callers never #ifdef on CUDA. */
 #ifndef TSR_GPU_H
 #define TSR_GPU_H

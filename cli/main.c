@@ -1,0 +1,339 @@
+/* tessera: the command line. Argument parsing and nothing else; the work is in engine/. */
+#include "engine/engine.h"
+#include "gpu/gpu.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static const char usage[] =
+    "usage:\n"
+    "  tessera render  DESIGN [-o OUT] [--backend cpu|gpu|auto] [--memory M] [--threads N]\n"
+    "                         [--rows Y0:Y1] [--tile T]\n"
+    "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png] [--depth 8|16]\n"
+    "                         [--memory M] [--threads N] [--tile T]\n"
+    "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
+    "                         [--memory M] [--threads N] [--tile T]\n"
+    "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
+    "OUT is a path, - (stdout) or null. Sizes: 64M = 64e6 bytes, 64MiB = 64*2^20.\n"
+    "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
+
+typedef struct args {
+    const char *cmd, *design, *out, *backend;
+    tsr_engine_opts eo;
+    tsr_rect region;
+    bool have_region, json;
+    int64_t scale;
+    int depth;
+    double target; /* bytes/s */
+} args;
+
+static int
+usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "tessera: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return 2;
+}
+
+static bool
+parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || *end || errno)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool
+parse_region(const char *s, tsr_rect *r)
+{
+    long long v[4];
+    int used = 0;
+    if (sscanf(s, "%lld,%lld,%lld,%lld%n", &v[0], &v[1], &v[2], &v[3], &used) != 4 ||
+        s[used] != '\0')
+        return false;
+    *r = tsr_rect_make(v[0], v[1], v[2], v[3]);
+    return r->w > 0 && r->h > 0;
+}
+
+static int
+parse_args(int argc, char **argv, args *a)
+{
+    enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
+           O_TARGET, O_JSON };
+    static const struct option longs[] = {
+        {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
+        {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
+        {"tile", required_argument, 0, O_TILE},       {"region", required_argument, 0, O_REGION},
+        {"scale", required_argument, 0, O_SCALE},     {"depth", required_argument, 0, O_DEPTH},
+        {"target", required_argument, 0, O_TARGET},   {"json", no_argument, 0, O_JSON},
+        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
+    a->cmd = argv[1];
+    a->scale = 1;
+    a->depth = 8;
+    a->target = 1e7;
+    optind = 2;
+    opterr = 0;
+    int c;
+    double v;
+    int64_t i;
+    while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'o': a->out = optarg; break;
+        case O_BACKEND: a->eo.backend = optarg; break;
+        case O_MEMORY:
+            if (!tsr_parse_size(optarg, &v) || v < 1)
+                return usage_error("--memory %s: expected a size like 512M or 4GiB", optarg);
+            a->eo.memory = v > 9e18 ? INT64_MAX : (int64_t)v;
+            break;
+        case O_THREADS:
+            if (!parse_i64(optarg, &i) || i < 1 || i > 1024)
+                return usage_error("--threads %s: expected 1..1024", optarg);
+            a->eo.threads = (int)i;
+            break;
+        case O_ROWS: {
+            long long y0, y1;
+            int used = 0;
+            if (sscanf(optarg, "%lld:%lld%n", &y0, &y1, &used) != 2 || optarg[used] ||
+                y0 < 0 || y1 <= y0)
+                return usage_error("--rows %s: expected Y0:Y1 with 0 <= Y0 < Y1", optarg);
+            a->eo.rows[0] = y0;
+            a->eo.rows[1] = y1;
+            break;
+        }
+        case O_TILE:
+            if (!parse_i64(optarg, &i) || i < 1 || i > TSR_TILE_MAX)
+                return usage_error("--tile %s: expected 1..16384", optarg);
+            a->eo.tile = i;
+            break;
+        case O_REGION:
+            if (!parse_region(optarg, &a->region))
+                return usage_error("--region %s: expected X,Y,W,H with W, H > 0", optarg);
+            a->have_region = true;
+            break;
+        case O_SCALE:
+            if (!parse_i64(optarg, &a->scale) || a->scale < 1)
+                return usage_error("--scale %s: expected an integer >= 1", optarg);
+            break;
+        case O_DEPTH:
+            if (strcmp(optarg, "8") && strcmp(optarg, "16"))
+                return usage_error("--depth %s: expected 8 or 16", optarg);
+            a->depth = atoi(optarg);
+            break;
+        case O_TARGET:
+            if (!tsr_parse_size(optarg, &a->target) || a->target <= 0)
+                return usage_error("--target %s: expected a rate like 10MB/s", optarg);
+            break;
+        case O_JSON: a->json = true; break;
+        case 'h': fputs(usage, stdout); exit(0);
+        case ':': return usage_error("%s: missing value", argv[optind - 1]);
+        default: return usage_error("%s: unknown option", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
+    a->design = argv[optind];
+    return 0;
+}
+
+static void
+peak_rss(long long *bytes)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *bytes = (long long)ru.ru_maxrss * 1024;
+}
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int
+fail(const tsr_error *err)
+{
+    fprintf(stderr, "tessera: %s\n", err->msg);
+    return tsr_status_exit_code(err->status);
+}
+
+static int
+cmd_render(args *a, tsr_engine *e)
+{
+    tsr_error err = {0};
+    const char *out = a->out ? a->out : "-";
+    tsr_sink *s = tsr_sink_open(out, &err);
+    if (!s)
+        return fail(&err);
+    tsr_status st = tsr_engine_stream(e, s, 0, NULL, NULL, &err);
+    tsr_error cerr = {0};
+    tsr_status cs = tsr_sink_close(s, &cerr);
+    if (st != TSR_OK)
+        return fail(&err);
+    if (cs != TSR_OK)
+        return fail(&cerr);
+    return 0;
+}
+
+static int
+cmd_preview(args *a, tsr_engine *e)
+{
+    tsr_error err = {0};
+    if (!a->have_region)
+        return usage_error("%s: preview needs --region X,Y,W,H", a->design);
+    const char *out = a->out ? a->out : "preview.png";
+    if (tsr_engine_preview(e, a->region, a->scale, a->depth, out, &err) != TSR_OK)
+        return fail(&err);
+    fprintf(stderr, "tessera: wrote %s (%lldx%lld)\n", out,
+            (long long)((a->region.w + a->scale - 1) / a->scale),
+            (long long)((a->region.h + a->scale - 1) / a->scale));
+    return 0;
+}
+
+static void
+json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int
+cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
+{
+    tsr_error err = {0};
+    tsr_rect r = a->region;
+    if (!a->have_region) {
+        /* default: whole rows from the top, up to 256 MB of samples (the whole design if less) */
+        int64_t bps = d->out.depth / 8, rows = 256000000 / (d->root->w * bps);
+        rows = rows < 1 ? 1 : (rows > d->root->h ? d->root->h : rows);
+        r = tsr_rect_make(0, 0, d->root->w, rows);
+    }
+    uint64_t bytes = 0;
+    double t0 = now_s();
+    if (tsr_engine_drain(e, r, &bytes, &err) != TSR_OK)
+        return fail(&err);
+    double secs = now_s() - t0;
+    double rate = (double)bytes / secs, total = (double)d->root->w * (double)d->root->h * (d->out.depth / 8);
+    tsr_engine_stats st = tsr_engine_get_stats(e);
+    long long rss;
+    peak_rss(&rss);
+    FILE *f = stdout;
+    if (a->json) {
+        fprintf(f, "{\"design\":");
+        json_str(f, a->design);
+        fprintf(f, ",\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+                   "\"mb_per_s\":%.3f,\"target_mb_per_s\":%.3f,\"headroom\":%.3f,"
+                   "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
+                   "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
+                   "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
+                   "\"peak_bytes\":%lld},\"nodes\":[",
+                (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
+                (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
+                total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
+                (unsigned long long)st.hits, (unsigned long long)st.misses,
+                (unsigned long long)st.evictions, (unsigned long long)st.waits,
+                (unsigned long long)st.overflow, (long long)st.cache_bytes,
+                (long long)st.cache_peak);
+        for (size_t i = 0; i < d->nnodes; i++) {
+            const tsr_node *n = d->nodes[i];
+            fprintf(f, "%s{\"name\":", i ? "," : "");
+            json_str(f, n->name);
+            fprintf(f, ",\"trait\":\"%s\",\"seconds\":%.6f}",
+                    n->nedges ? n->edges[0].trait->name : "none", st.node_seconds[i]);
+        }
+        fprintf(f, "],\"traits\":{");
+        int first = 1;
+        for (size_t i = 0; tsr_traits[i]; i++) {
+            if (st.trait_seconds[i] <= 0)
+                continue;
+            fprintf(f, "%s\"%s\":%.6f", first ? "" : ",", tsr_traits[i]->name, st.trait_seconds[i]);
+            first = 0;
+        }
+        fprintf(f, "}}\n");
+        return 0;
+    }
+    fprintf(f, "design      %s\n", a->design);
+    fprintf(f, "region      %lld,%lld,%lld,%lld (%llu sample bytes)\n", (long long)r.x,
+            (long long)r.y, (long long)r.w, (long long)r.h, (unsigned long long)bytes);
+    fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
+    fprintf(f, "throughput  %.1f MB/s in %.3f s = %.1fx the %.0f MB/s target\n", rate / 1e6,
+            secs, rate / a->target, a->target / 1e6);
+    fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the target\n",
+            total, total / rate, total / a->target);
+    fprintf(f, "cache       %llu hits, %llu misses, %llu evictions, %llu waits, %llu uncached; "
+               "%.1f MiB held, %.1f MiB peak\n",
+            (unsigned long long)st.hits, (unsigned long long)st.misses,
+            (unsigned long long)st.evictions, (unsigned long long)st.waits,
+            (unsigned long long)st.overflow, (double)st.cache_bytes / 1048576.0,
+            (double)st.cache_peak / 1048576.0);
+    fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
+    fprintf(f, "time per node (own pixels, summed over threads):\n");
+    for (size_t i = 0; i < d->nnodes; i++)
+        fprintf(f, "  %-40s %9.3f s\n", d->nodes[i]->name, st.node_seconds[i]);
+    fprintf(f, "time per trait (layer + blend, summed over threads):\n");
+    for (size_t i = 0; tsr_traits[i]; i++)
+        if (st.trait_seconds[i] > 0)
+            fprintf(f, "  %-40s %9.3f s\n", tsr_traits[i]->name, st.trait_seconds[i]);
+    return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmds[] = {"render", "preview", "profile", "check", NULL};
+    int known = 0;
+    for (int i = 0; cmds[i]; i++)
+        known |= strcmp(argv[1], cmds[i]) == 0;
+    if (!known)
+        return usage_error("%s: unknown command", argv[1]);
+    args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc)
+        return rc;
+    tsr_error err = {0};
+    tsr_design *d = tsr_engine_load(a.design, &err);
+    if (!d)
+        return fail(&err);
+    tsr_engine *e = tsr_engine_new(d, &a.eo, &err);
+    if (!e) {
+        tsr_design_free(d);
+        return fail(&err);
+    }
+    if (strcmp(a.cmd, "render") == 0)
+        rc = cmd_render(&a, e);
+    else if (strcmp(a.cmd, "preview") == 0)
+        rc = cmd_preview(&a, e);
+    else if (strcmp(a.cmd, "profile") == 0)
+        rc = cmd_profile(&a, e, d);
+    else {
+        tsr_engine_print_check(e, stdout);
+        rc = 0;
+    }
+    tsr_engine_free(e);
+    tsr_design_free(d);
+    return rc;
+}

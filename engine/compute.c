@@ -1,0 +1,195 @@
+/* The CPU backend: a node's pixels over a rect = base (fill, source), then every edge's layer
+ * blended in order. Child pixels come through the tile cache: the first thread to need a
+ * child tile computes it (recursively), others wait for it or find it cached. */
+#include "engine/engine_int.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+uint64_t
+tsr_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static size_t
+trait_index(const tsr_trait *t)
+{
+    size_t i = 0;
+    while (tsr_traits[i] && tsr_traits[i] != t)
+        i++;
+    return i & 15;
+}
+
+/* A pinned child tile, ready to read. */
+static tsr_status
+get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_entry **out,
+         tsr_error *err)
+{
+    bool compute = false;
+    tsr_cache_key key = {(int64_t)n->id, tx, ty};
+    tsr_cache_entry *ce = tsr_cache_acquire(e->cache, key, &compute);
+    if (!ce)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
+    if (compute) {
+        tsr_rect r = tsr_grid_tile_rect(&e->grid[n->id], tx, ty);
+        tsr_tile *t = tsr_tile_new(r);
+        if (!t) {
+            tsr_cache_abandon(e->cache, ce);
+            return tsr_fail(err, TSR_ENOMEM, "out of memory (tile %s %lldx%lld)", n->name,
+                            (long long)r.w, (long long)r.h);
+        }
+        tsr_status st = tsr_cpu_compute(e, n, r, t->px, err);
+        if (st != TSR_OK) {
+            tsr_tile_free(t);
+            tsr_cache_abandon(e->cache, ce);
+            return st;
+        }
+        tsr_cache_publish(e->cache, ce, t);
+    }
+    *out = ce;
+    return TSR_OK;
+}
+
+/* The pixels of child rect `want` as a view: a pinned tile's own pixels when `want` lies in one
+ * tile (no copy), else assembled from the tiles it meets into `*buf` (caller frees). The pin, if
+ * any, is returned in *pin for release after use. */
+static tsr_status
+fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_entry **pin,
+      float **buf, tsr_error *err)
+{
+    const tsr_grid *g = &e->grid[c->id];
+    int64_t tx0, ty0, tx1, ty1;
+    tsr_grid_tiles_of(g, want, &tx0, &ty0, &tx1, &ty1);
+    *pin = NULL;
+    *buf = NULL;
+    if (tx1 - tx0 == 1 && ty1 - ty0 == 1) {
+        tsr_status st = get_tile(e, c, tx0, ty0, pin, err);
+        if (st != TSR_OK)
+            return st;
+        *v = tsr_tile_view(tsr_cache_tile(*pin));
+        return TSR_OK;
+    }
+    float *b = malloc((size_t)want.w * (size_t)want.h * sizeof(float));
+    if (!b)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (assembling %lldx%lld of %s)",
+                        (long long)want.w, (long long)want.h, c->name);
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+        for (int64_t tx = tx0; tx < tx1; tx++) {
+            tsr_cache_entry *ce;
+            tsr_status st = get_tile(e, c, tx, ty, &ce, err);
+            if (st != TSR_OK) {
+                free(b);
+                return st;
+            }
+            tsr_view tv = tsr_tile_view(tsr_cache_tile(ce));
+            tsr_rect part = tsr_rect_intersect(tv.r, want);
+            for (int64_t y = 0; y < part.h; y++)
+                memcpy(b + (part.y - want.y + y) * want.w + (part.x - want.x),
+                       tsr_view_row(&tv, part.x, part.y + y), (size_t)part.w * sizeof(float));
+            tsr_cache_release(e->cache, ce);
+        }
+    }
+    v->r = want;
+    v->px = b;
+    v->stride = want.w;
+    *buf = b;
+    return TSR_OK;
+}
+
+tsr_status
+tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+{
+    uint64_t t0 = tsr_now_ns(), child_ns = 0;
+    tsr_node_base(n, r, px);
+    size_t count = (size_t)r.w * (size_t)r.h;
+    float *L = NULL;
+    uint8_t *cov = NULL;
+    tsr_status st = TSR_OK;
+    if (n->nedges) {
+        L = malloc(count * sizeof *L);
+        cov = malloc(count);
+        if (!L || !cov) {
+            st = tsr_fail(err, TSR_ENOMEM, "out of memory (node %s)", n->name);
+            goto done;
+        }
+    }
+    for (size_t k = 0; k < n->nedges && st == TSR_OK; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        tsr_rect want[TSR_NEED_MAX];
+        tsr_view views[TSR_NEED_MAX];
+        tsr_cache_entry *pins[TSR_NEED_MAX];
+        float *bufs[TSR_NEED_MAX];
+        size_t nw = ed->trait->need(ed, r, want), got = 0;
+        if (nw == 0 && ed->trait->need != NULL) {
+            /* the layer does not reach this rect: nothing covered */
+            continue;
+        }
+        uint64_t c0 = tsr_now_ns();
+        for (; got < nw; got++) {
+            st = fetch(e, ed->child, want[got], &views[got], &pins[got], &bufs[got], err);
+            if (st != TSR_OK)
+                break;
+        }
+        child_ns += tsr_now_ns() - c0;
+        if (st == TSR_OK) {
+            uint64_t l0 = tsr_now_ns();
+            memset(cov, 0, count);
+            st = ed->trait->layer(ed, r, views, nw, L, cov, err);
+            if (st == TSR_OK)
+                tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
+            atomic_fetch_add(&e->trait_ns[trait_index(ed->trait)], tsr_now_ns() - l0);
+        }
+        for (size_t i = 0; i < got; i++) {
+            if (pins[i])
+                tsr_cache_release(e->cache, pins[i]);
+            free(bufs[i]);
+        }
+    }
+done:
+    free(L);
+    free(cov);
+    atomic_fetch_add(&e->node_ns[n->id], tsr_now_ns() - t0 - child_ns);
+    return st;
+}
+
+tsr_status
+tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
+                   tsr_error *err)
+{
+    const tsr_node *root = e->d->root;
+    int64_t maxpx = 0;
+    for (size_t k = 0; k < n; k++)
+        if (rects[k].w * rects[k].h > maxpx)
+            maxpx = rects[k].w * rects[k].h;
+    _Atomic int failed = 0;
+    tsr_error first = {TSR_OK, ""};
+#pragma omp parallel num_threads(e->threads)
+    {
+        float *px = malloc((size_t)maxpx * sizeof(float));
+        tsr_error mine = {TSR_OK, ""};
+        if (!px)
+            tsr_fail(&mine, TSR_ENOMEM, "out of memory (band)");
+#pragma omp for schedule(dynamic, 1)
+        for (size_t k = 0; k < n; k++) {
+            /* never return out of an OpenMP region: record the first error, skip the rest */
+            if (atomic_load(&failed) || mine.status != TSR_OK)
+                continue;
+            if (tsr_cpu_compute(e, root, rects[k], px, &mine) == TSR_OK)
+                emit(ctx, k, px);
+        }
+        if (mine.status != TSR_OK && atomic_exchange(&failed, 1) == 0)
+            first = mine;
+        free(px);
+    }
+    if (atomic_load(&failed)) {
+        if (err)
+            *err = first;
+        return first.status;
+    }
+    return TSR_OK;
+}

@@ -1,0 +1,343 @@
+/* Engine lifetime, design loading, root rects and the stream in output order. */
+#include "engine/engine_int.h"
+#include "designs/designs.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+tsr_design *
+tsr_engine_load(const char *path, tsr_error *err)
+{
+    tsr_design_opts o = {.read_image = tsr_png_read_gray};
+    return tsr_design_load(path, &o, err);
+}
+
+tsr_engine *
+tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
+{
+    tsr_engine *e = calloc(1, sizeof *e);
+    if (!e) {
+        tsr_fail(err, TSR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    e->d = d;
+    if (opts)
+        e->opts = *opts;
+    const char *be = e->opts.backend ? e->opts.backend : "auto";
+    if (strcmp(be, "gpu") == 0) {
+        tsr_fail(err, TSR_EINVAL, "--backend gpu: the GPU backend does not render designs yet");
+        goto fail;
+    }
+    if (strcmp(be, "cpu") != 0 && strcmp(be, "auto") != 0) {
+        tsr_fail(err, TSR_EINVAL, "--backend %s: must be cpu, gpu or auto", be);
+        goto fail;
+    }
+    e->backend = "cpu";
+    e->threads = e->opts.threads > 0 ? e->opts.threads : omp_get_num_procs();
+    e->rows0 = 0;
+    e->rows1 = d->root->h;
+    if (e->opts.rows[1] != 0) {
+        if (e->opts.rows[0] < 0 || e->opts.rows[0] >= e->opts.rows[1] ||
+            e->opts.rows[1] > d->root->h) {
+            tsr_fail(err, TSR_EINVAL, "--rows %lld:%lld: must satisfy 0 <= Y0 < Y1 <= %lld",
+                     (long long)e->opts.rows[0], (long long)e->opts.rows[1],
+                     (long long)d->root->h);
+            goto fail;
+        }
+        e->rows0 = e->opts.rows[0];
+        e->rows1 = e->opts.rows[1];
+    }
+    e->tile = calloc(d->nnodes, sizeof *e->tile);
+    e->grid = calloc(d->nnodes, sizeof *e->grid);
+    e->node_ns = calloc(d->nnodes, sizeof *e->node_ns);
+    e->node_seconds = calloc(d->nnodes, sizeof *e->node_seconds);
+    if (!e->tile || !e->grid || !e->node_ns || !e->node_seconds) {
+        tsr_fail(err, TSR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        e->tile[i] = e->opts.tile > 0 ? e->opts.tile : n->tile;
+        e->grid[i] = tsr_grid_make(n->w, n->h, e->tile[i]);
+    }
+    if (tsr_plan_make(e, err) != TSR_OK)
+        goto fail;
+    e->cache = tsr_cache_new((size_t)e->plan.cache);
+    if (!e->cache) {
+        tsr_fail(err, TSR_ENOMEM, "out of memory (cache)");
+        goto fail;
+    }
+    return e;
+fail:
+    tsr_engine_free(e);
+    return NULL;
+}
+
+void
+tsr_engine_free(tsr_engine *e)
+{
+    if (!e)
+        return;
+    tsr_cache_free(e->cache);
+    free(e->tile);
+    free(e->grid);
+    free(e->node_ns);
+    free(e->node_seconds);
+    free(e);
+}
+
+const tsr_plan *
+tsr_engine_plan(const tsr_engine *e)
+{
+    return &e->plan;
+}
+
+const char *
+tsr_engine_backend(const tsr_engine *e)
+{
+    return e->backend;
+}
+
+int
+tsr_engine_threads(const tsr_engine *e)
+{
+    return e->threads;
+}
+
+tsr_engine_stats
+tsr_engine_get_stats(tsr_engine *e)
+{
+    tsr_cache_stats cs = tsr_cache_get_stats(e->cache);
+    tsr_engine_stats s = {0};
+    s.hits = cs.hits;
+    s.misses = cs.misses;
+    s.evictions = cs.evictions;
+    s.waits = cs.waits;
+    s.overflow = cs.overflow;
+    s.cache_bytes = (int64_t)cs.bytes;
+    s.cache_peak = (int64_t)cs.peak_bytes;
+    s.node_seconds = e->node_seconds;
+    s.nnodes = e->d->nnodes;
+    for (size_t i = 0; i < e->d->nnodes; i++)
+        e->node_seconds[i] = (double)atomic_load(&e->node_ns[i]) * 1e-9;
+    for (size_t i = 0; i < 16; i++)
+        s.trait_seconds[i] = (double)atomic_load(&e->trait_ns[i]) * 1e-9;
+    return s;
+}
+
+/* ---- rects of the root ----------------------------------------------------------------- */
+
+/* Root rect r cut into pieces at most one root tile wide, so a band spreads over threads. */
+static size_t
+cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out)
+{
+    int64_t t = e->tile[e->d->root->id];
+    size_t n = (size_t)((r.w + t - 1) / t);
+    tsr_rect *v = malloc(n * sizeof *v);
+    if (!v)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        int64_t x = r.x + (int64_t)k * t;
+        v[k] = tsr_rect_make(x, r.y, (r.x + r.w - x) < t ? (r.x + r.w - x) : t, r.h);
+    }
+    *out = v;
+    return n;
+}
+
+typedef struct copy_ctx {
+    const tsr_rect *rects;
+    tsr_rect area;
+    float *dst; /* area.w * area.h */
+} copy_ctx;
+
+static void
+emit_copy(void *ctx, size_t k, const float *px)
+{
+    copy_ctx *c = ctx;
+    tsr_rect r = c->rects[k];
+    for (int64_t y = 0; y < r.h; y++)
+        memcpy(c->dst + (r.y - c->area.y + y) * c->area.w + (r.x - c->area.x), px + y * r.w,
+               (size_t)r.w * sizeof(float));
+}
+
+tsr_status
+tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
+{
+    const tsr_node *root = e->d->root;
+    if (!tsr_rect_contains(tsr_rect_make(0, 0, root->w, root->h), r) || tsr_rect_empty(r))
+        return tsr_fail(err, TSR_EINVAL, "region %lld,%lld,%lld,%lld: must lie inside the root (%lldx%lld)",
+                        (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
+                        (long long)root->w, (long long)root->h);
+    int64_t bh = e->tile[root->id];
+    for (int64_t y = r.y; y < r.y + r.h; y += bh) {
+        tsr_rect band = tsr_rect_make(r.x, y, r.w, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh);
+        tsr_rect *rects;
+        size_t n = cut_rects(e, band, &rects);
+        if (!n)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory");
+        copy_ctx c = {rects, r, out};
+        tsr_status st = tsr_cpu_root_batch(e, rects, n, emit_copy, &c, err);
+        free(rects);
+        if (st != TSR_OK)
+            return st;
+    }
+    return TSR_OK;
+}
+
+/* ---- the stream ----------------------------------------------------------------------- */
+
+/* One band of the stream: root columns [x, x+w), crop rows [y, y+h) (crop coordinates),
+ * written bottom row first when `up`. */
+typedef struct band {
+    int64_t x, w, y, h;
+    bool up;
+} band;
+
+typedef struct quant_ctx {
+    const tsr_engine *e;
+    const tsr_rect *rects;
+    band b;
+    int64_t root_y; /* root row of crop row b.y */
+    int64_t bps;
+    uint8_t *buf;   /* b.w * b.h samples */
+} quant_ctx;
+
+/* Quantize a computed root rect straight into its place in the band buffer (the last pass
+ * over the rect, while it is still in this core's cache). */
+static void
+emit_quant(void *ctx, size_t k, const float *px)
+{
+    quant_ctx *q = ctx;
+    tsr_rect r = q->rects[k];
+    for (int64_t y = 0; y < r.h; y++) {
+        int64_t row = r.y - q->root_y + y;
+        if (q->b.up)
+            row = q->b.h - 1 - row;
+        uint8_t *dst = q->buf + (row * q->b.w + (r.x - q->b.x)) * q->bps;
+        tsr_convert(&q->e->d->out, px + y * r.w, (size_t)r.w, dst);
+    }
+}
+
+uint64_t
+tsr_engine_stream_bytes(const tsr_engine *e)
+{
+    return (uint64_t)e->d->root->w * (uint64_t)(e->rows1 - e->rows0) *
+           (uint64_t)(e->d->out.depth / 8);
+}
+
+/* Swath k's columns for the start corner: from the left, or from the right edge inward. */
+static void
+swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, int64_t *w)
+{
+    int64_t W = e->d->root->w;
+    int start = e->d->out.start;
+    bool right = start == TSR_TOP_RIGHT || start == TSR_BOTTOM_RIGHT;
+    int64_t a = k * sw, b = a + sw < W ? a + sw : W;
+    if (right) {
+        *x = W - b;
+        *w = b - a;
+    } else {
+        *x = a;
+        *w = b - a;
+    }
+}
+
+tsr_status
+tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn progress,
+                  void *ctx, tsr_error *err)
+{
+    const tsr_design *d = e->d;
+    const tsr_output *o = &d->out;
+    int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
+    int64_t sw = o->order == TSR_ORDER_SWATH && o->swath_width < W ? o->swath_width : W;
+    int64_t nswath = (W + sw - 1) / sw;
+    int64_t bh = e->plan.band_rows;
+    uint64_t total = tsr_engine_stream_bytes(e), pos = 0;
+    if (start > total)
+        return tsr_fail(err, TSR_EINVAL, "resume offset %llu is past the end (%llu bytes)",
+                        (unsigned long long)start, (unsigned long long)total);
+    tsr_writer *wr = tsr_writer_new(sink, 3, (size_t)(sw * bh * bps));
+    if (!wr)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
+    tsr_status st = TSR_OK;
+    bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT;
+    for (int64_t k = 0; k < nswath && st == TSR_OK; k++) {
+        band b;
+        swath_cols(e, sw, k, &b.x, &b.w);
+        b.up = bottom;
+        if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
+            b.up = !b.up;
+        for (int64_t i = 0; i * bh < H && st == TSR_OK; i++) {
+            b.h = (H - i * bh) < bh ? (H - i * bh) : bh;
+            b.y = b.up ? H - i * bh - b.h : i * bh;
+            uint64_t len = (uint64_t)(b.w * b.h * bps);
+            if (pos + len <= start) { /* before the resume offset: nothing to compute */
+                pos += len;
+                continue;
+            }
+            uint8_t *buf = tsr_writer_acquire(wr);
+            if (!buf)
+                break; /* the writer failed: its error comes from finish */
+            tsr_rect *rects;
+            tsr_rect area = tsr_rect_make(b.x, e->rows0 + b.y, b.w, b.h);
+            size_t n = cut_rects(e, area, &rects);
+            if (!n) {
+                st = tsr_fail(err, TSR_ENOMEM, "out of memory");
+                break;
+            }
+            quant_ctx q = {e, rects, b, e->rows0 + b.y, bps, buf};
+            st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
+            free(rects);
+            if (st != TSR_OK)
+                break;
+            uint64_t skip = start > pos ? start - pos : 0;
+            if (skip)
+                memmove(buf, buf + skip, (size_t)(len - skip));
+            tsr_writer_submit(wr, buf, (size_t)(len - skip));
+            pos += len;
+            if (progress)
+                progress(ctx, pos, total);
+        }
+    }
+    tsr_error werr;
+    tsr_status ws = tsr_writer_finish(wr, &werr);
+    if (st == TSR_OK && ws != TSR_OK) {
+        if (err)
+            *err = werr;
+        st = ws;
+    }
+    return st;
+}
+
+tsr_status
+tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
+{
+    const tsr_node *root = e->d->root;
+    if (tsr_rect_empty(r) || !tsr_rect_contains(tsr_rect_make(0, 0, root->w, root->h), r))
+        return tsr_fail(err, TSR_EINVAL, "region %lld,%lld,%lld,%lld: must lie inside the root (%lldx%lld)",
+                        (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
+                        (long long)root->w, (long long)root->h);
+    int64_t bh = e->plan.band_rows, bps = e->d->out.depth / 8;
+    uint8_t *buf = malloc((size_t)(r.w * bh * bps));
+    if (!buf)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (band)");
+    tsr_status st = TSR_OK;
+    *bytes = 0;
+    for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK; y += bh) {
+        band b = {r.x, r.w, y, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh, false};
+        tsr_rect *rects;
+        size_t n = cut_rects(e, tsr_rect_make(b.x, b.y, b.w, b.h), &rects);
+        if (!n) {
+            st = tsr_fail(err, TSR_ENOMEM, "out of memory");
+            break;
+        }
+        quant_ctx q = {e, rects, b, b.y, bps, buf};
+        st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
+        free(rects);
+        *bytes += (uint64_t)(b.w * b.h * bps);
+    }
+    free(buf);
+    return st;
+}

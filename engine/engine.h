@@ -1,0 +1,127 @@
+/* engine: plans and runs a render. It owns the tile cache, schedules tile computation on a
+ * backend (CPU with OpenMP; GPU later), assembles root bands in output order, converts them to
+ * samples and hands them to a sink through the writer thread.
+ *
+ * One tsr_engine renders one design; it borrows the design, which must outlive it. An engine
+ * is used by one caller thread at a time (it runs its own worker threads inside). */
+#ifndef TSR_ENGINE_H
+#define TSR_ENGINE_H
+
+#include "nodes/nodes.h"
+#include "stream/stream.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TSR_DEFAULT_MEMORY ((int64_t)2 << 30) /* --memory default: 2 GiB */
+
+typedef struct tsr_engine tsr_engine;
+
+typedef struct tsr_engine_opts {
+    const char *backend; /* "cpu", "gpu" or "auto"; NULL = "auto" */
+    int threads;         /* worker threads; 0 = all cores */
+    int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
+    int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
+    int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
+} tsr_engine_opts;
+
+/* The memory plan (DESIGN.md §1): what a run holds at most, in bytes. */
+typedef struct tsr_plan {
+    int64_t bands;      /* in-flight band buffers (computing + queued for the sink) */
+    int64_t per_thread; /* worst-case working set of one worker: scratch, pinned tiles */
+    int64_t threads;
+    int64_t fixed;      /* tables, decoded images, bookkeeping */
+    int64_t cache;      /* what is left for the tile cache */
+    int64_t minimum;    /* the smallest --memory that fits (with an empty cache) */
+    int64_t band_rows;  /* rows per band */
+    int64_t budget;     /* the --memory it was planned for */
+} tsr_plan;
+
+typedef struct tsr_engine_stats {
+    uint64_t hits, misses, evictions, waits, overflow;
+    int64_t cache_bytes, cache_peak;
+    double *node_seconds;  /* per design node id: seconds spent computing its tiles (self) */
+    size_t nnodes;
+    double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
+} tsr_engine_stats;
+
+/* Load and validate a design, decoding its images. NULL on failure with err filled
+ * (TSR_EINVAL for design errors: "file:line:col: key.path: what"). */
+tsr_design *
+tsr_engine_load(const char *path, tsr_error *err);
+
+/* Make an engine for design `d` (borrowed). Plans memory first: TSR_EPLAN when the plan does
+ * not fit opts->memory, naming the smallest budget that would. NULL on failure. */
+tsr_engine *
+tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err);
+
+void
+tsr_engine_free(tsr_engine *e);
+
+/* The memory plan the engine runs under. */
+const tsr_plan *
+tsr_engine_plan(const tsr_engine *e);
+
+/* Name of the backend in use ("cpu", "gpu"). */
+const char *
+tsr_engine_backend(const tsr_engine *e);
+
+/* Threads the CPU backend uses. */
+int
+tsr_engine_threads(const tsr_engine *e);
+
+/* Root values of rect r (root coordinates, inside the root) into out (r.w * r.h floats,
+ * row-major). The crop of opts->rows does not apply. */
+tsr_status
+tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err);
+
+/* Sample bytes of the whole stream (the crop applied). */
+uint64_t
+tsr_engine_stream_bytes(const tsr_engine *e);
+
+/* Stream the root (cropped by opts->rows) in output order to `sink` (borrowed) from byte
+ * offset `start` (0 for a fresh job). Progress, if `progress` is non-NULL, is called from the
+ * caller's thread after each band with the bytes produced so far. */
+typedef void (*tsr_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+tsr_status
+tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn progress,
+                  void *ctx, tsr_error *err);
+
+/* Render root rect r (inside the root) to samples and discard them: what `tessera profile`
+ * measures. Returns the sample bytes produced in *bytes. */
+tsr_status
+tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err);
+
+/* Counters so far; node_seconds points into the engine (valid until the next call). */
+tsr_engine_stats
+tsr_engine_get_stats(tsr_engine *e);
+
+/* ---- output conversion (DESIGN.md §2.4) ------------------------------------------ */
+
+/* Convert n values to samples: 1 byte each at depth 8, 2 bytes little-endian at depth 16. */
+void
+tsr_convert(const tsr_output *o, const float *v, size_t n, uint8_t *out);
+
+/* One value to its sample (reference for tests and preview). */
+uint32_t
+tsr_convert_one(const tsr_output *o, double v);
+
+/* ---- previews and plans -------------------------------------------------------------- */
+
+/* Render region r of the root, average scale x scale blocks in double, convert at `depth`
+ * (8 or 16) with the design's range and calibration, write a gray PNG to `path`. */
+tsr_status
+tsr_engine_preview(tsr_engine *e, tsr_rect r, int64_t scale, int depth, const char *path,
+                   tsr_error *err);
+
+/* Print the tree, sizes, tile counts and memory plan (`tessera check`). */
+void
+tsr_engine_print_check(tsr_engine *e, FILE *f);
+
+/* Parse a byte size: "64M", "4G", "512MiB", "1e9", plain bytes. SI K/M/G = 1e3/1e6/1e9;
+ * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. False on garbage. */
+bool
+tsr_parse_size(const char *s, double *out);
+
+#endif

@@ -1,0 +1,44 @@
+/* engine internals shared by its files. */
+#ifndef TSR_ENGINE_INT_H
+#define TSR_ENGINE_INT_H
+
+#include "cache/cache.h"
+#include "engine/engine.h"
+
+#include <stdatomic.h>
+
+struct tsr_engine {
+    const tsr_design *d;
+    tsr_engine_opts opts;
+    tsr_plan plan;
+    tsr_cache *cache;
+    int threads;
+    const char *backend;        /* "cpu" */
+    int64_t *tile;              /* per node id: tile edge in use */
+    tsr_grid *grid;             /* per node id */
+    _Atomic uint64_t *node_ns;  /* per node id: nanoseconds computing its pixels (self) */
+    _Atomic uint64_t trait_ns[16]; /* per trait table index: nanoseconds in layer + blend */
+    double *node_seconds;       /* filled by get_stats */
+    int64_t rows0, rows1;       /* the crop: stream rows [rows0, rows1) of the root */
+};
+
+/* Compute node `n` over rect r (inside the node) into px (r.w * r.h floats). Thread-safe;
+ * recursive through the cache for children. CPU backend. */
+tsr_status
+tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
+
+/* Compute the root rects rects[0..n) in parallel and call emit(ctx, k, px) for each (from a
+ * worker thread; px valid during the call). First error wins; the rest are skipped. */
+typedef void (*tsr_emit_fn)(void *ctx, size_t k, const float *px);
+tsr_status
+tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
+                   tsr_error *err);
+
+/* Fill e->plan for e->opts; TSR_EPLAN when it does not fit. */
+tsr_status
+tsr_plan_make(tsr_engine *e, tsr_error *err);
+
+uint64_t
+tsr_now_ns(void);
+
+#endif

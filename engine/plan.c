@@ -1,0 +1,119 @@
+/* The memory plan (DESIGN.md §1, §4): band buffers + per-thread working set + fixed tables and
+ * images, and what remains goes to the tile cache. The per-thread figure is a worst case along
+ * the deepest chain of nested computations (a parent tile's scratch stays allocated while its
+ * children compute), so a run that starts never runs out of its budget. */
+#include "engine/engine_int.h"
+#include "nodes/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NBUF 3 /* band buffers: one computing, two queued for the sink */
+
+static int64_t
+sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+    return tsr_add_checked(a, b, &r) ? r : INT64_MAX;
+}
+
+static int64_t
+sat_mul(int64_t a, int64_t b)
+{
+    int64_t r;
+    return tsr_mul_checked(a, b, &r) ? r : INT64_MAX;
+}
+
+/* Bytes one computation of node n over a rect of rw x rh holds itself: L, cov, fetched child
+ * rects (assembled copies or pinned tiles, rounded out to whole tiles) and trait scratch. */
+static int64_t
+node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
+{
+    int64_t px = sat_mul(rw, rh);
+    int64_t w = n->nedges ? sat_mul(px, 5) : 0;
+    /* a representative rect away from the origin, so halos and wraps are counted */
+    tsr_rect r = tsr_rect_make(n->w > rw ? (n->w - rw) / 2 : 0, n->h > rh ? (n->h - rh) / 2 : 0,
+                               rw < n->w ? rw : n->w, rh < n->h ? rh : n->h);
+    int64_t edges = 0;
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        tsr_rect want[TSR_NEED_MAX];
+        size_t nw = ed->trait->need(ed, r, want);
+        int64_t t = e->tile[ed->child->id], b = 0;
+        for (size_t i = 0; i < nw; i++) {
+            /* assembled copy + the tile pinned while copying, or the pinned tile itself */
+            b = sat_add(b, sat_add(sat_mul(sat_mul(want[i].w, want[i].h), 4), sat_mul(sat_mul(t, t), 4)));
+        }
+        if (ed->trait->scratch)
+            b = sat_add(b, (int64_t)ed->trait->scratch(ed, rw, rh));
+        if (b > edges)
+            edges = b; /* edges run one after another: only one edge's fetches are live */
+    }
+    return sat_add(w, edges);
+}
+
+tsr_status
+tsr_plan_make(tsr_engine *e, tsr_error *err)
+{
+    const tsr_design *d = e->d;
+    tsr_plan *p = &e->plan;
+    int64_t budget = e->opts.memory > 0 ? e->opts.memory : TSR_DEFAULT_MEMORY;
+    int64_t bps = d->out.depth / 8;
+    const tsr_node *root = d->root;
+    int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < root->w ? d->out.swath_width
+                                                                              : root->w;
+    int64_t troot = e->tile[root->id];
+    p->band_rows = troot;
+    /* keep bands to at most a quarter of the budget: shorter bands when the width is huge */
+    int64_t row_bytes = sat_mul(sw, bps);
+    while (p->band_rows > 1 && sat_mul(sat_mul(row_bytes, p->band_rows), NBUF) > budget / 4)
+        p->band_rows /= 2;
+    p->bands = sat_mul(sat_mul(row_bytes, p->band_rows), NBUF);
+
+    /* path[n]: worst bytes held by one thread while computing one tile of n, children included */
+    int64_t *path = calloc(d->nnodes, sizeof *path);
+    if (!path)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
+    p->fixed = 0;
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        int64_t t = e->tile[n->id];
+        int64_t rw = n == root ? (t < n->w ? t : n->w) : t, rh = n == root ? p->band_rows : t;
+        int64_t deepest = 0;
+        for (size_t k = 0; k < n->nedges; k++) {
+            const tsr_node *c = n->edges[k].child;
+            int64_t tc = e->tile[c->id];
+            int64_t own = sat_add(sat_mul(sat_mul(tc, tc), 4), path[c->id]);
+            if (own > deepest)
+                deepest = own;
+            if (strcmp(n->edges[k].trait->name, "distance") == 0) {
+                const tsr_distance_state *ds = n->edges[k].state;
+                if (ds)
+                    p->fixed = sat_add(p->fixed, sat_mul(ds->ntable, 4));
+            }
+        }
+        path[n->id] = sat_add(node_work(e, n, rw, rh), deepest);
+        if (n->source && n->source->img)
+            p->fixed = sat_add(p->fixed, sat_mul(sat_mul(n->source->iw, n->source->ih), 4));
+    }
+    int64_t troot_w = troot < root->w ? troot : root->w;
+    p->per_thread = sat_add(path[root->id], sat_mul(sat_mul(troot_w, p->band_rows), 4));
+    free(path);
+    p->threads = e->threads;
+    p->fixed = sat_add(p->fixed, (int64_t)(d->nnodes * 256));
+    p->minimum = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
+    p->budget = budget;
+    p->cache = budget - p->minimum;
+    if (p->minimum > budget) {
+        char need[32], have[32];
+        snprintf(need, sizeof need, "%.1f MiB", (double)p->minimum / 1048576.0);
+        snprintf(have, sizeof have, "%.1f MiB", (double)budget / 1048576.0);
+        return tsr_fail(err, TSR_EPLAN,
+                        "memory plan: needs at least %s (--memory %lld), have %s: bands %lld, "
+                        "%lld threads x %lld, fixed %lld bytes",
+                        need, (long long)p->minimum, have, (long long)p->bands,
+                        (long long)p->threads, (long long)p->per_thread, (long long)p->fixed);
+    }
+    return TSR_OK;
+}

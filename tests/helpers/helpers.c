@@ -1,0 +1,108 @@
+#include "helpers.h"
+#include "designs/designs.h"
+
+#include <criterion/criterion.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+uint8_t *
+th_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(len > 0 ? (size_t)len : 1);
+    size_t got = fread(b, 1, (size_t)len, f);
+    fclose(f);
+    *n = got;
+    return b;
+}
+
+char *
+th_src(const char *rel)
+{
+    size_t n = strlen(TSR_SRC_DIR) + strlen(rel) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", TSR_SRC_DIR, rel);
+    return p;
+}
+
+tsr_design *
+th_design(const char *yaml)
+{
+    tsr_error err = {0};
+    tsr_design_opts o = {.read_image = tsr_png_read_gray};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "test.yaml", TSR_SRC_DIR, &o, &err);
+    cr_assert(d != NULL, "design failed to load: %s", err.msg);
+    return d;
+}
+
+uint8_t *
+th_stream(const tsr_design *d, int64_t tile, int threads, size_t *n)
+{
+    tsr_error err = {0};
+    tsr_engine_opts o = {.backend = "cpu", .threads = threads, .tile = tile};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "engine: %s", err.msg);
+    char path[] = "/tmp/tsr-test-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    tsr_sink *s = tsr_sink_open(path, &err);
+    cr_assert(s != NULL, "sink: %s", err.msg);
+    tsr_status st = tsr_engine_stream(e, s, 0, NULL, NULL, &err);
+    cr_assert(st == TSR_OK, "stream: %s", err.msg);
+    cr_assert(tsr_sink_close(s, &err) == TSR_OK, "close: %s", err.msg);
+    uint8_t *b = th_read_file(path, n);
+    unlink(path);
+    cr_assert(b != NULL);
+    cr_assert(*n == tsr_engine_stream_bytes(e), "stream length %zu", *n);
+    tsr_engine_free(e);
+    return b;
+}
+
+float *
+th_rect(const tsr_design *d, tsr_rect r, int64_t tile, int threads)
+{
+    tsr_error err = {0};
+    tsr_engine_opts o = {.backend = "cpu", .threads = threads, .tile = tile};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "engine: %s", err.msg);
+    float *px = malloc((size_t)r.w * (size_t)r.h * sizeof(float));
+    tsr_status st = tsr_engine_render_rect(e, r, px, &err);
+    cr_assert(st == TSR_OK, "render_rect: %s", err.msg);
+    tsr_engine_free(e);
+    return px;
+}
+
+char **
+th_glob(const char *rel_pattern)
+{
+    char *pat = th_src(rel_pattern);
+    glob_t g;
+    char **v;
+    if (glob(pat, 0, NULL, &g) != 0) {
+        v = calloc(1, sizeof *v);
+    } else {
+        v = calloc(g.gl_pathc + 1, sizeof *v);
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            v[i] = strdup(g.gl_pathv[i]);
+        globfree(&g);
+    }
+    free(pat);
+    return v;
+}
+
+void
+th_glob_free(char **v)
+{
+    for (size_t i = 0; v && v[i]; i++)
+        free(v[i]);
+    free(v);
+}

@@ -1,0 +1,307 @@
+/* engine: tile/thread invariance, output orders, crops, conversion, memory plan, preview. */
+#include "designs/designs.h"
+#include "engine/engine.h"
+#include "helpers/helpers.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const int64_t tiles[] = {1, 7, 64, 512};
+
+static void
+assert_rect_invariant(const tsr_design *d, tsr_rect r, const char *what)
+{
+    float *ref = th_rect(d, r, 512, 1);
+    for (size_t t = 0; t < 4; t++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            float *got = th_rect(d, r, tiles[t], threads);
+            cr_assert(memcmp(ref, got, (size_t)r.w * (size_t)r.h * sizeof(float)) == 0,
+                      "%s: rect %lld,%lld,%lld,%lld differs at tile %lld, %d threads", what,
+                      (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
+                      (long long)tiles[t], threads);
+            free(got);
+        }
+    }
+    free(ref);
+}
+
+static tsr_design *
+load_file(const char *path)
+{
+    tsr_error err = {0};
+    tsr_design *d = tsr_engine_load(path, &err);
+    cr_assert(d != NULL, "%s: %s", path, err.msg);
+    return d;
+}
+
+Test(engine, examples_give_identical_pixels_at_every_tile_size_and_thread_count)
+{
+    char **files = th_glob("designs/examples/*.yaml");
+    cr_assert(files[0] != NULL, "no example designs found");
+    size_t n = 0;
+    for (; files[n]; n++) {
+        tsr_design *d = load_file(files[n]);
+        int64_t w = d->root->w, h = d->root->h;
+        /* the corner, and a region in the middle that straddles tile seams of every size */
+        tsr_rect a = tsr_rect_make(0, 0, w < 150 ? w : 150, h < 90 ? h : 90);
+        tsr_rect b = tsr_rect_make(w / 2 - 3, h / 2 - 5, w < 150 ? 1 : 140, h < 90 ? 1 : 70);
+        assert_rect_invariant(d, a, files[n]);
+        assert_rect_invariant(d, b, files[n]);
+        tsr_design_free(d);
+    }
+    th_glob_free(files);
+    cr_assert(n >= 3, "expected at least three example designs, found %zu", n);
+}
+
+static void
+assert_stream_invariant(const char *path)
+{
+    tsr_design *d = load_file(path);
+    size_t nref;
+    uint8_t *ref = th_stream(d, 512, 1, &nref);
+    for (size_t t = 1; t < 4; t++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            size_t n;
+            uint8_t *got = th_stream(d, tiles[t], threads, &n);
+            cr_assert(n == nref && memcmp(ref, got, n) == 0,
+                      "%s: stream differs at tile %lld, %d threads", path, (long long)tiles[t],
+                      threads);
+            free(got);
+        }
+    }
+    /* tile 1 streams are slow on whole designs: compare a corner of the pixels instead */
+    tsr_rect r = tsr_rect_make(0, 0, d->root->w < 48 ? d->root->w : 48,
+                               d->root->h < 48 ? d->root->h : 48);
+    float *a = th_rect(d, r, 512, 2), *b = th_rect(d, r, 1, 2);
+    cr_assert(memcmp(a, b, (size_t)r.w * (size_t)r.h * 4) == 0, "%s: tile 1 differs", path);
+    free(a);
+    free(b);
+    free(ref);
+    tsr_design_free(d);
+}
+
+Test(engine, test_designs_stream_identically_at_every_tile_size_and_thread_count, .timeout = 600)
+{
+    const char *sets[] = {"tests/oracle/designs/*.yaml", "tests/designs/good/*.yaml"};
+    size_t count = 0;
+    for (size_t s = 0; s < 2; s++) {
+        char **files = th_glob(sets[s]);
+        for (size_t i = 0; files[i]; i++, count++)
+            assert_stream_invariant(files[i]);
+        th_glob_free(files);
+    }
+    cr_assert(count > 0, "no test designs found");
+}
+
+/* ---- output conversion ---------------------------------------------------------------- */
+
+Test(engine, conversion_rounds_half_up_and_clamps)
+{
+    tsr_output o = {.depth = 8, .range = {0.0, 1.0}};
+    cr_assert_eq(tsr_convert_one(&o, 0.5), 128); /* floor(127.5 + 0.5) */
+    cr_assert_eq(tsr_convert_one(&o, -3.0), 0);
+    cr_assert_eq(tsr_convert_one(&o, 7.0), 255);
+    cr_assert_eq(tsr_convert_one(&o, 1.0 / 255.0 * 0.49), 0);
+    o.range[0] = 1.0;
+    o.range[1] = 0.0; /* inverted */
+    cr_assert_eq(tsr_convert_one(&o, 0.0), 255);
+    cr_assert_eq(tsr_convert_one(&o, 1.0), 0);
+    o.depth = 16;
+    o.range[0] = 0.0;
+    o.range[1] = 2.0;
+    cr_assert_eq(tsr_convert_one(&o, 1.0), 32768); /* floor(32767.5 + 0.5) */
+    float v[2] = {0.0f, 2.0f};
+    uint8_t out[4];
+    tsr_convert(&o, v, 2, out);
+    cr_assert(out[0] == 0 && out[1] == 0 && out[2] == 0xff && out[3] == 0xff);
+    float one = 1.0f;
+    tsr_convert(&o, &one, 1, out);
+    cr_assert(out[0] == 0x00 && out[1] == 0x80, "16-bit samples are little-endian");
+}
+
+Test(engine, calibration_maps_through_its_segments)
+{
+    double pts[3][2] = {{0, 0}, {0.5, 0.42}, {1, 1}};
+    tsr_output o = {.depth = 8, .range = {0.0, 1.0}, .calibration = {pts, 3}};
+    cr_assert_eq(tsr_convert_one(&o, 0.5), (uint32_t)floor(0.42 * 255 + 0.5));
+    cr_assert_eq(tsr_convert_one(&o, 1.0), 255);
+    double t = 0.75, c = 0.42 + (1 - 0.42) * ((t - 0.5) / (1 - 0.5));
+    cr_assert_eq(tsr_convert_one(&o, 0.75), (uint32_t)floor(c * 255 + 0.5));
+    cr_assert_eq(tsr_convert_one(&o, 0.0), 0);
+}
+
+/* ---- orders and crops --------------------------------------------------------------------- */
+
+/* 37 x 23 root whose every pixel differs: a diagonal gradient at 16 bit */
+static const char *order_yaml =
+    "tessera: 1\n"
+    "output: {depth: 16, order: %s, swath: {width: %d, serpentine: %s, start: %s}}\n"
+    "root:\n"
+    "  size: [37, 23]\n"
+    "  source: {gradient: linear, from: [0, 0], to: [37, 23], values: [0.0, 1.0]}\n";
+
+static const char *raster_yaml =
+    "tessera: 1\n"
+    "output: {depth: 16}\n"
+    "root:\n"
+    "  size: [37, 23]\n"
+    "  source: {gradient: linear, from: [0, 0], to: [37, 23], values: [0.0, 1.0]}\n";
+
+Test(engine, swath_orders_follow_start_corner_and_serpentine)
+{
+    tsr_design *rd = th_design(raster_yaml);
+    size_t nr;
+    uint16_t *raster = (uint16_t *)th_stream(rd, 8, 2, &nr);
+    tsr_design_free(rd);
+    const int W = 37, H = 23;
+    const char *corners[] = {"top-left", "top-right", "bottom-left", "bottom-right"};
+    int widths[] = {10, 37, 50, 1};
+    for (int c = 0; c < 4; c++) {
+        for (int s = 0; s < 2; s++) {
+            for (int wi = 0; wi < 4; wi++) {
+                char y[1024];
+                int sw = widths[wi];
+                snprintf(y, sizeof y, order_yaml, "swath", sw, s ? "true" : "false", corners[c]);
+                tsr_design *d = th_design(y);
+                size_t n;
+                uint16_t *got = (uint16_t *)th_stream(d, 7, 2, &n);
+                cr_assert_eq(n, nr);
+                /* the expected order, written out from DESIGN.md §2.4 */
+                size_t at = 0;
+                int eff = sw < W ? sw : W, ns = (W + eff - 1) / eff;
+                bool right = c == 1 || c == 3, bottom = c == 2 || c == 3;
+                for (int k = 0; k < ns; k++) {
+                    int a = k * eff, b = a + eff < W ? a + eff : W;
+                    int x0 = right ? W - b : a, x1 = right ? W - a : b;
+                    bool up = bottom ^ (s && (k & 1));
+                    for (int i = 0; i < H; i++) {
+                        int row = up ? H - 1 - i : i;
+                        for (int x = x0; x < x1; x++, at++)
+                            cr_assert_eq(got[at], raster[row * W + x],
+                                         "corner %s serpentine %d width %d: sample %zu", corners[c],
+                                         s, sw, at);
+                    }
+                }
+                free(got);
+                tsr_design_free(d);
+            }
+        }
+    }
+    free(raster);
+}
+
+Test(engine, rows_crop_streams_the_matching_rows)
+{
+    tsr_design *d = th_design(raster_yaml);
+    size_t nr;
+    uint8_t *all = th_stream(d, 5, 2, &nr);
+    tsr_error err = {0};
+    tsr_engine_opts o = {.backend = "cpu", .threads = 2, .tile = 5, .rows = {6, 17}};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert_eq(tsr_engine_stream_bytes(e), (uint64_t)37 * 11 * 2);
+    char path[] = "/tmp/tsr-rows-XXXXXX";
+    close(mkstemp(path));
+    tsr_sink *s = tsr_sink_open(path, &err);
+    cr_assert(tsr_engine_stream(e, s, 0, NULL, NULL, &err) == TSR_OK, "%s", err.msg);
+    cr_assert(tsr_sink_close(s, &err) == TSR_OK);
+    size_t n;
+    uint8_t *got = th_read_file(path, &n);
+    unlink(path);
+    cr_assert_eq(n, (size_t)37 * 11 * 2);
+    cr_assert(memcmp(got, all + 37 * 6 * 2, n) == 0);
+    free(got);
+    free(all);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
+Test(engine, rows_outside_the_root_are_refused)
+{
+    tsr_design *d = th_design(raster_yaml);
+    tsr_error err = {0};
+    tsr_engine_opts o = {.rows = {10, 24}};
+    cr_assert_null(tsr_engine_new(d, &o, &err));
+    cr_assert_eq(err.status, TSR_EINVAL);
+    cr_assert(strstr(err.msg, "--rows 10:24") != NULL, "%s", err.msg);
+    tsr_design_free(d);
+}
+
+/* ---- memory plan ------------------------------------------------------------------------ */
+
+static const char *repeat_yaml =
+    "tessera: 1\n"
+    "nodes:\n"
+    "  dot: {size: [50, 50], source: {shape: circle, center: [25, 25], radius: 20, aa: 2}}\n"
+    "root:\n"
+    "  size: [3000, 700]\n"
+    "  children: [{trait: repeat, ref: dot, offset: [-7, 3]}]\n";
+
+Test(engine, a_budget_below_the_plan_is_refused_naming_the_minimum)
+{
+    tsr_design *d = th_design(repeat_yaml);
+    tsr_error err = {0};
+    tsr_engine_opts o = {.threads = 2, .memory = 1000};
+    cr_assert_null(tsr_engine_new(d, &o, &err));
+    cr_assert_eq(err.status, TSR_EPLAN);
+    cr_assert(strstr(err.msg, "needs at least") != NULL, "%s", err.msg);
+    /* the named minimum really runs, and gives the same bytes as a roomy budget */
+    const char *p = strstr(err.msg, "--memory ");
+    cr_assert(p != NULL, "%s", err.msg);
+    long long min = atoll(p + 9);
+    o.memory = min;
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "minimum %lld refused: %s", min, err.msg);
+    tsr_rect r = {0, 0, 3000, 700};
+    float *a = malloc(3000 * 700 * 4);
+    cr_assert(tsr_engine_render_rect(e, r, a, &err) == TSR_OK, "%s", err.msg);
+    float *b = th_rect(d, r, 0, 2);
+    cr_assert(memcmp(a, b, 3000 * 700 * 4) == 0);
+    free(a);
+    free(b);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
+/* ---- preview ------------------------------------------------------------------------------ */
+
+Test(engine, preview_averages_blocks_in_double_and_converts)
+{
+    tsr_design *d = th_design(repeat_yaml);
+    tsr_error err = {0};
+    tsr_engine_opts o = {.threads = 2};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL);
+    char path[] = "/tmp/tsr-prev-XXXXXX";
+    close(mkstemp(path));
+    tsr_rect r = {11, 5, 23, 17};
+    cr_assert(tsr_engine_preview(e, r, 4, 16, path, &err) == TSR_OK, "%s", err.msg);
+    int64_t w, h;
+    float *img;
+    cr_assert(tsr_png_read_gray(path, &w, &h, &img, &err) == TSR_OK, "%s", err.msg);
+    unlink(path);
+    cr_assert(w == 6 && h == 5, "preview is ceil(W/K) x ceil(H/K): got %lldx%lld", (long long)w,
+              (long long)h);
+    float *px = th_rect(d, r, 0, 1);
+    tsr_output out = d->out;
+    out.depth = 16;
+    for (int by = 0; by < 5; by++) {
+        for (int bx = 0; bx < 6; bx++) {
+            double s = 0;
+            int cnt = 0;
+            for (int y = by * 4; y < by * 4 + 4 && y < 17; y++)
+                for (int x = bx * 4; x < bx * 4 + 4 && x < 23; x++, cnt++)
+                    s += px[y * 23 + x];
+            uint32_t want = tsr_convert_one(&out, s / cnt);
+            cr_assert_eq((uint32_t)lround(img[by * 6 + bx] * 65535.0), want, "block %d,%d", bx, by);
+        }
+    }
+    free(px);
+    free(img);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
