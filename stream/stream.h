@@ -73,4 +73,11 @@ tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *sam
 tsr_status
 tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err);
 
+/* Only the size of a PNG, from its header (no pixels decoded), so a design can be validated
+ * and its memory planned before any image is decoded. Fails like tsr_png_read_gray on a
+ * missing, non-PNG or corrupt header; damage after the header is only found by the full read.
+ * Thread-safe (no shared state). */
+tsr_status
+tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err);
+
 #endif

@@ -1,0 +1,487 @@
+/* stream: PNG writing (previews) and reading (image sources, DESIGN.md §2.2). See stream.h.
+ *
+ * The only libpng user. libpng reports errors by longjmp: each entry point keeps its setjmp
+ * in a small helper whose locals are either set before setjmp and never changed, or volatile,
+ * so the cleanup after a longjmp sees their current values. libpng's own colour transforms
+ * are deliberately not used on read: the spec fixes the arithmetic (sample / max, luma in
+ * double), and libpng's gamma/tRNS/rgb_to_gray handling would change values. */
+#include "stream/stream.h"
+
+#include <errno.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_LITTLE_ENDIAN 1
+#else
+#define HOST_LITTLE_ENDIAN 0
+#endif
+
+/* PNG's own limit on width and height (2^31 - 1); libpng's default user limit is 1e6, far
+ * below the previews and masks tessera handles. */
+#define PNG_DIM_MAX 0x7fffffffu
+
+/* Decoded images live in memory as float32; beyond 2^38 pixels (1 TiB) a header is a forgery
+ * or a mistake, and saying so beats an out-of-memory failure (or an allocator abort). */
+#define DECODE_MAX_PX ((uint64_t)1 << 38)
+
+/* State shared with the libpng callbacks through the error/io pointers. */
+struct pngio {
+    const char *path;  /* for messages */
+    int fd;            /* write: the temporary file */
+    FILE *fp;          /* read: the input */
+    int sys;           /* errno of a failed read/write, 0 if none */
+    bool truncated;    /* read: the file ended early */
+    tsr_status status; /* read: set by our own checks inside the jmp region */
+    char msg[512];     /* libpng's error message, or ours */
+    size_t n;          /* write: bytes pending in buf */
+    uint8_t buf[1 << 16]; /* write: batches libpng's many small chunk pieces into few syscalls */
+};
+
+static void
+on_error(png_structp png, png_const_charp msg)
+{
+    struct pngio *io = png_get_error_ptr(png);
+    snprintf(io->msg, sizeof io->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+/* A library does not print: warnings (bad ancillary CRCs, odd ICC profiles) concern chunks
+ * tessera ignores anyway. */
+static void
+on_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg;
+}
+
+static bool
+mentions_oom(const char *msg)
+{
+    return strstr(msg, "ut of memory") || strstr(msg, "ut of Memory");
+}
+
+/* ---- write ------------------------------------------------------------------------- */
+
+/* 0, or the errno of the failure. */
+static int
+write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno;
+        }
+        if (k == 0)
+            return EIO;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static bool
+flush_io(struct pngio *io)
+{
+    if (io->n > 0 && io->sys == 0)
+        io->sys = write_all(io->fd, io->buf, io->n);
+    io->n = 0;
+    return io->sys == 0;
+}
+
+static void
+on_write(png_structp png, png_bytep data, size_t len)
+{
+    struct pngio *io = png_get_io_ptr(png);
+    if (io->n + len > sizeof io->buf && !flush_io(io))
+        png_error(png, "write failed");
+    if (len >= sizeof io->buf) {
+        io->sys = write_all(io->fd, data, len);
+        if (io->sys != 0)
+            png_error(png, "write failed");
+        return;
+    }
+    memcpy(io->buf + io->n, data, len);
+    io->n += len;
+}
+
+static void
+on_flush(png_structp png)
+{
+    struct pngio *io = png_get_io_ptr(png);
+    if (!flush_io(io))
+        png_error(png, "write failed");
+}
+
+/* Encode into io->fd. png and info are assigned before setjmp and never after, and the row
+ * loop's locals are dead after a longjmp, so nothing here needs volatile. */
+static tsr_status
+write_body(struct pngio *io, png_uint_32 w, png_uint_32 h, int depth, const uint8_t *samples)
+{
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, io, on_error, on_warning);
+    if (!png)
+        return TSR_ENOMEM;
+    png_infop info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_write_struct(&png, NULL);
+        return TSR_ENOMEM;
+    }
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        if (io->sys != 0)
+            return TSR_EIO;
+        return mentions_oom(io->msg) ? TSR_ENOMEM : TSR_EINTERNAL;
+    }
+    png_set_write_fn(png, io, on_write, on_flush);
+    png_set_user_limits(png, PNG_DIM_MAX, PNG_DIM_MAX);
+    png_set_IHDR(png, info, w, h, depth, PNG_COLOR_TYPE_GRAY, PNG_INTERLACE_NONE,
+                 PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    /* PNG stores 16-bit samples big-endian; ours are in host order. libpng swaps a private
+     * copy of each row, so the caller's const samples are untouched. */
+    if (depth == 16 && HOST_LITTLE_ENDIAN)
+        png_set_swap(png);
+    size_t rowbytes = (size_t)w * (size_t)(depth / 8);
+    for (png_uint_32 y = 0; y < h; y++)
+        png_write_row(png, samples + (size_t)y * rowbytes);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    return flush_io(io) ? TSR_OK : TSR_EIO;
+}
+
+tsr_status
+tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
+              tsr_error *err)
+{
+    if (!path || !samples)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_write: no path or samples");
+    if (depth != 8 && depth != 16)
+        return tsr_fail(err, TSR_EINVAL, "%s: PNG depth must be 8 or 16, not %d", path, depth);
+    if (w < 1 || h < 1 || w > (int64_t)PNG_DIM_MAX || h > (int64_t)PNG_DIM_MAX)
+        return tsr_fail(err, TSR_EINVAL,
+                        "%s: a PNG of %lld x %lld pixels is impossible (1..2^31-1 each)", path,
+                        (long long)w, (long long)h);
+
+    size_t plen = strlen(path);
+    char *tmp = malloc(plen + sizeof ".tmp.XXXXXX");
+    struct pngio *io = calloc(1, sizeof *io);
+    if (!tmp || !io) {
+        free(tmp);
+        free(io);
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", path);
+    }
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+
+    /* Beside the target, so the final rename stays within one file system and is atomic. */
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        tsr_status st = tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(errno));
+        free(tmp);
+        free(io);
+        return st;
+    }
+    /* mkstemp makes 0600; a preview is an ordinary file like the raw sink's outputs. */
+    (void)fchmod(fd, 0644);
+
+    io->path = path;
+    io->fd = fd;
+    tsr_status st = write_body(io, (png_uint_32)w, (png_uint_32)h, depth, samples);
+    if (close(fd) != 0 && st == TSR_OK && errno != EINTR) {
+        io->sys = errno;
+        st = TSR_EIO;
+    }
+    if (st == TSR_OK && rename(tmp, path) != 0) {
+        io->sys = errno;
+        st = TSR_EIO;
+    }
+    if (st != TSR_OK) {
+        unlink(tmp);
+        if (io->sys != 0)
+            tsr_fail(err, st, "%s: %s", path, strerror(io->sys));
+        else if (st == TSR_ENOMEM)
+            tsr_fail(err, st, "%s: out of memory", path);
+        else
+            tsr_fail(err, st, "%s: libpng: %s", path, io->msg);
+    }
+    free(tmp);
+    free(io);
+    return st;
+}
+
+/* ---- read -------------------------------------------------------------------------- */
+
+static void
+on_read(png_structp png, png_bytep data, size_t len)
+{
+    struct pngio *io = png_get_io_ptr(png);
+    size_t k = fread(data, 1, len, io->fp);
+    if (k != len) {
+        if (ferror(io->fp)) {
+            io->sys = errno ? errno : EIO;
+            png_error(png, "read failed");
+        }
+        io->truncated = true;
+        png_error(png, "unexpected end of file");
+    }
+}
+
+/* Per DESIGN.md §2.2: sample / max in double, luma weights applied in double in the written
+ * order (compiled without contraction), one rounding to float32 at the end. */
+static void
+convert_row(const uint8_t *row, float *dst, png_uint_32 w, int ct, int bd, png_const_colorp pal,
+            int npal)
+{
+    if (ct == PNG_COLOR_TYPE_PALETTE) {
+        for (png_uint_32 x = 0; x < w; x++) {
+            /* An index past the palette reads as black, as libpng's own expansion does. */
+            double r = 0, g = 0, b = 0;
+            if (row[x] < npal) {
+                r = pal[row[x]].red;
+                g = pal[row[x]].green;
+                b = pal[row[x]].blue;
+            }
+            dst[x] = (float)((0.299 * r + 0.587 * g + 0.114 * b) / 255.0);
+        }
+        return;
+    }
+    int nch = ct == PNG_COLOR_TYPE_GRAY         ? 1
+              : ct == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
+              : ct == PNG_COLOR_TYPE_RGB        ? 3
+                                                : 4;
+    double max = (double)((1u << bd) - 1);
+    if (bd == 16) {
+        /* Assembled from the file's big-endian bytes: no swap transform needed. */
+        for (png_uint_32 x = 0; x < w; x++) {
+            const uint8_t *p = row + (size_t)x * (size_t)nch * 2;
+            double s;
+            if (nch <= 2) {
+                s = (double)((unsigned)p[0] << 8 | p[1]);
+            } else {
+                double r = (double)((unsigned)p[0] << 8 | p[1]);
+                double g = (double)((unsigned)p[2] << 8 | p[3]);
+                double b = (double)((unsigned)p[4] << 8 | p[5]);
+                s = 0.299 * r + 0.587 * g + 0.114 * b;
+            }
+            dst[x] = (float)(s / max);
+        }
+    } else {
+        /* bd <= 8: png_set_packing gave one byte per sample, still unscaled. */
+        for (png_uint_32 x = 0; x < w; x++) {
+            const uint8_t *p = row + (size_t)x * (size_t)nch;
+            double s;
+            if (nch <= 2)
+                s = (double)p[0];
+            else
+                s = 0.299 * (double)p[0] + 0.587 * (double)p[1] + 0.114 * (double)p[2];
+            dst[x] = (float)(s / max);
+        }
+    }
+}
+
+/* Decode io->fp (signature already consumed). On success *out holds w*h floats, or, with
+ * header_only, only the size is read. */
+static tsr_status
+read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, float **out)
+{
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, io, on_error, on_warning);
+    if (!png)
+        return TSR_ENOMEM;
+    png_infop info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_read_struct(&png, NULL, NULL);
+        return TSR_ENOMEM;
+    }
+    /* Assigned after setjmp and freed after a longjmp: volatile, so the values seen there are
+     * the current ones, not stale register copies. */
+    uint8_t *volatile rows = NULL;
+    float *volatile px = NULL;
+    if (setjmp(png_jmpbuf(png))) {
+        free(rows);
+        free(px);
+        png_destroy_read_struct(&png, &info, NULL);
+        if (io->status != TSR_OK)
+            return io->status;
+        if (io->sys != 0)
+            return io->sys == EISDIR ? TSR_EINVAL : TSR_EIO;
+        return mentions_oom(io->msg) ? TSR_ENOMEM : TSR_EINVAL;
+    }
+    png_set_read_fn(png, io, on_read);
+    png_set_sig_bytes(png, 8);
+    png_set_user_limits(png, PNG_DIM_MAX, PNG_DIM_MAX);
+    /* The spec ignores every ancillary chunk (gamma, ICC, sBIT, tRNS, ...): skipping them
+     * unparsed also means a malformed one cannot fail the read. -1 covers all known chunks
+     * but tRNS, which is named on its own. */
+    static const png_byte trns[] = {'t', 'R', 'N', 'S', '\0'};
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, trns, 1);
+
+    png_read_info(png, info);
+    png_uint_32 w = png_get_image_width(png, info);
+    png_uint_32 h = png_get_image_height(png, info);
+    int bd = png_get_bit_depth(png, info);
+    int ct = png_get_color_type(png, info);
+    if (header_only) {
+        png_destroy_read_struct(&png, &info, NULL);
+        *pw = w;
+        *ph = h;
+        return TSR_OK;
+    }
+    if ((size_t)w > SIZE_MAX / sizeof(float) / (size_t)h ||
+        (uint64_t)w * (uint64_t)h > DECODE_MAX_PX) {
+        io->status = TSR_EINVAL;
+        snprintf(io->msg, sizeof io->msg, "image of %lu x %lu pixels is too large to decode",
+                 (unsigned long)w, (unsigned long)h);
+        png_longjmp(png, 1);
+    }
+    png_colorp pal = NULL;
+    int npal = 0;
+    if (ct == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(png, info, &pal, &npal) == 0) {
+        io->status = TSR_EINVAL;
+        snprintf(io->msg, sizeof io->msg, "corrupt PNG (palette image without PLTE)");
+        png_longjmp(png, 1);
+    }
+    if (bd < 8)
+        png_set_packing(png);
+    int passes = png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+
+    size_t rowbytes = png_get_rowbytes(png, info);
+    size_t nch = png_get_channels(png, info);
+    if (rowbytes != (size_t)w * nch * (bd == 16 ? 2 : 1)) {
+        io->status = TSR_EINTERNAL;
+        snprintf(io->msg, sizeof io->msg, "unexpected libpng row layout");
+        png_longjmp(png, 1);
+    }
+    /* Interlaced images fill every row over several passes, so they need the whole native
+     * image; progressive ones are converted a row at a time. */
+    size_t nrows = passes > 1 ? (size_t)h : 1;
+    if (rowbytes > SIZE_MAX / nrows) {
+        io->status = TSR_EINVAL;
+        snprintf(io->msg, sizeof io->msg, "image of %lu x %lu pixels is too large",
+                 (unsigned long)w, (unsigned long)h);
+        png_longjmp(png, 1);
+    }
+    px = malloc((size_t)w * (size_t)h * sizeof(float));
+    rows = malloc(rowbytes * nrows);
+    if (!px || !rows) {
+        io->status = TSR_ENOMEM;
+        snprintf(io->msg, sizeof io->msg, "out of memory for %lu x %lu pixels",
+                 (unsigned long)w, (unsigned long)h);
+        png_longjmp(png, 1);
+    }
+    if (passes > 1) {
+        for (int p = 0; p < passes; p++)
+            for (png_uint_32 y = 0; y < h; y++)
+                png_read_row(png, rows + (size_t)y * rowbytes, NULL);
+        for (png_uint_32 y = 0; y < h; y++)
+            convert_row(rows + (size_t)y * rowbytes, px + (size_t)y * w, w, ct, bd, pal, npal);
+    } else {
+        for (png_uint_32 y = 0; y < h; y++) {
+            png_read_row(png, rows, NULL);
+            convert_row(rows, px + (size_t)y * w, w, ct, bd, pal, npal);
+        }
+    }
+    /* Reading to IEND catches a file cut after its image data. */
+    png_read_end(png, NULL);
+
+    free(rows);
+    png_destroy_read_struct(&png, &info, NULL);
+    *pw = w;
+    *ph = h;
+    *out = px;
+    return TSR_OK;
+}
+
+/* Open `path` and check its signature; on success *fp is positioned after it. */
+static tsr_status
+open_png(const char *path, FILE **fp_out, tsr_error *err)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return tsr_fail(err, errno == ENOMEM ? TSR_ENOMEM : TSR_EINVAL, "%s: %s", path,
+                        strerror(errno));
+    tsr_status st;
+    png_byte sig[8];
+    errno = 0;
+    size_t n = fread(sig, 1, sizeof sig, fp);
+    if (n < sizeof sig && ferror(fp)) {
+        int e = errno ? errno : EIO;
+        st = tsr_fail(err, e == EISDIR ? TSR_EINVAL : TSR_EIO, "%s: %s", path, strerror(e));
+        fclose(fp);
+        return st;
+    }
+    if (n == 0 || png_sig_cmp(sig, 0, n) != 0) {
+        fclose(fp);
+        return tsr_fail(err, TSR_EINVAL, "%s: not a PNG file", path);
+    }
+    if (n < sizeof sig) {
+        fclose(fp);
+        return tsr_fail(err, TSR_EINVAL, "%s: truncated PNG", path);
+    }
+    *fp_out = fp;
+    return TSR_OK;
+}
+
+static tsr_status
+read_png(const char *path, bool header_only, int64_t *w, int64_t *h, float **px, tsr_error *err)
+{
+    FILE *fp = NULL;
+    tsr_status st = open_png(path, &fp, err);
+    if (st != TSR_OK)
+        return st;
+    struct pngio *io = calloc(1, sizeof *io);
+    if (!io) {
+        fclose(fp);
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", path);
+    }
+    io->path = path;
+    io->fp = fp;
+    io->fd = -1;
+    io->status = TSR_OK;
+    png_uint_32 pw = 0, ph = 0;
+    float *out = NULL;
+    st = read_body(io, header_only, &pw, &ph, &out);
+    fclose(fp);
+    if (st == TSR_OK) {
+        *w = pw;
+        *h = ph;
+        if (px)
+            *px = out;
+    } else if (io->truncated) {
+        tsr_fail(err, st, "%s: truncated PNG", path);
+    } else if (io->sys != 0) {
+        tsr_fail(err, st, "%s: %s", path, strerror(io->sys));
+    } else if (io->status != TSR_OK) {
+        tsr_fail(err, st, "%s: %s", path, io->msg);
+    } else if (st == TSR_ENOMEM) {
+        tsr_fail(err, st, "%s: out of memory", path);
+    } else {
+        tsr_fail(err, st, "%s: corrupt PNG (%s)", path, io->msg);
+    }
+    free(io);
+    return st;
+}
+
+tsr_status
+tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err)
+{
+    if (!path || !w || !h || !px)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_gray: missing argument");
+    return read_png(path, false, w, h, px, err);
+}
+
+tsr_status
+tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err)
+{
+    if (!path || !w || !h)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_size: missing argument");
+    return read_png(path, true, w, h, NULL, err);
+}
