@@ -1,0 +1,86 @@
+/* designs: YAML design file -> validated, prepared node DAG (DESIGN.md §2).
+ *
+ * The only libyaml user. A design is parsed with libyaml's event API into a small tree that
+ * keeps every value's line:column, then checked key by key against the parameter tables of
+ * nodes/ (sources, traits): nothing is rendered from a design that did not load. Every error
+ * reads "FILE:LINE:COL: key.path: what", e.g.
+ *
+ *     design.yaml:12:5: root.children[0].sigma: must be in 0.3..256
+ *
+ * Loading is reentrant: any number of threads may load designs at once. A loaded design is
+ * read-only and shared like every tsr_design (nodes/nodes.h).
+ *
+ * Where DESIGN.md §2 is silent, the loader decides:
+ * - Integers are -?(0|[1-9][0-9]*) in int64: no '+', no leading zeros (YAML 1.1 would read
+ *   octal), no '_', hex or exponent. Every integer parameter is a placement value, so every one
+ *   is also held to |v| <= 2^40.
+ * - Reals are what strtod takes (hex floats, "+1", ".5", "5." included) except inf/nan in any
+ *   spelling and values that overflow a double; float32 values are range-checked as written,
+ *   then rounded, and refused if they overflow a float. Parsed in the C locale.
+ * - Numbers and booleans must be plain scalars ("5" is a string); names, enum values, trait
+ *   names, refs and paths may be quoted. An empty value, ~ and null are "missing value".
+ *   Tags of any kind, non-scalar keys, NUL characters and a second document are errors.
+ * - Positions: a bad value points at the value (list elements at the element, path "[i]"),
+ *   unknown and duplicate keys at the key (the second one), a missing key at the mapping
+ *   that lacks it, a trait's or source's check() at the key it names (else the mapping).
+ * - "did you mean": edit distance <= 2 (a transposition counts 1), else the one candidate the
+ *   word is a prefix of (>= 3 characters); an edge key of another trait says whose it is.
+ * - `swath:` needs `order: swath` and `order: swath` needs `swath:`. Calibration t must start
+ *   at exactly 0 and end at exactly 1.
+ * - An image source's path is absolute or relative to the design file's folder. With a
+ *   reader, `size` may be omitted and must equal the image if given; the reader's status
+ *   (TSR_EIO for a missing file) and message are kept, prefixed with our position.
+ * - Named nodes never reached from root are validated, then left out of design->nodes.
+ *   Inline nodes are named by their key path; paths longer than 240 characters are shortened
+ *   in the middle ("...") in names, wheres and messages.
+ * - At most TSR_DESIGN_MAX_DEPTH nested node levels and TSR_DESIGN_MAX_YAML_DEPTH nested
+ *   collections. */
+#ifndef TSR_DESIGNS_H
+#define TSR_DESIGNS_H
+
+#include "nodes/nodes.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Deepest chain of nodes (inline `node:` nesting plus `ref:` hops) a design may have. The
+ * loader recurses once per level; deeper designs are refused with a message, never a crash. */
+#define TSR_DESIGN_MAX_DEPTH 2000
+
+/* Deepest nesting of YAML collections; the tree is built without recursion, this only bounds
+ * what a hostile file can make us allocate per level. */
+#define TSR_DESIGN_MAX_YAML_DEPTH 10000
+
+typedef struct tsr_design_opts {
+    /* Decodes an image source: a w x h array of values in [0, 1] the caller of the loader then
+     * owns (freed with free()). The engine passes stream/'s tsr_png_read_gray. NULL: images
+     * are not decoded (src->img stays NULL) and a node with an image source must give `size`. */
+    tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                             tsr_error *err);
+} tsr_design_opts;
+
+/* Load the design file at `path` (borrowed; it names the file in messages and images are
+ * resolved against its folder). `opts` may be NULL (= all defaults). Returns a prepared design
+ * the caller frees with tsr_design_free, or NULL with `err` (may be NULL) filled:
+ * TSR_EIO when the file cannot be read, TSR_EINVAL for an invalid design (exit 2),
+ * TSR_ENOMEM, or whatever status opts->read_image returned for an image. */
+tsr_design *
+tsr_design_load(const char *path, const tsr_design_opts *opts, tsr_error *err);
+
+/* The same from memory: `len` bytes of `text` (need not be NUL-terminated). `name` (may be
+ * NULL: "<string>") stands for the file in messages and becomes design->path; `base_dir` (may
+ * be NULL: the current directory) is where relative image paths start. For tests and fuzzing. */
+tsr_design *
+tsr_design_load_string(const char *text, size_t len, const char *name, const char *base_dir,
+                       const tsr_design_opts *opts, tsr_error *err);
+
+/* Print the canonical tree of a loaded design to `f`: the header and output section, then
+ * every node in design order (children first, root last) and every edge with every parameter,
+ * defaults filled in, walking the same parameter tables the loader used. Reals are printed
+ * with the fewest digits that read back to the same double (float for float32 values).
+ * Used by `tessera check`. Write errors are left to the caller (ferror(f)). */
+void
+tsr_design_dump(const tsr_design *d, FILE *f);
+
+#endif

@@ -1,0 +1,202 @@
+/* designs/ private: the YAML tree, key paths, error formatting, scalar conversion. */
+#ifndef TSR_DESIGNS_INT_H
+#define TSR_DESIGNS_INT_H
+
+#include "designs/designs.h"
+
+#include <locale.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- the YAML tree --------------------------------------------------------------------------- */
+
+typedef enum ykind { Y_SCALAR, Y_SEQ, Y_MAP } ykind;
+
+/* One YAML value with the position of its first character. Maps keep keys and values
+ * interleaved in kids (kids[2i] a scalar key, kids[2i+1] its value), in document order. */
+typedef struct ynode {
+    ykind kind;
+    bool plain;            /* scalar written plain (not quoted, not a block scalar) */
+    size_t line, col;      /* 1-based, from libyaml's start_mark */
+    char *s;               /* scalar: the text, NUL-terminated (no NUL inside) */
+    size_t len;            /* scalar: strlen(s) */
+    struct ynode **kids;   /* seq: items; map: key, value, key, value, ... */
+    size_t n;              /* entries of kids */
+    size_t cap;
+    struct ynode *next;    /* allocation chain: the tree is freed without recursion */
+} ynode;
+
+typedef struct ytree {
+    ynode *root; /* the document's value, NULL for an empty document */
+    ynode *all;  /* every node, for ytree_free */
+} ytree;
+
+/* Parse `len` bytes of YAML into `t`. Anchors, aliases, tags, merge keys, duplicate keys,
+ * non-scalar keys, NUL characters in scalars and more than one document are refused, as are
+ * syntax errors; every message starts with "FILE:LINE:COL: ". On failure `t` is empty. */
+tsr_status
+ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error *err);
+
+void
+ytree_free(ytree *t);
+
+static inline size_t
+ymap_count(const ynode *m)
+{
+    return m->n / 2;
+}
+
+static inline const ynode *
+ymap_key(const ynode *m, size_t i)
+{
+    return m->kids[2 * i];
+}
+
+static inline const ynode *
+ymap_val(const ynode *m, size_t i)
+{
+    return m->kids[2 * i + 1];
+}
+
+/* The value of `key` in map `m`, or NULL. Keys are unique (the parser checked). */
+const ynode *
+ymap_get(const ynode *m, const char *key);
+
+/* Index of `key` in map `m`, or (size_t)-1. */
+size_t
+ymap_find(const ynode *m, const char *key);
+
+/* A plain empty, `~` or `null` scalar: YAML's null. */
+bool
+ynull(const ynode *v);
+
+/* ---- key paths ------------------------------------------------------------------------------- */
+
+/* A key path as a chain of stack-allocated segments from leaf to top: nothing is allocated
+ * while walking the design, the string is made only for a message or a `where`. */
+typedef struct kpath {
+    const struct kpath *up; /* NULL at the top */
+    const char *key;        /* NULL: an index segment */
+    size_t index;
+} kpath;
+
+#define KP_KEY(upp, k) ((kpath){(upp), (k), 0})
+#define KP_INDEX(upp, i) ((kpath){(upp), NULL, (i)})
+
+/* Paths longer than this are shortened in messages and names ("root.chil...[0].node"), so a
+ * 1000-deep design neither overflows a tsr_error nor costs O(depth^2) memory in names. */
+#define KPATH_SHOWN 240
+
+/* Write the (possibly shortened) path into buf (size >= KPATH_SHOWN + 1). */
+void
+kpath_format(const kpath *p, char *buf, size_t size);
+
+/* ---- load context and errors ----------------------------------------------------------------- */
+
+typedef struct named named;
+
+typedef struct dctx {
+    const char *file;           /* for messages */
+    const char *base_dir;       /* image paths start here; NULL = cwd */
+    const tsr_design_opts *opts;
+    tsr_error *err;
+    locale_t cloc;              /* "C" numeric locale for strtod_l, (locale_t)0 if none */
+    int64_t tile;               /* design default tile */
+    tsr_node **all;             /* every node allocated so far, for cleanup */
+    size_t nall, capall;
+    named *names;               /* the nodes: section, sorted by name */
+    size_t nnames;
+    size_t depth;               /* node nesting of the current recursion */
+    const named **stack;        /* named nodes being loaded, for the cycle message */
+    size_t nstack;
+} dctx;
+
+/* Fill c->err with "FILE:LINE:COL: path: what" (no path part when p is NULL or empty) and
+ * return TSR_EINVAL. */
+tsr_status
+derr(dctx *c, const ynode *at, const kpath *p, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Fill c->err with "out of memory" and return TSR_ENOMEM. */
+tsr_status
+doom(dctx *c);
+
+/* "file:line:col: path" in a fresh string, or NULL when out of memory. */
+char *
+dwhere(dctx *c, const ynode *at, const kpath *p);
+
+/* The fresh, possibly shortened, path string; NULL when out of memory. */
+char *
+kpath_strdup(const kpath *p);
+
+/* ---- scalars --------------------------------------------------------------------------------- */
+
+/* Each converts the scalar `v`, reporting "expected ..." errors at v with path p. */
+tsr_status
+dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out);
+tsr_status
+dget_real(dctx *c, const ynode *v, const kpath *p, double *out);
+tsr_status
+dget_bool(dctx *c, const ynode *v, const kpath *p, bool *out);
+/* A non-empty string scalar of any style; borrowed from the tree. */
+tsr_status
+dget_str(dctx *c, const ynode *v, const kpath *p, const char **out);
+/* One of `names` (NULL-terminated); "unknown WHAT 'x' (did you mean 'y'?)" otherwise. */
+tsr_status
+dget_enum(dctx *c, const ynode *v, const kpath *p, const char *what,
+          const char *const *names, int *out);
+
+/* Require a map / a sequence (of exactly n items when n != (size_t)-1). */
+tsr_status
+dwant_map(dctx *c, const ynode *v, const kpath *p);
+tsr_status
+dwant_seq(dctx *c, const ynode *v, const kpath *p, size_t n);
+
+/* Check that every key of map m is one of the NULL-terminated lists (up to 3, NULL ends the
+ * argument list); an unknown key gets a "did you mean" over all of them. */
+tsr_status
+dcheck_keys(dctx *c, const ynode *m, const kpath *p, const char *const *k1,
+            const char *const *k2, const char *const *k3);
+
+/* The closest candidate within edit distance 2 (transpositions count 1), else the one
+ * candidate `word` is a prefix of (>= 3 characters), else NULL. */
+const char *
+did_you_mean(const char *word, const char *const *cands);
+
+/* The same over `nlists` NULL-terminated lists (a NULL list is skipped). */
+const char *
+best_of(const char *word, const char *const *const *lists, size_t nlists);
+
+/* Optimal string alignment distance, capped: returns cap + 1 when larger than cap. */
+size_t
+edit_distance(const char *a, const char *b, size_t cap);
+
+/* The shortest "%.{p}g" rendering of d that reads back to d (float: to (float)d). */
+void
+fmt_double(char *buf, size_t size, double d);
+void
+fmt_float(char *buf, size_t size, float f);
+
+/* ---- parameter tables ------------------------------------------------------------------------ */
+
+/* Parse the keys of map `m` described by `params` into `st` (defaults already there). Keys
+ * of m not in the table are ignored here (the caller checked them); `skip` (may be NULL)
+ * names a key handled by the caller. Checks TSR_PF_REQUIRED, types, ranges, coordinate
+ * bounds. On failure `st` may hold partial allocations the caller frees with
+ * tsr_params_free. */
+tsr_status
+dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params, size_t n,
+              void *st);
+
+/* The loader's own tables for the output section, shared with the dump. */
+extern const tsr_param dtab_output[];
+extern const size_t dtab_noutput;
+extern const tsr_param dtab_swath[];
+extern const size_t dtab_nswath;
+
+/* The message of a range violation, "must be in 1..4096", "must be > 0", ... */
+void
+range_text(const tsr_param *pm, char *buf, size_t size);
+
+#endif

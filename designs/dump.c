@@ -1,0 +1,238 @@
+/* The canonical dump of a loaded design: YAML-shaped, every parameter with its default
+ * filled in, printed by walking the same tables the loader parsed with (STYLE.md: one table
+ * drives parsing, validation and printing). Reals get the fewest digits that read back to
+ * the same value, so two dumps are equal exactly when the designs are. */
+#include "designs/designs_int.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Names and paths print bare when that cannot be misread, else double-quoted with escapes. */
+static void
+put_str(FILE *f, const char *s)
+{
+    bool bare = s[0] && (isalpha((unsigned char)s[0]) || strchr("_./", s[0])) &&
+                strcmp(s, "null") != 0 && strcmp(s, "true") != 0 && strcmp(s, "false") != 0;
+    for (const char *q = s; *q && bare; q++)
+        bare = isalnum((unsigned char)*q) || strchr("_.-/[]", *q);
+    if (bare) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+        if (*q == '"' || *q == '\\')
+            fprintf(f, "\\%c", *q);
+        else if (*q < 0x20 || *q == 0x7f)
+            fprintf(f, "\\x%02x", *q);
+        else
+            fputc(*q, f);
+    }
+    fputc('"', f);
+}
+
+static void
+put_f64(FILE *f, double d)
+{
+    char b[40];
+    fmt_double(b, sizeof b, d);
+    fputs(b, f);
+}
+
+static void
+put_f32(FILE *f, float x)
+{
+    char b[40];
+    fmt_float(b, sizeof b, x);
+    fputs(b, f);
+}
+
+static void
+put_points(FILE *f, const tsr_points *p)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < p->n; i++) {
+        fputs(i ? ", [" : "[", f);
+        put_f64(f, p->p[i][0]);
+        fputs(", ", f);
+        put_f64(f, p->p[i][1]);
+        fputc(']', f);
+    }
+    fputc(']', f);
+}
+
+static const char *
+name_of(const char *const *names, int v)
+{
+    for (int i = 0; names && names[i]; i++)
+        if (i == v)
+            return names[i];
+    return "?";
+}
+
+static void
+put_value(FILE *f, const tsr_param *pm, const void *field)
+{
+    const int64_t *iv = field;
+    const double *dv = field;
+    const float *fv = field;
+    switch (pm->type) {
+    case TSR_P_INT: fprintf(f, "%" PRId64, iv[0]); break;
+    case TSR_P_INT2: fprintf(f, "[%" PRId64 ", %" PRId64 "]", iv[0], iv[1]); break;
+    case TSR_P_INT4:
+        fprintf(f, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", iv[0], iv[1], iv[2],
+                iv[3]);
+        break;
+    case TSR_P_F32: put_f32(f, fv[0]); break;
+    case TSR_P_F32_2:
+        fputc('[', f);
+        put_f32(f, fv[0]);
+        fputs(", ", f);
+        put_f32(f, fv[1]);
+        fputc(']', f);
+        break;
+    case TSR_P_F64: put_f64(f, dv[0]); break;
+    case TSR_P_F64_2:
+    case TSR_P_F64_4:
+        fputc('[', f);
+        for (int i = 0; i < (pm->type == TSR_P_F64_2 ? 2 : 4); i++) {
+            if (i)
+                fputs(", ", f);
+            put_f64(f, dv[i]);
+        }
+        fputc(']', f);
+        break;
+    case TSR_P_POINTS: put_points(f, field); break;
+    case TSR_P_ENUM: fputs(name_of(pm->names, *(const int *)field), f); break;
+    case TSR_P_BOOL: fputs(*(const bool *)field ? "true" : "false", f); break;
+    case TSR_P_PROFILE: {
+        const tsr_profile *pr = field;
+        static const char *const kinds[] = {"linear", "sphere", "cosine", NULL};
+        if (pr->kind == TSR_PROFILE_GAUSSIAN) {
+            fputs("{gaussian: ", f);
+            put_f64(f, pr->s);
+            fputc('}', f);
+        } else if (pr->kind == TSR_PROFILE_POINTS) {
+            fputs("{points: ", f);
+            put_points(f, &pr->pts);
+            fputc('}', f);
+        } else {
+            fputs(name_of(kinds, (int)pr->kind), f);
+        }
+        break;
+    }
+    case TSR_P_KERNEL: {
+        const tsr_kernel *k = field;
+        fputc('[', f);
+        for (int64_t j = 0; j < k->h; j++) {
+            fputs(j ? ", [" : "[", f);
+            for (int64_t i = 0; i < k->w; i++) {
+                if (i)
+                    fputs(", ", f);
+                put_f32(f, k->k[j * k->w + i]);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+        break;
+    }
+    case TSR_P_PATH: {
+        const char *s = *(char *const *)field;
+        if (s)
+            put_str(f, s);
+        else
+            fputs("null", f);
+        break;
+    }
+    }
+}
+
+static void
+put_params(FILE *f, int indent, const tsr_param *params, size_t n, const void *st)
+{
+    for (size_t i = 0; i < n; i++) {
+        fprintf(f, "%*s%s: ", indent, "", params[i].key);
+        put_value(f, &params[i], (const char *)st + params[i].offset);
+        fputc('\n', f);
+    }
+}
+
+static void
+put_source(FILE *f, const tsr_source *s)
+{
+    const tsr_source_desc *desc = NULL;
+    for (size_t i = 0; i < TSR_SRC_COUNT; i++)
+        if (tsr_source_descs[i].kind == s->kind)
+            desc = &tsr_source_descs[i];
+    if (!desc) {
+        fprintf(f, "    source: {kind: %d}\n", (int)s->kind);
+        return;
+    }
+    fputs("    source:\n", f);
+    fprintf(f, "      %s: ", desc->disc_key);
+    if (desc->disc_value)
+        fputs(desc->disc_value, f);
+    else if (s->path)
+        put_str(f, s->path);
+    else
+        fputs("null", f);
+    fputc('\n', f);
+    put_params(f, 6, desc->params, desc->nparams, s);
+    if (s->img)
+        fprintf(f, "      decoded: [%" PRId64 ", %" PRId64 "]\n", s->iw, s->ih);
+}
+
+static void
+put_edge(FILE *f, const tsr_edge *e)
+{
+    static const tsr_param offset = {"offset", TSR_P_INT2, 0, 0, 0, 0, 0, NULL, NULL};
+    fprintf(f, "      - trait: %s\n", e->trait->name);
+    fprintf(f, "        child: %zu  # ", e->child->id);
+    put_str(f, e->child->name);
+    fputc('\n', f);
+    fprintf(f, "        blend: %s\n", name_of(tsr_blend_names, (int)e->blend));
+    fputs("        offset: ", f);
+    put_value(f, &offset, e->offset);
+    fprintf(f, "\n        mask: %s\n", name_of(tsr_mask_names, e->mask));
+    put_params(f, 8, e->trait->params, e->trait->nparams, e->params);
+}
+
+void
+tsr_design_dump(const tsr_design *d, FILE *f)
+{
+    fputs("tessera: 1\n", f);
+    fputs("name: ", f);
+    if (d->name)
+        put_str(f, d->name);
+    else
+        fputs("null", f);
+    fputc('\n', f);
+    fprintf(f, "tile: %" PRId64 "\n", d->tile);
+    fputs("output:\n", f);
+    put_params(f, 2, dtab_output, dtab_noutput, &d->out);
+    if (d->out.order == TSR_ORDER_SWATH) {
+        fputs("  swath:\n", f);
+        put_params(f, 4, dtab_swath, dtab_nswath, &d->out);
+    }
+    fputs("nodes:\n", f);
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        fprintf(f, "  - id: %zu\n", n->id);
+        fputs("    name: ", f);
+        put_str(f, n->name);
+        fputc('\n', f);
+        fprintf(f, "    size: [%" PRId64 ", %" PRId64 "]\n", n->w, n->h);
+        fprintf(f, "    tile: %" PRId64 "\n", n->tile);
+        fputs("    fill: ", f);
+        put_f32(f, n->fill);
+        fputc('\n', f);
+        if (n->source)
+            put_source(f, n->source);
+        fputs(n->nedges ? "    children:\n" : "    children: []\n", f);
+        for (size_t k = 0; k < n->nedges; k++)
+            put_edge(f, &n->edges[k]);
+    }
+    fprintf(f, "root: %zu\n", d->root ? d->root->id : (size_t)0);
+}

@@ -1,0 +1,354 @@
+/* Generic parameter parsing: one routine per tsr_ptype, driven by the tables of nodes/.
+ *
+ * STYLE.md: "no per-trait hand-written parser". A trait or source kind only declares its
+ * keys; types, ranges, required keys and coordinate bounds are enforced here, and the
+ * trait's own check() sees a fully typed struct. */
+#include "designs/designs_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool
+in_range(const tsr_param *pm, double d)
+{
+    if (!(pm->flags & TSR_PF_RANGE))
+        return true;
+    bool lo = (pm->flags & TSR_PF_MIN_OPEN) ? d > pm->min : d >= pm->min;
+    bool hi = (pm->flags & TSR_PF_MAX_OPEN) ? d < pm->max : d <= pm->max;
+    return lo && hi;
+}
+
+void
+range_text(const tsr_param *pm, char *buf, size_t size)
+{
+    char a[40], b[40];
+    bool lo = isfinite(pm->min), hi = isfinite(pm->max);
+    bool lo_open = pm->flags & TSR_PF_MIN_OPEN, hi_open = pm->flags & TSR_PF_MAX_OPEN;
+    fmt_double(a, sizeof a, pm->min);
+    fmt_double(b, sizeof b, pm->max);
+    if (lo && hi && !lo_open && !hi_open)
+        snprintf(buf, size, "must be in %s..%s", a, b);
+    else if (lo && hi)
+        snprintf(buf, size, "must be %s %s and %s %s", lo_open ? ">" : ">=", a,
+                 hi_open ? "<" : "<=", b);
+    else if (lo)
+        snprintf(buf, size, "must be %s %s", lo_open ? ">" : ">=", a);
+    else if (hi)
+        snprintf(buf, size, "must be %s %s", hi_open ? "<" : "<=", b);
+    else
+        snprintf(buf, size, "must be a number");
+}
+
+static tsr_status
+range_err(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm)
+{
+    char what[128];
+    range_text(pm, what, sizeof what);
+    return derr(c, v, p, "%s, got %s", what, v->s);
+}
+
+/* Every integer parameter is a placement value: DESIGN.md §2 bounds all of them by 2^40. */
+static tsr_status
+get_int(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, int64_t *out)
+{
+    int64_t x;
+    tsr_status st = dget_int(c, v, p, &x);
+    if (st != TSR_OK)
+        return st;
+    if (x > TSR_COORD_MAX || x < -TSR_COORD_MAX)
+        return derr(c, v, p, "|%s| must be <= 2^40 (1099511627776)", v->s);
+    if (!in_range(pm, (double)x))
+        return range_err(c, v, p, pm);
+    *out = x;
+    return TSR_OK;
+}
+
+static tsr_status
+get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *out)
+{
+    double d;
+    tsr_status st = dget_real(c, v, p, &d);
+    if (st != TSR_OK)
+        return st;
+    if (!in_range(pm, d))
+        return range_err(c, v, p, pm);
+    *out = d;
+    return TSR_OK;
+}
+
+/* Parsed as double, range-checked as written, then rounded once to float32. */
+static tsr_status
+get_f32(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, float *out)
+{
+    double d;
+    tsr_status st = get_f64(c, v, p, pm, &d);
+    if (st != TSR_OK)
+        return st;
+    float f = (float)d;
+    if (!isfinite(f))
+        return derr(c, v, p, "%s is out of the range of float32", v->s);
+    *out = f;
+    return TSR_OK;
+}
+
+/* A fixed-length list: [a, b] or [x, y, w, h]. */
+#define FIXED_LIST(getter, T) \
+    static tsr_status getter##_n(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, \
+                                 T *out, size_t n) \
+    { \
+        T tmp[4]; \
+        tsr_status st = dwant_seq(c, v, p, n); \
+        for (size_t i = 0; i < n && st == TSR_OK; i++) { \
+            kpath kp = KP_INDEX(p, i); \
+            st = getter(c, v->kids[i], &kp, pm, &tmp[i]); \
+        } \
+        if (st == TSR_OK) \
+            memcpy(out, tmp, n * sizeof *out); \
+        return st; \
+    }
+FIXED_LIST(get_int, int64_t)
+FIXED_LIST(get_f64, double)
+FIXED_LIST(get_f32, float)
+
+/* [[a, b], ...] with at least min_count pairs; each number checked against pm's range. */
+static tsr_status
+get_points(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, size_t min_count,
+           tsr_points *out)
+{
+    double(*pts)[2] = NULL;
+    tsr_status st = dwant_seq(c, v, p, (size_t)-1);
+    if (st != TSR_OK)
+        return st;
+    if (v->n < min_count)
+        return derr(c, v, p, "needs at least %zu point%s, got %zu", min_count,
+                    min_count == 1 ? "" : "s", v->n);
+    if (v->n && !(pts = malloc(v->n * sizeof *pts)))
+        return doom(c);
+    for (size_t i = 0; i < v->n; i++) {
+        kpath kp = KP_INDEX(p, i);
+        if ((st = get_f64_n(c, v->kids[i], &kp, pm, pts[i], 2)) != TSR_OK)
+            goto fail;
+    }
+    out->p = pts;
+    out->n = v->n;
+    return TSR_OK;
+fail:
+    free(pts);
+    return st;
+}
+
+static const char *const profile_names[] = {"linear", "sphere", "cosine", NULL};
+static const char *const profile_map_keys[] = {"gaussian", "points", NULL};
+
+/* `linear | sphere | cosine | {gaussian: s} | {points: [[d, z], ...]}` (DESIGN.md §2.3). */
+static tsr_status
+get_profile(dctx *c, const ynode *v, const kpath *p, tsr_profile *out)
+{
+    tsr_profile pr = {0};
+    tsr_status st;
+    static const tsr_param any = {"", TSR_P_F64, 0, 0, 0, 0, 0, NULL, NULL};
+    static const tsr_param positive = {
+        "", TSR_P_F64, 0, TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, NULL};
+    if (v->kind == Y_SCALAR) {
+        if (!ynull(v) && (strcmp(v->s, "gaussian") == 0 || strcmp(v->s, "points") == 0))
+            return derr(c, v, p, "'%s' needs a value: write {%s: ...}", v->s, v->s);
+        int k;
+        if ((st = dget_enum(c, v, p, "profile", profile_names, &k)) != TSR_OK)
+            return st;
+        out->kind = (tsr_profile_kind)k;
+        return TSR_OK;
+    }
+    if (v->kind != Y_MAP)
+        return derr(c, v, p, "expected linear, sphere, cosine, {gaussian: s} or {points: [...]}");
+    if ((st = dcheck_keys(c, v, p, profile_map_keys, NULL, NULL)) != TSR_OK)
+        return st;
+    if (ymap_count(v) != 1)
+        return derr(c, v, p, "needs exactly one of 'gaussian' or 'points'");
+    kpath kp = KP_KEY(p, ymap_key(v, 0)->s);
+    const ynode *val = ymap_val(v, 0);
+    if (strcmp(ymap_key(v, 0)->s, "gaussian") == 0) {
+        pr.kind = TSR_PROFILE_GAUSSIAN;
+        if ((st = get_f64(c, val, &kp, &positive, &pr.s)) != TSR_OK)
+            return st;
+        *out = pr;
+        return TSR_OK;
+    }
+    pr.kind = TSR_PROFILE_POINTS;
+    if ((st = get_points(c, val, &kp, &any, 1, &pr.pts)) != TSR_OK)
+        return st;
+    for (size_t i = 0; i < pr.pts.n; i++) {
+        kpath ki = KP_INDEX(&kp, i), kd = KP_INDEX(&ki, 0);
+        const ynode *d = val->kids[i]->kids[0];
+        if (i == 0 && pr.pts.p[0][0] < 0) {
+            st = derr(c, d, &kd, "the first distance must be >= 0, got %s", d->s);
+            goto fail;
+        }
+        if (i > 0 && !(pr.pts.p[i][0] > pr.pts.p[i - 1][0])) {
+            st = derr(c, d, &kd, "distances must be strictly increasing (%s after %s)", d->s,
+                      val->kids[i - 1]->kids[0]->s);
+            goto fail;
+        }
+    }
+    *out = pr;
+    return TSR_OK;
+fail:
+    free(pr.pts.p);
+    return st;
+}
+
+#define KERNEL_MAX 63
+
+/* Rows are y; every row the same length; both sizes odd and <= 63 (nodes/nodes.h). */
+static tsr_status
+get_kernel(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, tsr_kernel *out)
+{
+    float *k = NULL;
+    tsr_status st = dwant_seq(c, v, p, (size_t)-1);
+    if (st != TSR_OK)
+        return st;
+    if (v->n == 0)
+        return derr(c, v, p, "a kernel needs at least one row");
+    size_t w = 0;
+    for (size_t j = 0; j < v->n; j++) {
+        kpath kj = KP_INDEX(p, j);
+        if ((st = dwant_seq(c, v->kids[j], &kj, (size_t)-1)) != TSR_OK)
+            return st;
+        if (j == 0)
+            w = v->kids[0]->n;
+        else if (v->kids[j]->n != w)
+            return derr(c, v->kids[j], &kj,
+                        "every kernel row must have the same length: row 0 has %zu, row %zu has "
+                        "%zu",
+                        w, j, v->kids[j]->n);
+    }
+    if (w % 2 == 0 || w > KERNEL_MAX)
+        return derr(c, v, p, "the kernel width must be odd and <= %d, got %zu", KERNEL_MAX, w);
+    if (v->n % 2 == 0 || v->n > KERNEL_MAX)
+        return derr(c, v, p, "the kernel height must be odd and <= %d, got %zu", KERNEL_MAX, v->n);
+    if (!(k = malloc(w * v->n * sizeof *k)))
+        return doom(c);
+    for (size_t j = 0; j < v->n; j++) {
+        kpath kj = KP_INDEX(p, j);
+        for (size_t i = 0; i < w; i++) {
+            kpath ki = KP_INDEX(&kj, i);
+            if ((st = get_f32(c, v->kids[j]->kids[i], &ki, pm, &k[j * w + i])) != TSR_OK)
+                goto fail;
+        }
+    }
+    out->w = (int64_t)w;
+    out->h = (int64_t)v->n;
+    out->k = k;
+    return TSR_OK;
+fail:
+    free(k);
+    return st;
+}
+
+/* Relative paths start in the design's folder; the result is owned by the caller. */
+static tsr_status
+get_path(dctx *c, const ynode *v, const kpath *p, char **out)
+{
+    const char *s;
+    tsr_status st = dget_str(c, v, p, &s);
+    if (st != TSR_OK)
+        return st;
+    char *r;
+    if (s[0] == '/' || !c->base_dir || !c->base_dir[0] || strcmp(c->base_dir, ".") == 0) {
+        r = strdup(s);
+    } else {
+        size_t nb = strlen(c->base_dir), ns = strlen(s);
+        bool slash = c->base_dir[nb - 1] == '/';
+        r = malloc(nb + !slash + ns + 1);
+        if (r) {
+            memcpy(r, c->base_dir, nb);
+            if (!slash)
+                r[nb] = '/';
+            memcpy(r + nb + !slash, s, ns + 1);
+        }
+    }
+    if (!r)
+        return doom(c);
+    free(*out);
+    *out = r;
+    return TSR_OK;
+}
+
+static tsr_status
+parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *field)
+{
+    switch (pm->type) {
+    case TSR_P_INT: return get_int(c, v, p, pm, field);
+    case TSR_P_INT2: return get_int_n(c, v, p, pm, field, 2);
+    case TSR_P_INT4: return get_int_n(c, v, p, pm, field, 4);
+    case TSR_P_F32: return get_f32(c, v, p, pm, field);
+    case TSR_P_F32_2: return get_f32_n(c, v, p, pm, field, 2);
+    case TSR_P_F64: return get_f64(c, v, p, pm, field);
+    case TSR_P_F64_2: return get_f64_n(c, v, p, pm, field, 2);
+    case TSR_P_F64_4: return get_f64_n(c, v, p, pm, field, 4);
+    case TSR_P_POINTS: {
+        tsr_points pts;
+        tsr_status st = get_points(c, v, p, pm, pm->min_count, &pts);
+        if (st == TSR_OK) {
+            free(((tsr_points *)field)->p);
+            *(tsr_points *)field = pts;
+        }
+        return st;
+    }
+    case TSR_P_ENUM: {
+        int k;
+        tsr_status st = dget_enum(c, v, p, pm->key, pm->names, &k);
+        if (st == TSR_OK)
+            *(int *)field = k;
+        return st;
+    }
+    case TSR_P_BOOL: return dget_bool(c, v, p, field);
+    case TSR_P_PROFILE: {
+        tsr_profile pr = {0};
+        tsr_status st = get_profile(c, v, p, &pr);
+        if (st == TSR_OK) {
+            free(((tsr_profile *)field)->pts.p);
+            *(tsr_profile *)field = pr;
+        }
+        return st;
+    }
+    case TSR_P_KERNEL: {
+        tsr_kernel k = {0};
+        tsr_status st = get_kernel(c, v, p, pm, &k);
+        if (st == TSR_OK) {
+            free(((tsr_kernel *)field)->k);
+            *(tsr_kernel *)field = k;
+        }
+        return st;
+    }
+    case TSR_P_PATH: return get_path(c, v, p, field);
+    }
+    return tsr_fail(c->err, TSR_EINTERNAL, "%s: parameter '%s' has an unknown type %d", c->file,
+                    pm->key, (int)pm->type);
+}
+
+tsr_status
+dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params, size_t n, void *st)
+{
+    tsr_status s;
+    /* in document order, so the first error reported is the first in the file */
+    for (size_t i = 0; i < ymap_count(m); i++) {
+        const char *key = ymap_key(m, i)->s;
+        for (size_t j = 0; j < n; j++) {
+            if (strcmp(params[j].key, key) != 0)
+                continue;
+            kpath kp = KP_KEY(p, key);
+            if ((s = parse_one(c, ymap_val(m, i), &kp, &params[j],
+                               (char *)st + params[j].offset)) != TSR_OK)
+                return s;
+            break;
+        }
+    }
+    for (size_t j = 0; j < n; j++)
+        if ((params[j].flags & TSR_PF_REQUIRED) && ymap_find(m, params[j].key) == (size_t)-1)
+            return derr(c, m, p, "missing required key '%s'%s%s%s", params[j].key,
+                        params[j].help ? " (" : "", params[j].help ? params[j].help : "",
+                        params[j].help ? ")" : "");
+    return TSR_OK;
+}
