@@ -1,0 +1,566 @@
+/* distance: a profile of the Euclidean distance to the nearest mask pixel (DESIGN.md §2.3).
+ *
+ * The mask is child > threshold. For each child pixel the squared distance a to the nearest
+ * mask pixel (clamped to dmax^2) indexes a float32 table built once per edge, so every
+ * backend reads the same bits. Because of the clamp a mask pixel farther than dmax never
+ * matters: a tile needs a halo of dmax and nothing else, and its result cannot depend on
+ * where tiles start.
+ *
+ * The transform is exact and separable:
+ *   pass 1: per column, the vertical distance g to the nearest mask pixel, saturated at dmax.
+ *           It runs along rows (all columns at once), a forward and a backward scan, so the
+ *           inner loops are contiguous and vectorise.
+ *   pass 2: per row, a(x) = min over columns q of (x - q)^2 + g(q)^2. Two exact ways, chosen
+ *           per run of RUN pixels: a windowed scan over offsets |x - q| < K, stopped as soon
+ *           as K^2 reaches every a of the run (branch-free, 16-bit lanes; wins when mask
+ *           pixels are near), else Felzenszwalb & Huttenlocher's lower envelope of parabolas
+ *           (O(1) per pixel whatever the distances, but branchy).
+ * Everything is integer: envelope breakpoints are rounded up to the first integer x where a
+ * parabola wins, which is all an integer lattice needs, so no rounding enters the result and
+ * both ways give the same a.
+ *
+ * Work is cut into column chunks and row bands so the temporaries stay small (cache-sized for
+ * ordinary tiles) and every coordinate inside a chunk fits comfortably in int32. */
+#include "nodes/nodes.h"
+#include "nodes/params.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* g values, <= dmax <= 4096: 16 bits halve the band's footprint, and signed because a signed
+ * 16-bit min is baseline x86-64 (SSE2) while the unsigned one needs SSE4.1. */
+typedef int16_t gval;
+
+#define DMAX_MAX 4096
+
+static const tsr_param params[] = {
+    {.key = "threshold",
+     .type = TSR_P_F32,
+     .offset = offsetof(tsr_distance_params, threshold),
+     .help = "mask = child > threshold (float32 compare), default 0.5"},
+    {.key = "dmax",
+     .type = TSR_P_INT,
+     .offset = offsetof(tsr_distance_params, dmax),
+     .flags = TSR_PF_REQUIRED | TSR_PF_RANGE,
+     .min = 1,
+     .max = DMAX_MAX,
+     .help = "largest distance in px that matters (1..4096, required); also the tile halo"},
+    {.key = "profile",
+     .type = TSR_P_PROFILE,
+     .offset = offsetof(tsr_distance_params, profile),
+     .help = "f(d): linear | sphere | cosine | {gaussian: s} | {points: [[d, z], ...]}, "
+             "default linear"},
+    {.key = "scale",
+     .type = TSR_P_F64,
+     .offset = offsetof(tsr_distance_params, scale),
+     .help = "k in bias + k * f(d), default 1"},
+    {.key = "bias",
+     .type = TSR_P_F64,
+     .offset = offsetof(tsr_distance_params, bias),
+     .help = "b in b + scale * f(d), default 0"},
+};
+
+static void
+defaults(void *p)
+{
+    tsr_distance_params *d = p;
+    memset(d, 0, sizeof *d);
+    d->threshold = 0.5f;
+    d->dmax = 0; /* required: the loader refuses a design without it */
+    d->profile.kind = TSR_PROFILE_LINEAR;
+    d->scale = 1.0;
+    d->bias = 0.0;
+}
+
+static tsr_status
+check(const tsr_edge *e, tsr_check *c)
+{
+    const tsr_distance_params *p = e->params;
+    /* The loader enforces the range from the table; layer() relies on it for its int32
+     * arithmetic, so a hand-built edge is held to it too. */
+    if (p->dmax < 1 || p->dmax > DMAX_MAX)
+        return tsr_check_failf(c, "dmax", "must be in 1..%d", DMAX_MAX);
+    const tsr_profile *f = &p->profile;
+    switch (f->kind) {
+    case TSR_PROFILE_LINEAR:
+    case TSR_PROFILE_SPHERE:
+    case TSR_PROFILE_COSINE:
+        return TSR_OK;
+    case TSR_PROFILE_GAUSSIAN:
+        if (!(f->s > 0)) /* also refuses NaN */
+            return tsr_check_failf(c, "profile", "gaussian: s must be > 0 (got %g)", f->s);
+        return TSR_OK;
+    case TSR_PROFILE_POINTS:
+        if (f->pts.n < 1 || !f->pts.p)
+            return tsr_check_failf(c, "profile", "points: needs at least one [d, z] point");
+        if (!(f->pts.p[0][0] >= 0))
+            return tsr_check_failf(c, "profile", "points: d0 must be >= 0 (got %g)",
+                                   f->pts.p[0][0]);
+        for (size_t i = 1; i < f->pts.n; i++)
+            if (!(f->pts.p[i][0] > f->pts.p[i - 1][0]))
+                return tsr_check_failf(c, "profile",
+                                       "points: d must be strictly increasing (point %zu: d = %g "
+                                       "after %g)",
+                                       i, f->pts.p[i][0], f->pts.p[i - 1][0]);
+        return TSR_OK;
+    }
+    return tsr_check_failf(c, "profile", "unknown profile kind %d", (int)f->kind);
+}
+
+/* f(d) of a points profile; `*seg` carries the segment between calls, since the table is
+ * built with d increasing (the walk is then linear in the table size). */
+static double
+points_f(const tsr_points *pts, double d, size_t *seg)
+{
+    size_t n = pts->n;
+    if (d < pts->p[0][0])
+        return pts->p[0][1];
+    if (d >= pts->p[n - 1][0])
+        return pts->p[n - 1][1];
+    size_t i = *seg;
+    if (d < pts->p[i][0]) /* not increasing after all: start over */
+        i = 0;
+    while (d >= pts->p[i + 1][0])
+        i++;
+    *seg = i;
+    double d0 = pts->p[i][0], z0 = pts->p[i][1];
+    double d1 = pts->p[i + 1][0], z1 = pts->p[i + 1][1];
+    return z0 + (z1 - z0) * ((d - d0) / (d1 - d0));
+}
+
+static void
+release(tsr_edge *e)
+{
+    tsr_distance_state *st = e->state;
+    if (!st)
+        return;
+    free(st->table);
+    free(st);
+    e->state = NULL;
+}
+
+/* check() reporting into a tsr_error, for prepare(). */
+typedef struct err_check {
+    tsr_check c;
+    tsr_error *err;
+    const char *where;
+} err_check;
+
+static tsr_status
+err_fail(tsr_check *c, const char *key, const char *msg)
+{
+    err_check *ec = (err_check *)c;
+    return tsr_fail(ec->err, TSR_EINVAL, "%s: %s: %s", ec->where, key, msg);
+}
+
+static tsr_status
+prepare(tsr_edge *e, tsr_error *err)
+{
+    const tsr_distance_params *p = e->params;
+    const char *where = e->where ? e->where : "distance";
+    /* The loader has checked already; an edge built by hand must not reach the table walk
+     * (points_f indexes the points) with a profile that was never checked. */
+    err_check ec = {{err_fail}, err, where};
+    tsr_status rc = check(e, &ec.c);
+    if (rc != TSR_OK)
+        return rc;
+    int64_t n = p->dmax * p->dmax + 1;
+    tsr_distance_state *st = malloc(sizeof *st);
+    float *table = malloc((size_t)n * sizeof *table);
+    if (!st || !table) {
+        free(st);
+        free(table);
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory for a distance table of %lld entries",
+                        where, (long long)n);
+    }
+    /* Written exactly as DESIGN.md states it, in double, without fused multiply-add. */
+    const tsr_profile *f = &p->profile;
+    double dmax = (double)p->dmax;
+    size_t seg = 0;
+    for (int64_t a = 0; a < n; a++) {
+        double d = sqrt((double)a), v;
+        switch (f->kind) {
+        case TSR_PROFILE_SPHERE: v = sqrt(1 - (d / dmax) * (d / dmax)); break;
+        case TSR_PROFILE_COSINE: v = 0.5 * (1 + cos(M_PI * d / dmax)); break;
+        case TSR_PROFILE_GAUSSIAN: v = exp(-(d * d) / (2 * f->s * f->s)); break;
+        case TSR_PROFILE_POINTS: v = points_f(&f->pts, d, &seg); break;
+        case TSR_PROFILE_LINEAR:
+        default: v = 1 - d / dmax; break;
+        }
+        table[a] = (float)(p->bias + p->scale * v);
+    }
+    st->table = table;
+    st->ntable = n;
+    release(e); /* idempotent: a second prepare replaces the first table */
+    e->state = st;
+    return TSR_OK;
+}
+
+/* The covered child rect for parent rect pr: pr in child coordinates, clipped to the child. */
+static tsr_rect
+covered(const tsr_edge *e, tsr_rect pr)
+{
+    tsr_rect cr = tsr_rect_shift(pr, -e->offset[0], -e->offset[1]);
+    return tsr_rect_intersect(cr, tsr_rect_make(0, 0, e->child->w, e->child->h));
+}
+
+static size_t
+need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
+{
+    const tsr_distance_params *p = e->params;
+    tsr_rect cr = covered(e, pr);
+    if (tsr_rect_empty(cr))
+        return 0;
+    out[0] = tsr_rect_intersect(tsr_rect_grow(cr, p->dmax),
+                                tsr_rect_make(0, 0, e->child->w, e->child->h));
+    return 1;
+}
+
+/* Chunk geometry. A column chunk of cw output columns reads cw + 2*dmax halo columns; a wide
+ * chunk keeps that overhead small, a bounded one keeps the band small and every coordinate
+ * below 6*4096 (so squares and their sums fit in int32). A row band of bh rows re-reads dmax
+ * rows below it for the backward scan; bh >= 2*dmax bounds that to half the band. */
+static int64_t
+chunk_cols(int64_t dmax)
+{
+    return dmax * 4 > 2048 ? dmax * 4 : 2048;
+}
+
+static int64_t
+band_rows(int64_t dmax)
+{
+    return dmax * 2 > 64 ? dmax * 2 : 64;
+}
+
+/* Pass 2 works on runs of RUN output pixels. A run whose nearest mask pixels are all within
+ * KLIM columns is done by the windowed scan (branch-free, vectorised), the others by the
+ * lower envelope. */
+#define RUN 128
+#define KLIM 96
+#define RUNS_MAX (16384 / RUN + 1) /* runs in the widest column chunk */
+_Static_assert(4 * DMAX_MAX <= 16384, "chunk_cols() must stay within RUNS_MAX runs");
+_Static_assert(2 * KLIM * KLIM < 32767, "window sums must fit in int16 with CAP > KLIM^2");
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* The scratch layout for halo width hw, band height bh and padding pad; the single
+ * allocation holds, in order, the int32 envelope arrays, then the 16-bit rows. */
+typedef struct scratch_plan {
+    size_t bytes;
+    size_t off_site, off_val, off_key, off_from, off_g2, off_up, off_dn, off_band;
+} scratch_plan;
+
+static scratch_plan
+plan(int64_t hw, int64_t bh, int64_t pad)
+{
+    scratch_plan s;
+    size_t w = (size_t)hw, o = 0;
+    s.off_site = o, o += w * sizeof(int32_t);
+    s.off_val = o, o += w * sizeof(int32_t);
+    s.off_key = o, o += w * sizeof(int32_t);
+    s.off_from = o, o += (w + 1) * sizeof(int32_t); /* + the sentinel */
+    s.off_g2 = o, o += (w + 2 * (size_t)pad) * sizeof(int16_t);
+    s.off_up = o, o += w * sizeof(gval);
+    s.off_dn = o, o += w * sizeof(gval);
+    s.off_band = o, o += w * (size_t)bh * sizeof(gval);
+    s.bytes = o;
+    return s;
+}
+
+static size_t
+scratch(const tsr_edge *e, int64_t tw, int64_t th)
+{
+    const tsr_distance_params *p = e->params;
+    int64_t cw = min64(min64(tw, e->child->w), chunk_cols(p->dmax));
+    int64_t hw = min64(cw + 2 * p->dmax, e->child->w);
+    int64_t bh = min64(min64(th, e->child->h), band_rows(p->dmax));
+    if (cw <= 0 || bh <= 0)
+        return 0;
+    return plan(hw, bh, min64(KLIM, p->dmax)).bytes;
+}
+
+/* One vertical step: the distance to the nearest mask pixel seen so far in each column,
+ * saturating at dmax (farther is as good as none). dst may be prev (in-place scans). */
+static void
+vstep(gval *dst, const gval *prev, const float *restrict src, int64_t n, float thr, gval dmax)
+{
+    for (int64_t i = 0; i < n; i++) {
+        gval g = prev[i] + 1;
+        g = g < dmax ? g : dmax;
+        dst[i] = src[i] > thr ? 0 : g;
+    }
+}
+
+/* The backward step, merged into a band row: dn as in vstep, row = min(row, dn). */
+static void
+vstep_merge(gval *restrict dn, gval *restrict row, const float *restrict src, int64_t n,
+            float thr, gval dmax)
+{
+    for (int64_t i = 0; i < n; i++) {
+        gval g = dn[i] + 1;
+        g = g < dmax ? g : dmax;
+        g = src[i] > thr ? 0 : g;
+        dn[i] = g;
+        row[i] = row[i] < g ? row[i] : g;
+    }
+}
+
+/* Scratch arrays of one layer() call. */
+typedef struct work {
+    int32_t *site; /* envelope columns, increasing */
+    int32_t *val;  /* g^2 at those columns */
+    int32_t *key;  /* g^2 + site^2: the parabola's constant, reused by every intersection */
+    int32_t *from; /* the first integer x where the site is the lowest; from[0] unused */
+    int16_t *g2;   /* min(g^2, CAP) of the row, `pad` far entries on either side */
+    gval *up, *dn; /* forward and backward scan state */
+    gval *band;    /* g of the band's rows, hw per row */
+    int32_t pad;   /* min(KLIM, dmax) */
+    uint8_t hard[RUNS_MAX]; /* run i needed the envelope in the previous row */
+} work;
+
+/* ceil(num / den) for den > 0; C division truncates, which is already the ceiling below 0. */
+static inline int32_t
+ceil_div(int32_t num, int32_t den)
+{
+    return num / den + (num % den > 0);
+}
+
+/* The lower envelope of the parabolas (x - q)^2 + g[q]^2 over the row's columns with
+ * g < dmax (the others cannot beat the clamp); returns the number of sites.
+ *
+ * It is kept on integers only: site q is the lowest from the first integer
+ * x >= (key[q] - key[v]) / (2 (q - v)) on, and a site whose integer interval is empty is
+ * dropped. Halo width < 6*4096, so every key and numerator fits in int32 (< 2^31). */
+static int32_t
+envelope(const work *wk, const gval *g, int32_t hw, int32_t dmax)
+{
+    int32_t *site = wk->site, *val = wk->val, *key = wk->key, *from = wk->from;
+    int32_t k = -1;
+    for (int32_t q = 0; q < hw; q++) {
+        int32_t gq = g[q];
+        if (gq >= dmax)
+            continue;
+        int32_t fq = gq * gq, cq = fq + q * q, s = 0;
+        /* Drop the top site while q overtakes it no later than it took over. */
+        while (k >= 0) {
+            int32_t num = cq - key[k], den = 2 * (q - site[k]);
+            if (k > 0 && (int64_t)num <= (int64_t)from[k] * den) {
+                k--;
+                continue;
+            }
+            s = ceil_div(num, den);
+            break;
+        }
+        k++;
+        site[k] = q;
+        val[k] = fq;
+        key[k] = cq;
+        from[k] = s;
+    }
+    from[k + 1] = INT32_MAX; /* sentinel for the walk */
+    return k + 1;
+}
+
+/* Windowed scan over one run: acc[i] = min over |k| < K of k^2 + g2[i + k], stopping once
+ * k^2 reaches the largest acc (no farther column can lower anything) or `kmax` (every acc
+ * <= its own g^2 <= kmax^2). Returns false, with acc unusable, if that takes KLIM or more.
+ *
+ * Signed 16-bit lanes (8 per SSE2 op): g2 is capped at CAP, and k^2 < KLIM^2 keeps every sum
+ * below 2^15. A capped term is >= CAP > KLIM^2 while each accepted acc is <= K^2 < KLIM^2, so
+ * no capped term is ever the minimum of a run this returns. */
+#define CAP (32767 - KLIM * KLIM)
+
+static bool
+window(int16_t *restrict acc, const int16_t *restrict g2, int32_t n, int32_t kmax)
+{
+    for (int32_t i = 0; i < n; i++)
+        acc[i] = g2[i];
+    for (int32_t k = 1; k < kmax; k++) {
+        if ((k & 7) == 0) {
+            int16_t m = 0;
+            for (int32_t i = 0; i < n; i++)
+                m = acc[i] > m ? acc[i] : m;
+            if (k * k >= m)
+                return true;
+        }
+        if (k >= KLIM)
+            return false;
+        const int16_t k2 = (int16_t)(k * k), *l = g2 - k, *r = g2 + k;
+        for (int32_t i = 0; i < n; i++) {
+            int16_t t = (int16_t)((l[i] < r[i] ? l[i] : r[i]) + k2);
+            acc[i] = acc[i] < t ? acc[i] : t;
+        }
+    }
+    return true;
+}
+
+/* Pass 2 for one row: out[x - xs] = table[min over q of (x - q)^2 + g[q]^2, clamped] for
+ * halo-local columns x in [xs, xe). */
+static void
+row_pass(work *wk, const gval *g, int32_t hw, int32_t xs, int32_t xe, int32_t dmax,
+         const float *restrict table, float *restrict out)
+{
+    const int32_t d2 = dmax * dmax, pad = wk->pad;
+    const int16_t far2 = (int16_t)(d2 < CAP ? d2 : CAP);
+    int16_t *g2 = wk->g2 + pad;
+    for (int32_t i = -pad; i < 0; i++)
+        g2[i] = far2; /* outside the child: no mask pixel, as good as g = dmax */
+    for (int32_t i = 0; i < hw; i++) {
+        int32_t sq = (int32_t)g[i] * g[i];
+        g2[i] = (int16_t)(sq < CAP ? sq : CAP);
+    }
+    for (int32_t i = hw; i < hw + pad; i++)
+        g2[i] = far2;
+
+    int32_t nsites = -1, k = 0; /* the envelope, built on the first run that needs it */
+    int16_t acc[RUN];
+    out -= xs;
+    for (int32_t x0 = xs, run = 0; x0 < xe; x0 += RUN, run++) {
+        int32_t n = xe - x0 < RUN ? xe - x0 : RUN;
+        gval gm = 0;
+        for (int32_t i = 0; i < n; i++)
+            gm = g[x0 + i] > gm ? g[x0 + i] : gm;
+        if (gm == dmax && pad == dmax) {
+            /* No column within dmax holds a mask pixel within dmax: all clamped. */
+            int32_t lo = x0 - pad + 1 > 0 ? x0 - pad + 1 : 0;
+            int32_t hi = x0 + n + pad - 1 < hw ? x0 + n + pad - 1 : hw;
+            gval gl = gm;
+            for (int32_t i = lo; i < hi; i++)
+                gl = g[i] < gl ? g[i] : gl;
+            if (gl == dmax) {
+                float f = table[d2];
+                for (int32_t i = 0; i < n; i++)
+                    out[x0 + i] = f;
+                continue;
+            }
+        }
+        /* A run that needed the envelope one row up most likely needs it again. */
+        if ((gm <= KLIM || !wk->hard[run]) && window(acc, g2 + x0, n, gm)) {
+            wk->hard[run] = 0;
+            for (int32_t i = 0; i < n; i++)
+                out[x0 + i] = table[acc[i]];
+            continue;
+        }
+        wk->hard[run] = 1;
+        if (nsites < 0)
+            nsites = envelope(wk, g, hw, dmax);
+        if (nsites == 0) {
+            for (int32_t i = 0; i < n; i++)
+                out[x0 + i] = table[d2];
+            continue;
+        }
+        /* from[] strictly increases, so from one x to the next the lowest site moves on by
+         * at most one: a compare and an add, no unpredictable branch. */
+        while (wk->from[k + 1] <= x0)
+            k++;
+        for (int32_t x = x0; x < x0 + n; x++) {
+            k += wk->from[k + 1] <= x;
+            int32_t dx = x - wk->site[k];
+            int32_t a = dx * dx + wk->val[k];
+            out[x] = table[a < d2 ? a : d2];
+        }
+    }
+}
+
+static tsr_status
+layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, float *L,
+      uint8_t *cov, tsr_error *err)
+{
+    const tsr_distance_params *p = e->params;
+    const tsr_distance_state *st = e->state;
+    const char *where = e->where ? e->where : "distance";
+    tsr_rect cr = covered(e, pr);
+    if (tsr_rect_empty(cr))
+        return TSR_OK;
+    tsr_rect hr;
+    need(e, pr, &hr);
+    if (!st || nviews < 1 || !tsr_rect_contains(views[0].r, hr))
+        return tsr_fail(err, TSR_EINTERNAL, "%s: layer called without its table or halo", where);
+
+    const int64_t dmax = p->dmax, cw_max = chunk_cols(dmax), bh_max = band_rows(dmax);
+    const int64_t hw_max = min64(min64(cr.w, cw_max) + 2 * dmax, hr.w);
+    work wk;
+    wk.pad = (int32_t)min64(KLIM, dmax);
+    scratch_plan sp = plan(hw_max, min64(cr.h, bh_max), wk.pad);
+    char *mem = malloc(sp.bytes);
+    if (!mem)
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (%zu bytes of distance scratch)",
+                        where, sp.bytes);
+    wk.site = (int32_t *)(mem + sp.off_site);
+    wk.val = (int32_t *)(mem + sp.off_val);
+    wk.key = (int32_t *)(mem + sp.off_key);
+    wk.from = (int32_t *)(mem + sp.off_from);
+    wk.g2 = (int16_t *)(mem + sp.off_g2);
+    wk.up = (gval *)(mem + sp.off_up);
+    wk.dn = (gval *)(mem + sp.off_dn);
+    wk.band = (gval *)(mem + sp.off_band);
+
+    const tsr_view *v = &views[0];
+    const float thr = p->threshold;
+    const gval gmax = (gval)dmax;
+    const int64_t r0 = hr.y, r1 = hr.y + hr.h; /* halo rows */
+    const int64_t y0 = cr.y, y1 = cr.y + cr.h; /* output rows */
+    const int64_t cend = cr.x + cr.w, hend = hr.x + hr.w;
+
+    for (int64_t c0 = cr.x; c0 < cend; c0 += cw_max) {
+        int64_t c1 = min64(c0 + cw_max, cend);
+        int64_t h0 = c0 - dmax > hr.x ? c0 - dmax : hr.x;
+        int64_t h1 = min64(c1 + dmax, hend);
+        int64_t hw = h1 - h0;
+        memset(wk.hard, 0, sizeof wk.hard);
+
+        /* forward over the halo rows above the output */
+        for (int64_t i = 0; i < hw; i++)
+            wk.up[i] = gmax;
+        for (int64_t y = r0; y < y0; y++)
+            vstep(wk.up, wk.up, tsr_view_row(v, h0, y), hw, thr, gmax);
+
+        for (int64_t b0 = y0; b0 < y1; b0 += bh_max) {
+            int64_t b1 = min64(b0 + bh_max, y1);
+            const gval *prev = wk.up;
+            for (int64_t y = b0; y < b1; y++) {
+                gval *row = wk.band + (y - b0) * hw;
+                vstep(row, prev, tsr_view_row(v, h0, y), hw, thr, gmax);
+                prev = row;
+            }
+            memcpy(wk.up, prev, (size_t)hw * sizeof(gval));
+
+            /* backward from dmax rows below the band: a mask pixel farther down is clamped */
+            for (int64_t i = 0; i < hw; i++)
+                wk.dn[i] = gmax;
+            for (int64_t y = min64(b1 + dmax, r1) - 1; y >= b1; y--)
+                vstep(wk.dn, wk.dn, tsr_view_row(v, h0, y), hw, thr, gmax);
+            for (int64_t y = b1 - 1; y >= b0; y--)
+                vstep_merge(wk.dn, wk.band + (y - b0) * hw, tsr_view_row(v, h0, y), hw, thr,
+                            gmax);
+
+            for (int64_t y = b0; y < b1; y++) {
+                int64_t ly = y + e->offset[1] - pr.y, lx = c0 + e->offset[0] - pr.x;
+                row_pass(&wk, wk.band + (y - b0) * hw, (int32_t)hw, (int32_t)(c0 - h0),
+                         (int32_t)(c1 - h0), (int32_t)dmax, st->table, L + ly * pr.w + lx);
+                memset(cov + ly * pr.w + lx, 1, (size_t)(c1 - c0));
+            }
+        }
+    }
+    free(mem);
+    return TSR_OK;
+}
+
+const tsr_trait tsr_trait_distance = {
+    .name = "distance",
+    .params = params,
+    .nparams = sizeof params / sizeof params[0],
+    .params_size = sizeof(tsr_distance_params),
+    .defaults = defaults,
+    .check = check,
+    .prepare = prepare,
+    .release = release,
+    .need = need,
+    .layer = layer,
+    .scratch = scratch,
+};
