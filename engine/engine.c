@@ -170,7 +170,7 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "region %lld,%lld,%lld,%lld: must lie inside the root (%lldx%lld)",
                         (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                         (long long)root->w, (long long)root->h);
-    int64_t bh = e->tile[root->id];
+    int64_t bh = e->plan.band_rows; /* what the plan's per-thread figure assumes */
     for (int64_t y = r.y; y < r.y + r.h; y += bh) {
         tsr_rect band = tsr_rect_make(r.x, y, r.w, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh);
         tsr_rect *rects;

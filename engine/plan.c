@@ -53,8 +53,8 @@ node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
     return sat_add(w, edges);
 }
 
-tsr_status
-tsr_plan_make(tsr_engine *e, tsr_error *err)
+static tsr_status
+plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
 {
     const tsr_design *d = e->d;
     tsr_plan *p = &e->plan;
@@ -64,11 +64,8 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
     int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < root->w ? d->out.swath_width
                                                                               : root->w;
     int64_t troot = e->tile[root->id];
-    p->band_rows = troot;
-    /* keep bands to at most a quarter of the budget: shorter bands when the width is huge */
+    p->band_rows = band_rows;
     int64_t row_bytes = sat_mul(sw, bps);
-    while (p->band_rows > 1 && sat_mul(sat_mul(row_bytes, p->band_rows), NBUF) > budget / 4)
-        p->band_rows /= 2;
     p->bands = sat_mul(sat_mul(row_bytes, p->band_rows), NBUF);
 
     /* path[n]: worst bytes held by one thread while computing one tile of n, children included */
@@ -105,15 +102,41 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
     p->minimum = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
     p->budget = budget;
     p->cache = budget - p->minimum;
-    if (p->minimum > budget) {
-        char need[32], have[32];
-        snprintf(need, sizeof need, "%.1f MiB", (double)p->minimum / 1048576.0);
-        snprintf(have, sizeof have, "%.1f MiB", (double)budget / 1048576.0);
-        return tsr_fail(err, TSR_EPLAN,
-                        "memory plan: needs at least %s (--memory %lld), have %s: bands %lld, "
-                        "%lld threads x %lld, fixed %lld bytes",
-                        need, (long long)p->minimum, have, (long long)p->bands,
-                        (long long)p->threads, (long long)p->per_thread, (long long)p->fixed);
-    }
     return TSR_OK;
+}
+
+/* Bands are a root tile tall unless that takes more than a quarter of the budget or does not
+ * fit: then halve them, down to one row. The minimum named on refusal is the one-row plan, so
+ * a run given exactly that minimum starts. */
+tsr_status
+tsr_plan_make(tsr_engine *e, tsr_error *err)
+{
+    tsr_plan *p = &e->plan;
+    int64_t troot = e->tile[e->d->root->id];
+    int64_t rows = troot < e->d->root->h ? troot : e->d->root->h;
+    int64_t fallback = 0;
+    for (;;) {
+        tsr_status st = plan_for(e, rows, err);
+        if (st != TSR_OK)
+            return st;
+        if (p->minimum <= p->budget) {
+            if (p->bands <= p->budget / 4)
+                return TSR_OK;
+            if (!fallback)
+                fallback = rows; /* fits, but bands are big: try shorter ones first */
+        }
+        if (rows == 1)
+            break;
+        rows /= 2;
+    }
+    if (fallback)
+        return plan_for(e, fallback, err);
+    char need[32], have[32];
+    snprintf(need, sizeof need, "%.1f MiB", (double)p->minimum / 1048576.0);
+    snprintf(have, sizeof have, "%.1f MiB", (double)p->budget / 1048576.0);
+    return tsr_fail(err, TSR_EPLAN,
+                    "memory plan: needs at least %s (--memory %lld), have %s: bands %lld, "
+                    "%lld threads x %lld, fixed %lld bytes",
+                    need, (long long)p->minimum, have, (long long)p->bands, (long long)p->threads,
+                    (long long)p->per_thread, (long long)p->fixed);
 }

@@ -133,6 +133,8 @@ iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
     it->i1 = 0;
     it->j0 = 1;
     it->j1 = 0;
+    it->i = it->i0;
+    it->j = it->j0;
     if (tsr_rect_empty(area))
         return;
     __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
