@@ -3,7 +3,9 @@
  * child tile computes it (recursively), others wait for it or find it cached. */
 #include "engine/engine_int.h"
 
+#include <malloc.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -101,54 +103,96 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     return TSR_OK;
 }
 
+/* Fetch what edge `ed` needs over r and compute its layer into L/cov. *nothing is set when the
+ * layer does not reach r at all (cov untouched). */
+static tsr_status
+edge_layer(tsr_engine *e, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov, bool *nothing,
+           uint64_t *child_ns, tsr_error *err)
+{
+    tsr_rect want[TSR_NEED_MAX];
+    tsr_view views[TSR_NEED_MAX];
+    tsr_cache_entry *pins[TSR_NEED_MAX];
+    float *bufs[TSR_NEED_MAX];
+    size_t nw = ed->trait->need(ed, r, want), got = 0;
+    *nothing = nw == 0;
+    if (nw == 0)
+        return TSR_OK;
+    tsr_status st = TSR_OK;
+    uint64_t c0 = tsr_now_ns();
+    for (; got < nw; got++) {
+        st = fetch(e, ed->child, want[got], &views[got], &pins[got], &bufs[got], err);
+        if (st != TSR_OK)
+            break;
+    }
+    uint64_t l0 = tsr_now_ns();
+    *child_ns += l0 - c0;
+    if (st == TSR_OK) {
+        memset(cov, 0, (size_t)r.w * (size_t)r.h);
+        st = ed->trait->layer(ed, r, views, nw, L, cov, err);
+        atomic_fetch_add(&e->trait_ns[trait_index(ed->trait)], tsr_now_ns() - l0);
+    }
+    for (size_t i = 0; i < got; i++) {
+        if (pins[i])
+            tsr_cache_release(e->cache, pins[i]);
+        free(bufs[i]);
+    }
+    return st;
+}
+
+static bool
+all_set(const uint8_t *cov, size_t n)
+{
+    uint8_t acc = 1;
+    for (size_t i = 0; i < n; i++)
+        acc &= cov[i];
+    return acc;
+}
+
 tsr_status
 tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
-    tsr_node_base(n, r, px);
     size_t count = (size_t)r.w * (size_t)r.h;
     float *L = NULL;
     uint8_t *cov = NULL;
     tsr_status st = TSR_OK;
-    if (n->nedges) {
-        L = malloc(count * sizeof *L);
-        cov = malloc(count);
-        if (!L || !cov) {
-            st = tsr_fail(err, TSR_ENOMEM, "out of memory (node %s)", n->name);
-            goto done;
-        }
+    if (n->nedges == 0) {
+        tsr_node_base(n, r, px);
+        goto done;
     }
-    for (size_t k = 0; k < n->nedges && st == TSR_OK; k++) {
+    L = malloc(count * sizeof *L);
+    cov = malloc(count);
+    if (!L || !cov) {
+        st = tsr_fail(err, TSR_ENOMEM, "out of memory (node %s)", n->name);
+        goto done;
+    }
+    size_t k = 0;
+    const tsr_edge *first = &n->edges[0];
+    if (first->blend == TSR_BLEND_OVER && !first->mask) {
+        /* The first layer drawn `over` replaces the base wherever it covers: compute it straight
+         * into px, and the base (fill, source) only if some pixel is left uncovered. Same
+         * values as base-then-blend, one or two passes fewer. */
+        bool nothing;
+        st = edge_layer(e, first, r, px, cov, &nothing, &child_ns, err);
+        if (st != TSR_OK)
+            goto done;
+        if (nothing) {
+            tsr_node_base(n, r, px);
+        } else if (!all_set(cov, count)) {
+            tsr_node_base(n, r, L);
+            for (size_t i = 0; i < count; i++)
+                px[i] = cov[i] ? px[i] : L[i];
+        }
+        k = 1;
+    } else {
+        tsr_node_base(n, r, px);
+    }
+    for (; k < n->nedges && st == TSR_OK; k++) {
         const tsr_edge *ed = &n->edges[k];
-        tsr_rect want[TSR_NEED_MAX];
-        tsr_view views[TSR_NEED_MAX];
-        tsr_cache_entry *pins[TSR_NEED_MAX];
-        float *bufs[TSR_NEED_MAX];
-        size_t nw = ed->trait->need(ed, r, want), got = 0;
-        if (nw == 0 && ed->trait->need != NULL) {
-            /* the layer does not reach this rect: nothing covered */
-            continue;
-        }
-        uint64_t c0 = tsr_now_ns();
-        for (; got < nw; got++) {
-            st = fetch(e, ed->child, want[got], &views[got], &pins[got], &bufs[got], err);
-            if (st != TSR_OK)
-                break;
-        }
-        child_ns += tsr_now_ns() - c0;
-        if (st == TSR_OK) {
-            uint64_t l0 = tsr_now_ns();
-            memset(cov, 0, count);
-            st = ed->trait->layer(ed, r, views, nw, L, cov, err);
-            if (st == TSR_OK)
-                tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
-            atomic_fetch_add(&e->trait_ns[trait_index(ed->trait)], tsr_now_ns() - l0);
-        }
-        for (size_t i = 0; i < got; i++) {
-            if (pins[i])
-                tsr_cache_release(e->cache, pins[i]);
-            free(bufs[i]);
-        }
+        bool nothing;
+        st = edge_layer(e, ed, r, L, cov, &nothing, &child_ns, err);
+        if (st == TSR_OK && !nothing)
+            tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
     }
 done:
     free(L);
@@ -157,10 +201,23 @@ done:
     return st;
 }
 
+/* Tiles, layers and scratch are a few hundred KiB to a few MiB, allocated and freed for every
+ * tile. glibc would serve those with mmap and give them back with munmap, so every tile paid
+ * for fresh zeroed pages (page faults were ~10% of a profile). Keep them in the heap instead;
+ * the memory plan bounds what is live at once either way. */
+static void
+tune_malloc(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+}
+
 tsr_status
 tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, tune_malloc);
     const tsr_node *root = e->d->root;
     int64_t maxpx = 0;
     for (size_t k = 0; k < n; k++)

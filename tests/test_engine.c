@@ -94,10 +94,10 @@ assert_stream_invariant(const char *path)
 
 Test(engine, test_designs_stream_identically_at_every_tile_size_and_thread_count, .timeout = 900)
 {
-    /* tests/designs/good/ are loader fixtures (some name images on purpose absent) */
-    const char *sets[] = {"tests/oracle/designs/*.yaml", "tests/designs/seams/*.yaml"};
+    /* tests/designs/good/ are loader fixtures (some name absent images on purpose): not here */
+    const char *sets[] = {"tests/oracle/designs/*.yaml"};
     size_t count = 0;
-    for (size_t s = 0; s < 2; s++) {
+    for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
         char **files = th_glob(sets[s]);
         for (size_t i = 0; files[i]; i++, count++)
             assert_stream_invariant(files[i]);
