@@ -21,6 +21,8 @@ typedef struct tsr_repeat_params {
     int64_t u[2], v[2]; /* repeat-vector: lattice vectors; repeat: set by prepare() */
     int overlap;        /* tsr_overlap */
     int64_t region[4];  /* x, y, w, h in parent coords; w == 0: the whole parent */
+    bool disjoint;      /* set by prepare(): no two copies overlap, so every overlap mode is a
+                         * plain copy (one contribution per pixel) */
 } tsr_repeat_params;
 
 /* distance: L = table[min(a, dmax^2)], a the squared distance to the nearest mask pixel. */

@@ -76,6 +76,8 @@ vector_check(const tsr_edge *e, tsr_check *c)
     return check_region(r, c);
 }
 
+static bool copies_disjoint(const tsr_edge *e);
+
 static tsr_status
 repeat_prepare(tsr_edge *e, tsr_error *err)
 {
@@ -89,6 +91,7 @@ repeat_prepare(tsr_edge *e, tsr_error *err)
     r->u[1] = 0;
     r->v[0] = 0;
     r->v[1] = r->period[1];
+    r->disjoint = copies_disjoint(e);
     return TSR_OK;
 }
 
@@ -185,6 +188,24 @@ iter_next(copy_iter *it, tsr_rect *clip, int64_t *cx, int64_t *cy)
     return false;
 }
 
+/* True when no copy other than (0, 0) meets copy (0, 0): then at most one copy covers any
+ * pixel. Found by iterating the copies that meet the child rect of a lattice at the origin. */
+static bool
+copies_disjoint(const tsr_edge *e)
+{
+    tsr_edge at0 = *e;
+    at0.offset[0] = at0.offset[1] = 0;
+    copy_iter it;
+    iter_init(&it, &at0, tsr_rect_make(0, 0, e->child->w, e->child->h));
+    tsr_rect clip;
+    int64_t cx, cy;
+    int n = 0;
+    while (iter_next(&it, &clip, &cx, &cy))
+        if (++n > 1)
+            return false;
+    return true;
+}
+
 /* The parent area the layer can cover within `pr`: pr ∩ region. */
 static tsr_rect
 active_area(const tsr_edge *e, tsr_rect pr)
@@ -258,6 +279,8 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     const tsr_repeat_params *r = e->params;
     int ov = r->overlap;
     uint16_t *count = NULL;
+    if (r->disjoint) /* one contribution per pixel: average s/1 = s, first/max/add = s */
+        ov = TSR_OVERLAP_FIRST;
     if (ov == TSR_OVERLAP_AVERAGE) {
         count = calloc((size_t)pr.w * (size_t)pr.h, sizeof *count);
         if (!count)
@@ -280,6 +303,11 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
             float *restrict l = L + at;
             uint8_t *restrict c = cov + at;
             int64_t w = clip.w;
+            if (r->disjoint) {
+                memcpy(l, src, (size_t)w * sizeof(float));
+                memset(c, 1, (size_t)w);
+                continue;
+            }
             switch (ov) {
             case TSR_OVERLAP_FIRST:
                 for (int64_t x = 0; x < w; x++) {
@@ -330,7 +358,7 @@ static size_t
 scratch(const tsr_edge *e, int64_t tw, int64_t th)
 {
     const tsr_repeat_params *r = e->params;
-    return r->overlap == TSR_OVERLAP_AVERAGE ? (size_t)tw * (size_t)th * sizeof(uint16_t) : 0;
+    return r->overlap == TSR_OVERLAP_AVERAGE && !r->disjoint ? (size_t)tw * (size_t)th * sizeof(uint16_t) : 0;
 }
 
 const tsr_trait tsr_trait_repeat = {
@@ -349,8 +377,9 @@ const tsr_trait tsr_trait_repeat = {
 static tsr_status
 vector_prepare(tsr_edge *e, tsr_error *err)
 {
-    (void)e;
     (void)err;
+    tsr_repeat_params *r = e->params;
+    r->disjoint = copies_disjoint(e);
     return TSR_OK;
 }
 
