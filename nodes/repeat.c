@@ -328,13 +328,15 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
                 }
                 break;
             default: { /* average: float32 sum of the non-zero values in copy order */
+                /* Branch-free so it vectorises: a first touch starts the sum at +0, and 0 + s = s
+                 * exactly; adding +0 for a zero value leaves the sum unchanged. Same bits as
+                 * "first non-zero value, then add each later one". */
                 uint16_t *restrict n = count + at;
                 for (int64_t x = 0; x < w; x++) {
                     float s = src[x];
-                    if (s != 0.0f) {
-                        l[x] = n[x] ? l[x] + s : s;
-                        n[x]++;
-                    }
+                    uint16_t nz = s != 0.0f;
+                    l[x] = (c[x] ? l[x] : 0.0f) + (nz ? s : 0.0f);
+                    n[x] = (uint16_t)(n[x] + nz);
                     c[x] = 1;
                 }
                 break;
@@ -346,7 +348,7 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
         if (st == TSR_OK) {
             size_t total = (size_t)pr.w * (size_t)pr.h;
             for (size_t i = 0; i < total; i++)
-                if (cov[i])
+                if (cov[i]) /* covered with no non-zero value: the sum is +0 and stays 0 */
                     L[i] = count[i] ? L[i] / (float)count[i] : 0.0f;
         }
         free(count);
