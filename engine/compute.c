@@ -148,8 +148,58 @@ all_set(const uint8_t *cov, size_t n)
     return acc;
 }
 
+/* A periodic node (engine/plan.c) over rect r: rows copied from its period tile, which is
+ * computed once (through the cache, key tx = ty = -1) by the ordinary path over [0, Px) x
+ * [0, Py). */
+static tsr_status
+compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+{
+    const int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
+    bool compute = false;
+    tsr_cache_key key = {(int64_t)n->id, -1, -1};
+    tsr_cache_entry *ce = tsr_cache_acquire(e->cache, key, &compute);
+    if (!ce)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
+    if (compute) {
+        tsr_tile *t = tsr_tile_new(tsr_rect_make(0, 0, pw, ph));
+        tsr_status st = t ? tsr_cpu_compute_direct(e, n, t->r, t->px, err)
+                          : tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
+        if (st != TSR_OK) {
+            tsr_tile_free(t);
+            tsr_cache_abandon(e->cache, ce);
+            return st;
+        }
+        tsr_cache_publish(e->cache, ce, t);
+    }
+    const float *base = tsr_cache_tile(ce)->px;
+    int64_t x0 = tsr_floor_mod(r.x, pw), y = tsr_floor_mod(r.y, ph);
+    for (int64_t j = 0; j < r.h; j++) {
+        const float *src = base + y * pw;
+        float *dst = px + j * r.w;
+        int64_t done = 0, x = x0;
+        while (done < r.w) {
+            int64_t run = pw - x < r.w - done ? pw - x : r.w - done;
+            memcpy(dst + done, src + x, (size_t)run * sizeof(float));
+            done += run;
+            x = 0;
+        }
+        if (++y == ph)
+            y = 0;
+    }
+    tsr_cache_release(e->cache, ce);
+    return TSR_OK;
+}
+
 tsr_status
 tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+{
+    if (e->period && e->period[n->id][0])
+        return compute_periodic(e, n, r, px, err);
+    return tsr_cpu_compute_direct(e, n, r, px, err);
+}
+
+tsr_status
+tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;

@@ -20,12 +20,18 @@ struct tsr_engine {
     _Atomic uint64_t trait_ns[16]; /* per trait table index: nanoseconds in layer + blend */
     double *node_seconds;       /* filled by get_stats */
     int64_t rows0, rows1;       /* the crop: stream rows [rows0, rows1) of the root */
+    int64_t (*period)[2];       /* per node id: [px, py] when the node is periodic, else 0s
+                                 * (plan.c: tsr_plan_make fills it) */
 };
 
 /* Compute node `n` over rect r (inside the node) into px (r.w * r.h floats). Thread-safe;
  * recursive through the cache for children. CPU backend. */
 tsr_status
 tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
+
+/* The same without the periodic shortcut: fill, source, then every edge. */
+tsr_status
+tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
 
 /* Compute the root rects rects[0..n) in parallel and call emit(ctx, k, px) for each (from a
  * worker thread; px valid during the call). First error wins; the rest are skipped. */

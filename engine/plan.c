@@ -11,6 +11,72 @@
 
 #define NBUF 3 /* band buffers: one computing, two queued for the sink */
 
+/* Periodic nodes. A node with no source whose every edge is a repeat or repeat-vector without
+ * `region` is the same at (x, y) and (x + Px, y) and (x, y + Py): its constant fill and every
+ * lattice repeat are invariant under the lattice's axis-aligned periods, and a translation by
+ * a lattice vector keeps the copy order (ascending j, then i), so the float32 arithmetic at
+ * both points is the same, bit for bit. The engine then computes one period tile and copies
+ * it (engine/compute.c); the period of one lattice is |det| / gcd(uy, vy) along x and
+ * |det| / gcd(ux, vx) along y, of several the lcm. Periods whose tile exceeds PERIOD_MAX_PX
+ * are not worth it. */
+#define PERIOD_MAX_PX ((int64_t)1 << 20)
+
+static int64_t
+gcd64(int64_t a, int64_t b)
+{
+    a = a < 0 ? -a : a;
+    b = b < 0 ? -b : b;
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+/* lcm, or 0 when it exceeds `cap` */
+static int64_t
+lcm_capped(int64_t a, int64_t b, int64_t cap)
+{
+    int64_t m;
+    if (!tsr_mul_checked(a / gcd64(a, b), b, &m) || m > cap)
+        return 0;
+    return m;
+}
+
+static void
+find_period(const tsr_node *n, int64_t out[2])
+{
+    out[0] = out[1] = 0;
+    if (n->source || n->nedges == 0)
+        return;
+    int64_t px = 1, py = 1;
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        const char *t = ed->trait->name;
+        if (strcmp(t, "repeat") != 0 && strcmp(t, "repeat-vector") != 0)
+            return;
+        const tsr_repeat_params *r = ed->params;
+        if (r->region[2] > 0)
+            return;
+        __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
+        if (det < 0)
+            det = -det;
+        int64_t gy = gcd64(r->u[1], r->v[1]), gx = gcd64(r->u[0], r->v[0]);
+        if (gx == 0 || gy == 0 || det / gy > PERIOD_MAX_PX || det / gx > PERIOD_MAX_PX)
+            return;
+        px = lcm_capped(px, (int64_t)(det / gy), PERIOD_MAX_PX);
+        py = lcm_capped(py, (int64_t)(det / gx), PERIOD_MAX_PX);
+        if (!px || !py)
+            return;
+    }
+    int64_t area;
+    if (!tsr_mul_checked(px, py, &area) || area > PERIOD_MAX_PX)
+        return;
+    out[0] = px;
+    out[1] = py;
+}
+
 static int64_t
 sat_add(int64_t a, int64_t b)
 {
@@ -75,6 +141,8 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     p->fixed = 0;
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
+        if (e->period[n->id][0]) /* the period tile, cached but counted as always held */
+            p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(tsr_rect_make(0, 0, e->period[n->id][0], e->period[n->id][1])));
         int64_t t = e->tile[n->id];
         int64_t rw = n == root ? (t < n->w ? t : n->w) : t, rh = n == root ? p->band_rows : t;
         int64_t deepest = 0;
@@ -112,6 +180,13 @@ tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err)
 {
     tsr_plan *p = &e->plan;
+    if (!e->period) {
+        e->period = calloc(e->d->nnodes, sizeof *e->period);
+        if (!e->period)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
+        for (size_t i = 0; i < e->d->nnodes; i++)
+            find_period(e->d->nodes[i], e->period[e->d->nodes[i]->id]);
+    }
     int64_t troot = e->tile[e->d->root->id];
     int64_t rows = troot < e->d->root->h ? troot : e->d->root->h;
     int64_t fallback = 0;

@@ -132,30 +132,36 @@ Test(engine, conversion_rounds_half_up_and_clamps)
     cr_assert(out[0] == 0x00 && out[1] == 0x80, "16-bit samples are little-endian");
 }
 
+/* The vectorised 8-bit path (division, or a multiply where span is a power of two) against
+ * the scalar reference, at rounding boundaries, for several ranges incl. inverted ones. */
 Test(engine, fast_8bit_conversion_equals_the_reference_at_every_step)
 {
-    tsr_output o = {.depth = 8, .range = {-0.25, 1.5}};
+    const double ranges[][2] = {{-0.25, 1.5}, {0.0, 1.0}, {1.0, 0.0}, {-2.0, 2.0}, {0.0, 0.5}, {0.1, 0.3}};
     enum { N = 4099 };
     static float v[N];
     uint8_t out[N];
-    unsigned seed = 12345;
-    for (int i = 0; i < N; i++) {
-        if (i < 1024) { /* values right at the rounding boundaries, and their neighbours */
-            double t = ((i / 4) + 0.5) / 255.0, x = -0.25 + t * 1.75;
-            float f = (float)x;
-            v[i] = (i & 3) == 0 ? f : (i & 3) == 1 ? nextafterf(f, 9) : (i & 3) == 2 ? nextafterf(f, -9) : -f;
-        } else {
-            seed = seed * 1103515245u + 12345u;
-            v[i] = (float)((double)(seed >> 8) / (double)(1u << 24) * 2.5 - 0.5);
+    for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+        tsr_output o = {.depth = 8, .range = {ranges[r][0], ranges[r][1]}};
+        unsigned seed = 12345;
+        double lo = o.range[0], span = o.range[1] - o.range[0];
+        for (int i = 0; i < N; i++) {
+            if (i < 1024) { /* values right at the rounding boundaries, and their neighbours */
+                float f = (float)(lo + ((i / 4) + 0.5) / 255.0 * span);
+                v[i] = (i & 3) == 0 ? f : (i & 3) == 1 ? nextafterf(f, 9) : (i & 3) == 2 ? nextafterf(f, -9) : -f;
+            } else {
+                seed = seed * 1103515245u + 12345u;
+                v[i] = (float)((double)(seed >> 8) / (double)(1u << 24) * 5.0 - 2.5);
+            }
         }
+        v[7] = NAN;
+        v[8] = INFINITY;
+        v[9] = -INFINITY;
+        tsr_convert(&o, v, N, out);
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(out[i], tsr_convert_one(&o, v[i]), "range [%g, %g]: value %.9g at %d",
+                         o.range[0], o.range[1], v[i], i);
+        cr_assert_eq(out[7], 0, "NaN converts to 0");
     }
-    v[7] = NAN;
-    v[8] = INFINITY;
-    v[9] = -INFINITY;
-    tsr_convert(&o, v, N, out);
-    for (int i = 0; i < N; i++)
-        cr_assert_eq(out[i], tsr_convert_one(&o, v[i]), "value %.9g at %d", v[i], i);
-    cr_assert_eq(out[7], 0, "NaN converts to 0");
 }
 
 Test(engine, calibration_maps_through_its_segments)
