@@ -5,22 +5,27 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char usage[] =
     "usage:\n"
-    "  tessera render  DESIGN [-o OUT] [--backend cpu|gpu|auto] [--memory M] [--threads N]\n"
-    "                         [--rows Y0:Y1] [--tile T]\n"
+    "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
+    "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
+    "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png] [--depth 8|16]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
-    "OUT is a path, - (stdout) or null. Sizes: 64M = 64e6 bytes, 64MiB = 64*2^20.\n"
+    "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
+    "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
+    "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
 
 typedef struct args {
@@ -31,7 +36,36 @@ typedef struct args {
     int64_t scale;
     int depth;
     double target; /* bytes/s */
+    double rate;   /* --rate, bytes/s; 0 = unpaced */
+    bool framed, deflate, have_resume;
+    uint64_t resume_at;
+    const char *progress; /* auto|bar|json|none */
+    const char *listen;   /* controller */
+    int64_t jobs;         /* controller */
 } args;
+
+/* Set by SIGINT/SIGTERM: the band loop and the sink read it and stop cleanly. */
+static volatile sig_atomic_t g_stop;
+
+static void
+on_stop(int sig)
+{
+    g_stop = sig;
+}
+
+/* SIGINT/SIGTERM request a clean stop; the handler resets itself (SA_RESETHAND), so a second
+ * signal kills at once. No SA_RESTART: a blocked call returns and sees the flag. */
+static void
+install_stop(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
 
 static int
 usage_error(const char *fmt, const char *arg)
@@ -70,18 +104,25 @@ static int
 parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
-           O_TARGET, O_JSON };
+           O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
+           O_JOBS };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
         {"tile", required_argument, 0, O_TILE},       {"region", required_argument, 0, O_REGION},
         {"scale", required_argument, 0, O_SCALE},     {"depth", required_argument, 0, O_DEPTH},
         {"target", required_argument, 0, O_TARGET},   {"json", no_argument, 0, O_JSON},
+        {"rate", required_argument, 0, O_RATE},       {"framed", no_argument, 0, O_FRAMED},
+        {"deflate", no_argument, 0, O_DEFLATE},       {"resume-at", required_argument, 0, O_RESUME},
+        {"progress", required_argument, 0, O_PROGRESS}, {"listen", required_argument, 0, O_LISTEN},
+        {"jobs", required_argument, 0, O_JOBS},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
     a->depth = 8;
     a->target = 1e7;
+    a->progress = "auto";
+    a->jobs = 1;
     optind = 2;
     opterr = 0;
     int c;
@@ -135,14 +176,61 @@ parse_args(int argc, char **argv, args *a)
                 return usage_error("--target %s: expected a rate like 10MB/s", optarg);
             break;
         case O_JSON: a->json = true; break;
+        case O_RATE:
+            if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
+                return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
+            break;
+        case O_FRAMED: a->framed = true; break;
+        case O_DEFLATE: a->deflate = true; break;
+        case O_RESUME: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 10);
+            if (end == optarg || *end || errno || optarg[0] == '-')
+                return usage_error("--resume-at %s: expected a byte offset", optarg);
+            a->resume_at = v;
+            a->have_resume = true;
+            break;
+        }
+        case O_PROGRESS:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "bar") && strcmp(optarg, "json") &&
+                strcmp(optarg, "none"))
+                return usage_error("--progress %s: expected auto, bar, json or none", optarg);
+            a->progress = optarg;
+            break;
+        case O_LISTEN: a->listen = optarg; break;
+        case O_JOBS:
+            if (!parse_i64(optarg, &a->jobs) || a->jobs < 1)
+                return usage_error("--jobs %s: expected an integer >= 1", optarg);
+            break;
         case 'h': fputs(usage, stdout); exit(0);
         case ':': return usage_error("%s: missing value", argv[optind - 1]);
         default: return usage_error("%s: unknown option", argv[optind - 1]);
         }
     }
+    if (strcmp(a->cmd, "controller") == 0) {
+        if (optind != argc)
+            return usage_error("%s: controller takes no DESIGN", argv[optind]);
+        if (!a->listen)
+            return usage_error("%s: controller needs --listen 127.0.0.1:PORT", a->cmd);
+        return 0;
+    }
+    if (a->listen || a->jobs != 1)
+        return usage_error("%s: --listen and --jobs are controller options", a->cmd);
     if (optind != argc - 1)
         return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
     a->design = argv[optind];
+    bool streaming = a->rate > 0 || a->framed || a->deflate || a->have_resume ||
+                     strcmp(a->progress, "auto") != 0;
+    if (streaming && strcmp(a->cmd, "render") != 0)
+        return usage_error("%s: --rate, --framed, --deflate, --resume-at and --progress are "
+                           "render options", a->cmd);
+    bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
+    if (a->deflate && !a->framed && !tcp)
+        return usage_error("--deflate%s: needs --framed or a tcp:// output", "");
+    if (a->have_resume && tcp)
+        return usage_error("--resume-at%s: not with tcp:// (the controller answers the resume "
+                           "offset)", "");
     return 0;
 }
 
@@ -169,21 +257,98 @@ fail(const tsr_error *err)
     return tsr_status_exit_code(err->status);
 }
 
+static tsr_progress_mode
+progress_mode(const char *m)
+{
+    if (strcmp(m, "none") == 0)
+        return TSR_PROGRESS_NONE;
+    if (strcmp(m, "bar") == 0)
+        return TSR_PROGRESS_BAR;
+    if (strcmp(m, "json") == 0)
+        return TSR_PROGRESS_JSON;
+    return isatty(STDERR_FILENO) ? TSR_PROGRESS_BAR : TSR_PROGRESS_JSON;
+}
+
 static int
 cmd_render(args *a, tsr_engine *e)
 {
     tsr_error err = {0};
     const char *out = a->out ? a->out : "-";
-    tsr_sink *s = tsr_sink_open(out, &err);
-    if (!s)
-        return fail(&err);
-    tsr_status st = tsr_engine_stream(e, s, 0, NULL, NULL, &err);
+    bool tcp = strncmp(out, "tcp://", 6) == 0;
+    uint64_t total = tsr_engine_stream_bytes(e);
+    if (a->have_resume && a->resume_at > total) {
+        fprintf(stderr, "tessera: --resume-at %llu: past the end of the stream (%llu bytes)\n",
+                (unsigned long long)a->resume_at, (unsigned long long)total);
+        return 2;
+    }
+    tsr_header hdr;
+    tsr_sink_opts so = {.start = a->resume_at, .framed = a->framed || tcp,
+                        .deflate = a->deflate, .rate = a->rate, .stop = &g_stop};
+    if (so.framed) {
+        if (tsr_engine_header(e, &hdr, &err) != TSR_OK)
+            return fail(&err);
+        so.header = &hdr;
+    }
+    install_stop();
+    tsr_sink *s = tsr_sink_open_ex(out, &so, &err);
+    if (!s) {
+        if (g_stop)
+            fprintf(stderr, "tessera: interrupted before the stream started\n");
+        return g_stop ? 1 : fail(&err);
+    }
+    uint64_t start = tsr_sink_start(s);
+    tsr_progress_mode pm = progress_mode(a->progress);
+    double t0 = now_s();
+    tsr_progress *pr = tsr_progress_start(s, pm, total, stderr);
+    tsr_stream_opts o = {.start = start, .stop = &g_stop};
+    tsr_status st = tsr_engine_stream_ex(e, s, &o, &err);
+    if (st == TSR_OK)
+        st = tsr_sink_finish(s, &err);
+    tsr_progress_stop(pr, st == TSR_OK);
+    double secs = now_s() - t0, starved;
+    uint64_t under = tsr_sink_underruns(s, &starved), off = tsr_sink_offset(s);
+    if (st != TSR_OK) {
+        /* Never a trailer: the receiver learns why, where the link still allows it. */
+        const char *why = g_stop == SIGTERM ? "interrupted by SIGTERM"
+                          : g_stop          ? "interrupted by SIGINT"
+                                            : err.msg;
+        tsr_sink_abort(s, why, NULL);
+        tsr_sink_close(s, NULL);
+        if (g_stop) {
+            if (tcp)
+                fprintf(stderr, "tessera: interrupted at byte %llu; run it again to resume "
+                        "(the controller answers the offset)\n", (unsigned long long)off);
+            else
+                fprintf(stderr, "tessera: interrupted at byte %llu; resume with --resume-at "
+                        "%llu\n", (unsigned long long)off, (unsigned long long)off);
+            return 1;
+        }
+        int rc = fail(&err);
+        if (off > start && !tcp)
+            fprintf(stderr, "tessera: stopped at byte %llu; resume with --resume-at %llu\n",
+                    (unsigned long long)off, (unsigned long long)off);
+        return rc;
+    }
     tsr_error cerr = {0};
-    tsr_status cs = tsr_sink_close(s, &cerr);
-    if (st != TSR_OK)
-        return fail(&err);
-    if (cs != TSR_OK)
+    if (tsr_sink_close(s, &cerr) != TSR_OK)
         return fail(&cerr);
+    if (a->rate > 0 && pm != TSR_PROGRESS_NONE)
+        fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s, paced at %.2f MB/s), "
+                "%llu underruns (%.3f s starved)\n", (unsigned long long)(off - start), secs,
+                secs > 0 ? (double)(off - start) / secs / 1e6 : 0.0, a->rate / 1e6,
+                (unsigned long long)under, starved);
+    return 0;
+}
+
+static int
+cmd_controller(args *a)
+{
+    tsr_error err = {0};
+    install_stop();
+    tsr_controller_opts o = {.listen = a->listen, .rate = a->rate, .out = a->out,
+                             .jobs = a->jobs, .stop = &g_stop, .log = stderr};
+    if (tsr_controller_run(&o, &err) != TSR_OK)
+        return fail(&err);
     return 0;
 }
 
@@ -304,16 +469,20 @@ main(int argc, char **argv)
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    const char *cmds[] = {"render", "preview", "profile", "check", NULL};
+    const char *cmds[] = {"render", "preview", "profile", "check", "controller", NULL};
     int known = 0;
     for (int i = 0; cmds[i]; i++)
         known |= strcmp(argv[1], cmds[i]) == 0;
     if (!known)
         return usage_error("%s: unknown command", argv[1]);
+    /* A closed pipe or connection must be an error we report (EPIPE), not a silent kill. */
+    signal(SIGPIPE, SIG_IGN);
     args a = {0};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    if (strcmp(a.cmd, "controller") == 0)
+        return cmd_controller(&a);
     tsr_error err = {0};
     tsr_design *d = tsr_engine_load(a.design, &err);
     if (!d)

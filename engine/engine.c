@@ -82,6 +82,7 @@ tsr_engine_free(tsr_engine *e)
         return;
     tsr_cache_free(e->cache);
     free(e->tile);
+    free(e->period);
     free(e->grid);
     free(e->node_ns);
     free(e->node_seconds);
@@ -248,6 +249,19 @@ tsr_status
 tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn progress,
                   void *ctx, tsr_error *err)
 {
+    tsr_stream_opts o = {start, progress, ctx, NULL};
+    return tsr_engine_stream_ex(e, sink, &o, err);
+}
+
+tsr_status
+tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, tsr_error *err)
+{
+    static const tsr_stream_opts none = {0};
+    if (!so)
+        so = &none;
+    uint64_t start = so->start;
+    tsr_progress_fn progress = so->progress;
+    void *ctx = so->ctx;
     const tsr_design *d = e->d;
     const tsr_output *o = &d->out;
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
@@ -276,6 +290,10 @@ tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn
             if (pos + len <= start) { /* before the resume offset: nothing to compute */
                 pos += len;
                 continue;
+            }
+            if (so->stop && *so->stop) {
+                st = tsr_fail(err, TSR_EINTR, "interrupted");
+                break;
             }
             uint8_t *buf = tsr_writer_acquire(wr);
             if (!buf)
@@ -340,4 +358,104 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
     }
     free(buf);
     return st;
+}
+
+/* ---- the framed stream's header ------------------------------------------------------------ */
+
+/* Keep a dump line in the fingerprint? Names and tiles do not change a sample (DESIGN.md §3);
+ * an image path is replaced by its index, its bytes are hashed instead. */
+static void
+fingerprint_line(tsr_sha256 *h, char *line, size_t *nimg)
+{
+    static const char *const drop[] = {"name: ", "tile: ", "    name: ", "    tile: ", NULL};
+    for (int i = 0; drop[i]; i++)
+        if (strncmp(line, drop[i], strlen(drop[i])) == 0)
+            return;
+    if (strncmp(line, "        child: ", 15) == 0) {
+        char *hash = strstr(line, "  # ");
+        if (hash) {
+            hash[0] = '\n';
+            hash[1] = '\0';
+        }
+    }
+    if (strncmp(line, "      image: ", 13) == 0) {
+        char b[64];
+        snprintf(b, sizeof b, "      image: input %zu\n", (*nimg)++);
+        tsr_sha256_update(h, b, strlen(b));
+        return;
+    }
+    tsr_sha256_update(h, line, strlen(line));
+}
+
+tsr_status
+tsr_engine_header(const tsr_engine *e, tsr_header *hd, tsr_error *err)
+{
+    const tsr_design *d = e->d;
+    const tsr_output *o = &d->out;
+    tsr_header h = {0};
+    h.version = 1;
+    h.depth = (uint16_t)o->depth;
+    h.width = (uint64_t)d->root->w;
+    h.height = (uint64_t)(e->rows1 - e->rows0);
+    h.order = o->order == TSR_ORDER_SWATH ? 1 : 0;
+    h.serpentine = h.order && o->serpentine ? 1 : 0;
+    h.start = h.order ? (uint8_t)o->start : 0;
+    h.swath_width = h.order && (uint64_t)o->swath_width < h.width ? (uint64_t)o->swath_width
+                                                                  : h.width;
+    h.total = tsr_engine_stream_bytes(e);
+
+    char *dump = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&dump, &len);
+    if (!f)
+        return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory");
+    tsr_design_dump(d, f);
+    bool bad = ferror(f) != 0;
+    if (fclose(f) != 0 || bad) {
+        free(dump);
+        return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory");
+    }
+    tsr_sha256 *sh = tsr_sha256_new();
+    if (!sh) {
+        free(dump);
+        return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory (sha256)");
+    }
+    size_t nimg = 0;
+    for (char *line = dump; line && *line;) {
+        char *nl = strchr(line, '\n');
+        char *next = nl ? nl + 1 : NULL;
+        char save = 0;
+        if (next) {
+            save = *next;
+            *next = '\0';
+        }
+        fingerprint_line(sh, line, &nimg);
+        if (next)
+            *next = save;
+        line = next;
+    }
+    free(dump);
+    bool blur = false;
+    for (size_t i = 0; i < d->nnodes; i++)
+        for (size_t k = 0; k < d->nodes[i]->nedges; k++)
+            blur |= strcmp(d->nodes[i]->edges[k].trait->name, "blur") == 0;
+    char tail[160];
+    snprintf(tail, sizeof tail, "stream:\n  rows: [%lld, %lld]\n%s%s%s",
+             (long long)e->rows0, (long long)e->rows1, blur ? "  backend: " : "",
+             blur ? e->backend : "", blur ? "\n" : "");
+    tsr_sha256_update(sh, tail, strlen(tail));
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_source *src = d->nodes[i]->source;
+        if (!src || src->kind != TSR_SRC_IMAGE || !src->path)
+            continue;
+        uint8_t fh[32];
+        if (tsr_sha256_file(src->path, fh, err) != TSR_OK) {
+            tsr_sha256_free(sh);
+            return TSR_EIO;
+        }
+        tsr_sha256_update(sh, fh, sizeof fh);
+    }
+    tsr_sha256_final(sh, h.fingerprint);
+    *hd = h;
+    return TSR_OK;
 }

@@ -10,6 +10,7 @@
 #include "nodes/nodes.h"
 #include "stream/stream.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -87,6 +88,33 @@ typedef void (*tsr_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 tsr_status
 tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn progress,
                   void *ctx, tsr_error *err);
+
+/* tsr_engine_stream with a stop request: */
+typedef struct tsr_stream_opts {
+    uint64_t start;               /* first byte to deliver; the bands before it are skipped
+                                   * without computing, the band holding it is computed and
+                                   * cut, so a resume costs at most one band of extra work */
+    tsr_progress_fn progress;     /* may be NULL */
+    void *ctx;                    /* for progress */
+    volatile sig_atomic_t *stop;  /* may be NULL; read between bands (and by nothing else
+                                   * here): non-zero ends the stream with TSR_EINTR
+                                   * "interrupted" after the band being computed. Give the same
+                                   * flag to the sink (tsr_sink_opts.stop) so a paced or
+                                   * blocked writer stops too. */
+} tsr_stream_opts;
+
+tsr_status
+tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *o, tsr_error *err);
+
+/* The framed stream's header for this engine's stream (DESIGN.md §3): sizes, order and the
+ * fingerprint, SHA-256 over the canonical design dump (tsr_design_dump with the design's and
+ * nodes' `name` and `tile` left out, node names in edge comments dropped, image paths replaced
+ * by their index), then the stream's crop ("stream: rows [Y0, Y1)") and, when the design holds
+ * a blur (not bit-identical across backends), the backend; followed by the SHA-256 of every
+ * image file's bytes in node order. Reads the image files again: TSR_EIO when one cannot be
+ * read. */
+tsr_status
+tsr_engine_header(const tsr_engine *e, tsr_header *h, tsr_error *err);
 
 /* Render root rect r (inside the root) to samples and discard them: what `tessera profile`
  * measures. Returns the sample bytes produced in *bytes. */

@@ -1,15 +1,21 @@
-/* stream: where output samples go (file, stdout, null), the writer thread that overlaps
- * writing with computing, and PNG reading/writing (the only libpng/zlib user).
+/* stream: where output samples go (file, stdout, null, tcp), the framed stream of DESIGN.md
+ * §3 (header, frames, crc, deflate, trailer, abort), pacing, progress, the writer thread that
+ * overlaps writing with computing, the reference controller, and PNG reading/writing (the only
+ * libpng/zlib/libcrypto user).
  *
- * Sinks are written by one thread at a time. A sink that fails keeps failing (sticky error). */
+ * Sinks are written by one thread at a time (the writer thread); the counters a progress
+ * display reads (tsr_sink_offset, tsr_sink_underruns) may be read from any thread. A sink that
+ * fails keeps failing (sticky error). docs/streaming.md describes the wire format. */
 #ifndef TSR_STREAM_H
 #define TSR_STREAM_H
 
 #include "tiles/tiles.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef struct tsr_sink tsr_sink;
 
@@ -29,9 +35,170 @@ tsr_sink_write(tsr_sink *s, const void *buf, size_t n, tsr_error *err);
 tsr_status
 tsr_sink_close(tsr_sink *s, tsr_error *err);
 
-/* Bytes written so far. */
+/* Sample bytes written so far (for a framed sink: raw bytes delivered in whole frames). */
 uint64_t
 tsr_sink_bytes(const tsr_sink *s);
+
+/* ---- framing (DESIGN.md §3) ------------------------------------------------------- */
+
+#define TSR_HEADER_SIZE 75      /* packed little-endian stream header */
+#define TSR_FRAME_HEAD 24       /* u64 offset, u32 wire, u32 raw, u32 crc, u32 flags */
+#define TSR_FRAME_DEFLATE 1u    /* flags bit 0: the payload is one zlib stream */
+#define TSR_FRAME_ABORT 2u      /* flags bit 1: abort; offset = next undelivered byte */
+#define TSR_FRAME_TRAILER 4u    /* flags bit 2: end; crc = crc32 of raw bytes since resume */
+#define TSR_FRAME_MAX_RAW ((uint32_t)64 << 20) /* largest payload a receiver accepts */
+#define TSR_ABORT_MAX 4096u     /* longest abort reason on the wire */
+#define TSR_RESUME_REFUSED UINT64_MAX /* the receiver's answer that refuses a job */
+
+/* The stream header's fields (magic and sizes are implied). */
+typedef struct tsr_header {
+    uint16_t version;        /* 1 */
+    uint16_t depth;          /* 8 or 16 */
+    uint64_t width, height;  /* of the stream (the --rows crop applied) */
+    uint8_t order;           /* 0 raster, 1 swath */
+    uint8_t serpentine;      /* 0 or 1 */
+    uint8_t start;           /* 0 tl, 1 tr, 2 bl, 3 br */
+    uint64_t swath_width;    /* = width for raster */
+    uint8_t fingerprint[32]; /* SHA-256 of the canonical design + its input files */
+    uint64_t total;          /* sample bytes of the whole stream */
+} tsr_header;
+
+/* One frame's fixed part; the payload (wire bytes) follows it on the wire. */
+typedef struct tsr_frame {
+    uint64_t offset; /* stream offset of the payload's first sample byte */
+    uint32_t wire;   /* payload bytes on the wire */
+    uint32_t raw;    /* sample bytes the payload stands for */
+    uint32_t crc;    /* crc32 of the raw bytes (trailer: of everything since the resume) */
+    uint32_t flags;  /* TSR_FRAME_* */
+} tsr_frame;
+
+/* Encode the header: magic "TSRA" then the fields, little-endian, packed. Never fails. */
+void
+tsr_header_encode(const tsr_header *h, uint8_t out[TSR_HEADER_SIZE]);
+
+/* Decode and validate a header: magic, version 1, depth 8|16, order <= 1, serpentine <= 1,
+ * start <= 3, total == width * height * depth / 8 without overflow, 1 <= swath width <= width.
+ * TSR_EINVAL naming the first bad field ("header: depth 12: must be 8 or 16"). */
+tsr_status
+tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *err);
+
+void
+tsr_frame_encode(const tsr_frame *f, uint8_t out[TSR_FRAME_HEAD]);
+
+void
+tsr_frame_decode(const uint8_t in[TSR_FRAME_HEAD], tsr_frame *f);
+
+/* crc32 (zlib's polynomial) continued from `crc` over n bytes; tsr_crc32(0, NULL, 0) == 0. */
+uint32_t
+tsr_crc32(uint32_t crc, const void *buf, size_t n);
+
+/* The crc32 of A followed by B from crc(A), crc(B) and len(B) (zlib's crc32_combine). */
+uint32_t
+tsr_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
+/* Largest output tsr_deflate may produce for n input bytes. */
+size_t
+tsr_deflate_bound(size_t n);
+
+/* Compress n bytes into one independent zlib stream (level 1..9) at out (cap bytes, at least
+ * tsr_deflate_bound(n)); *outlen gets its size. TSR_ENOMEM/TSR_EINTERNAL on zlib failure. */
+tsr_status
+tsr_deflate(const void *in, size_t n, int level, void *out, size_t cap, size_t *outlen,
+            tsr_error *err);
+
+/* Inflate exactly one zlib stream of n bytes that must expand to exactly `raw` bytes at out.
+ * TSR_EINVAL for a corrupt, truncated, trailing-garbage or wrong-length stream. */
+tsr_status
+tsr_inflate(const void *in, size_t n, void *out, size_t raw, tsr_error *err);
+
+/* SHA-256 (OpenSSL EVP), incremental. new: NULL on failure. final writes the digest and
+ * frees the context; free alone discards it (NULL is fine). */
+typedef struct tsr_sha256 tsr_sha256;
+
+tsr_sha256 *
+tsr_sha256_new(void);
+
+void
+tsr_sha256_update(tsr_sha256 *h, const void *buf, size_t n);
+
+void
+tsr_sha256_final(tsr_sha256 *h, uint8_t out[32]);
+
+void
+tsr_sha256_free(tsr_sha256 *h);
+
+/* SHA-256 of a whole file's bytes. TSR_EIO naming the file when it cannot be read. */
+tsr_status
+tsr_sha256_file(const char *path, uint8_t out[32], tsr_error *err);
+
+/* ---- streaming sinks: framed, paced, resumable, stoppable ---------------------------- */
+
+typedef struct tsr_sink_opts {
+    uint64_t start;               /* files and pipes: the byte the stream starts at
+                                   * (--resume-at); tcp: ignored, the receiver answers it */
+    bool framed;                  /* header + frames (DESIGN.md §3); always on for tcp */
+    bool deflate;                 /* frames carry zlib streams where that is smaller */
+    double rate;                  /* sample bytes per second, 0 = unpaced */
+    const tsr_header *header;     /* borrowed; required when framed or tcp */
+    volatile sig_atomic_t *stop;  /* borrowed, may be NULL: when non-zero, writes stop at the
+                                   * next frame (framed) or chunk (raw) boundary, TSR_EINTR */
+} tsr_sink_opts;
+
+/* Open a sink by its -o spelling with streaming options. Beyond tsr_sink_open:
+ * - a raw file with start > 0 is opened without truncation, keeps its bytes before `start`,
+ *   is cut to `start` and written from there (TSR_EINVAL when it holds fewer bytes);
+ * - "tcp://host:port" connects (10 s timeout), sends the header and waits for the receiver's
+ *   u64 resume offset: TSR_EIO "...: the controller refused the job" for UINT64_MAX, "...:
+ *   resume offset N is past the end" for one beyond header->total;
+ * - framed files and pipes get the header, then frames from `start` (a framed file is a new
+ *   transcript and is truncated);
+ * - a raw stdout pipe may be fed with vmsplice(2) (see tsr_sink_write_donate).
+ * NULL on failure with `err` filled. `o` may be NULL (= tsr_sink_open). */
+tsr_sink *
+tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err);
+
+/* Like tsr_sink_write, but `buf` (page-aligned private anonymous memory the caller owns, such
+ * as the writer's pool) is donated: a raw stdout pipe may take its whole pages by reference
+ * (vmsplice) and drop them from the caller's mapping (madvise MADV_DONTNEED), so the caller
+ * must treat the contents as undefined afterwards (they read back as zeros or the old bytes).
+ * Pages handed to a pipe are never written again by us, whatever the reader does with them
+ * (even splicing them onward). Other sinks copy as tsr_sink_write does. */
+tsr_status
+tsr_sink_write_donate(tsr_sink *s, void *buf, size_t n, tsr_error *err);
+
+/* The offset the stream started at: opts->start, or the receiver's answer on tcp. */
+uint64_t
+tsr_sink_start(const tsr_sink *s);
+
+/* The next undelivered sample byte: start + bytes delivered (whole frames when framed). Safe
+ * to call from any thread while another writes. */
+uint64_t
+tsr_sink_offset(const tsr_sink *s);
+
+/* Whether writes are paced (opts->rate > 0). */
+bool
+tsr_sink_paced(const tsr_sink *s);
+
+/* Underruns: times the paced sink waited for data (the writer found nothing queued), and the
+ * seconds it waited in all. The writer thread reports them; any thread may read them. */
+void
+tsr_sink_note_underrun(tsr_sink *s, double seconds);
+
+uint64_t
+tsr_sink_underruns(const tsr_sink *s, double *seconds);
+
+/* End a complete stream: framed sinks send the trailer (crc32 of the raw bytes since the
+ * start); tcp then half-closes and waits (up to 2 minutes) for the receiver to close, which is
+ * its word that it holds the job. Fails like a write (sticky errors included). The sink stays
+ * open: close it after. */
+tsr_status
+tsr_sink_finish(tsr_sink *s, tsr_error *err);
+
+/* End an incomplete stream: framed sinks send an abort frame (offset = tsr_sink_offset,
+ * payload = `reason`, cut to TSR_ABORT_MAX bytes at a UTF-8 boundary) when the connection is
+ * still whole (it is not after a failed write); raw sinks do nothing. Never a trailer. */
+tsr_status
+tsr_sink_abort(tsr_sink *s, const char *reason, tsr_error *err);
 
 /* ---- writer thread ----------------------------------------------------------------- */
 
@@ -56,6 +223,56 @@ tsr_writer_submit(tsr_writer *w, uint8_t *buf, size_t len);
  * first write error. NULL is fine. */
 tsr_status
 tsr_writer_finish(tsr_writer *w, tsr_error *err);
+
+/* The pool is page-aligned anonymous memory and buffers go to the sink through
+ * tsr_sink_write_donate, so a producer must fill every byte of a buffer it submits (it
+ * does not keep its old contents). When the sink is paced, every time the writer thread
+ * had to wait for the producer after its first buffer is an underrun reported to the sink. */
+
+/* ---- progress ---------------------------------------------------------------------- */
+
+typedef enum tsr_progress_mode {
+    TSR_PROGRESS_NONE, /* silent */
+    TSR_PROGRESS_BAR,  /* one redrawn line: bytes, MB/s, ETA, underruns (terminals) */
+    TSR_PROGRESS_JSON  /* JSON lines, at most 2 per second, from 1 s on ("long work") */
+} tsr_progress_mode;
+
+typedef struct tsr_progress tsr_progress;
+
+/* Start a thread that reports the delivery of `total` stream bytes through sink `s`
+ * (borrowed; its offset and underrun counters are read) to `f` (stderr). NULL for
+ * TSR_PROGRESS_NONE or when the thread cannot start (progress is never worth failing a job).
+ * JSON line: {"bytes":N,"total":T,"start":S,"elapsed_s":E,"mb_per_s":R,"eta_s":X,
+ * "underruns":U,"underrun_s":W} with a final one carrying "done":true|false. */
+tsr_progress *
+tsr_progress_start(const tsr_sink *s, tsr_progress_mode mode, uint64_t total, FILE *f);
+
+/* Stop the thread; print a final line (bar: a newline) if anything was printed. NULL ok. */
+void
+tsr_progress_stop(tsr_progress *p, bool done);
+
+/* ---- the reference controller (tessera controller) ---------------------------------- */
+
+typedef struct tsr_controller_opts {
+    const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT" or "localhost:PORT"; a
+                                  * loopback address only; port 0 picks a free one */
+    double rate;                 /* sample bytes per second it consumes, 0 = unpaced */
+    const char *out;             /* output path, NULL = discard (state kept in memory) */
+    int64_t jobs;                /* complete jobs before it returns, >= 1 */
+    volatile sig_atomic_t *stop; /* borrowed, may be NULL: stop, keeping the state */
+    FILE *log;                   /* messages ("tessera controller: ..."), e.g. stderr */
+} tsr_controller_opts;
+
+/* Run the reference receiver of DESIGN.md §3: accept one sender at a time, answer the resume
+ * offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the state to a
+ * temporary, fsync, rename, fsync of the folder), check every frame (offsets contiguous, crc,
+ * inflate, trailer crc), write or discard, consume at `rate`, count underruns, return after
+ * `jobs` complete jobs. A sender that disconnects mid-stream is not an error: its progress is
+ * recorded and the next connection resumes. TSR_EINVAL for a bad or non-loopback address;
+ * TSR_EIO for a crc, protocol or fingerprint error, an abort frame, or an I/O failure;
+ * TSR_EINTR when stopped. */
+tsr_status
+tsr_controller_run(const tsr_controller_opts *o, tsr_error *err);
 
 /* ---- PNG ------------------------------------------------------------------------ */
 

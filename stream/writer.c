@@ -10,9 +10,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
-/* Buffers start on a cache line so quantization loops that fill them vectorize cleanly. */
-#define BUF_ALIGN 64
+/* Buffers start on a page: quantization loops that fill them vectorize cleanly, and a stdout
+ * pipe can take their pages by reference (tsr_sink_write_donate needs whole pages). */
+#define BUF_ALIGN 4096
 
 enum bufstate { BUF_FREE, BUF_HELD, BUF_QUEUED };
 
@@ -26,7 +29,9 @@ struct tsr_writer {
     size_t nbuf;          /* buffers in the pool */
     size_t cap;           /* usable bytes per buffer */
     size_t stride;        /* cap rounded up to BUF_ALIGN: distance between buffers */
-    uint8_t *mem;         /* all buffers, one allocation */
+    uint8_t *mem;         /* all buffers, one anonymous mapping (never heap memory: pages a
+                           * pipe still references must not come back through malloc) */
+    size_t memlen;        /* bytes mapped */
     unsigned char *state; /* enum bufstate per buffer: catches foreign or twice-submitted ones */
     size_t *freelist;     /* indices of free buffers (a stack) */
     size_t nfree;         /* entries in freelist */
@@ -34,6 +39,7 @@ struct tsr_writer {
     size_t qhead, qlen;   /* ring start and length */
     bool stop;            /* finish was called: drain the queue and exit */
     bool failed;          /* a write failed: acquire returns NULL, queued buffers are dropped */
+    bool wrote;           /* at least one buffer went out: a later wait is an underrun */
     tsr_error first;      /* the first failure */
     pthread_mutex_t mu;   /* guards everything above except sink/mem/geometry */
     pthread_cond_t freed; /* a buffer became free, or the writer failed */
@@ -61,16 +67,33 @@ fail_locked(tsr_writer *w, const tsr_error *e)
     pthread_cond_broadcast(&w->freed);
 }
 
+static double
+mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static void *
 writer_main(void *arg)
 {
     tsr_writer *w = arg;
+    bool paced = tsr_sink_paced(w->sink);
     pthread_mutex_lock(&w->mu);
     for (;;) {
+        /* An underrun is a paced sink that had to wait for the producer between two
+         * buffers; the wait before the first buffer and the one that ends with finish are
+         * not (nothing was due yet, or nothing is due any more). */
+        double t0 = 0;
+        if (w->qlen == 0 && !w->stop && paced && w->wrote)
+            t0 = mono_s();
         while (w->qlen == 0 && !w->stop)
             pthread_cond_wait(&w->work, &w->mu);
         if (w->qlen == 0)
             break; /* stopped and drained */
+        if (t0 > 0 && !w->failed)
+            tsr_sink_note_underrun(w->sink, mono_s() - t0);
         struct job j = w->queue[w->qhead];
         w->qhead = (w->qhead + 1) % w->nbuf;
         w->qlen--;
@@ -80,9 +103,10 @@ writer_main(void *arg)
         tsr_error e;
         tsr_status st = TSR_OK;
         if (!skip)
-            st = tsr_sink_write(w->sink, w->mem + j.idx * w->stride, j.len, &e);
+            st = tsr_sink_write_donate(w->sink, w->mem + j.idx * w->stride, j.len, &e);
 
         pthread_mutex_lock(&w->mu);
+        w->wrote = true;
         if (st != TSR_OK)
             fail_locked(w, &e);
         give_back_locked(w, j.idx);
@@ -94,7 +118,8 @@ writer_main(void *arg)
 static void
 writer_free(tsr_writer *w)
 {
-    free(w->mem);
+    if (w->mem)
+        munmap(w->mem, w->memlen);
     free(w->state);
     free(w->freelist);
     free(w->queue);
@@ -117,7 +142,13 @@ tsr_writer_new(tsr_sink *sink, size_t nbuf, size_t cap)
     w->nbuf = nbuf;
     w->cap = cap;
     w->stride = stride;
-    w->mem = aligned_alloc(BUF_ALIGN, stride * nbuf);
+    w->memlen = stride * nbuf;
+    void *m = mmap(NULL, w->memlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    w->mem = m == MAP_FAILED ? NULL : m;
+    /* Huge pages where the system allows them: a stdout pipe's vmsplice drops the pages it
+     * took, and refaulting 2 MiB at a time costs a fraction of refaulting 4 KiB pages. */
+    if (w->mem)
+        madvise(w->mem, w->memlen, MADV_HUGEPAGE);
     w->state = calloc(nbuf, 1);
     w->freelist = calloc(nbuf, sizeof *w->freelist);
     w->queue = calloc(nbuf, sizeof *w->queue);

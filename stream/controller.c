@@ -1,0 +1,631 @@
+/* stream: the reference controller (`tessera controller`), the receiving end of DESIGN.md §3
+ * that tests use as the machine. See stream.h and docs/streaming.md.
+ *
+ * One sender at a time, single-threaded. Everything it has acknowledged to itself is durable
+ * before it is recorded: the output's data is fdatasync'd up to an offset, then the state
+ * file naming that offset is written to a temporary, fsync'd and renamed over the old one
+ * (and the folder fsync'd), so a controller killed at any instant restarts from a state whose
+ * bytes are really on disk, and the sender it answers resends exactly the rest. */
+#include "stream/stream_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define STATE_MAGIC "tessera-controller-state 1"
+#define HEADER_TIMEOUT_S 60.0   /* a connection that says nothing is dropped */
+#define IDLE_TIMEOUT_S 600.0    /* a sender silent this long mid-job is dropped */
+#define CHECKPOINT_BYTES ((uint64_t)8 << 20)
+#define CHECKPOINT_S 1.0
+
+/* What the controller holds of its current (or last) job. */
+typedef struct state {
+    bool valid;       /* a job is known */
+    uint8_t fp[32];   /* its fingerprint */
+    uint64_t total;   /* its size */
+    uint64_t offset;  /* bytes [0, offset) are held (durably, when there is an output) */
+    uint32_t crc;     /* crc32 of bytes [0, offset) */
+} state;
+
+typedef struct ctl {
+    const tsr_controller_opts *o;
+    char *state_path, *state_tmp; /* NULL when discarding */
+    int out;                      /* output descriptor, -1 when discarding */
+    state st;                     /* durable state */
+    tsr_bucket bucket;            /* consumption pace */
+    uint8_t *wire, *raw;          /* frame buffers, TSR_FRAME_MAX_RAW-ish each */
+    size_t wire_cap;
+    int64_t jobs_done;
+} ctl;
+
+typedef enum outcome { CONN_DONE, CONN_DROPPED, CONN_FAILED } outcome;
+
+static void
+logf_(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+logf_(ctl *c, const char *fmt, ...)
+{
+    if (!c->o->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("tessera controller: ", c->o->log);
+    vfprintf(c->o->log, fmt, ap);
+    fputc('\n', c->o->log);
+    fflush(c->o->log);
+    va_end(ap);
+}
+
+static bool
+stopped(const ctl *c)
+{
+    return c->o->stop && *c->o->stop;
+}
+
+static void
+hex(char *b, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sprintf(b + 2 * i, "%02x", p[i]);
+}
+
+/* ---- the state file ---------------------------------------------------------------------- */
+
+static tsr_status
+state_load(ctl *c, tsr_error *err)
+{
+    c->st.valid = false;
+    if (!c->state_path)
+        return TSR_OK;
+    FILE *f = fopen(c->state_path, "r");
+    if (!f) {
+        if (errno == ENOENT)
+            return TSR_OK;
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->state_path, strerror(errno));
+    }
+    char magic[64] = "", fp[80] = "";
+    unsigned long long total, offset;
+    unsigned crc;
+    int n = fscanf(f, "%63[^\n]\nfingerprint %79s\ntotal %llu\noffset %llu\ncrc32 %x\n", magic,
+                   fp, &total, &offset, &crc);
+    fclose(f);
+    bool ok = n == 5 && strcmp(magic, STATE_MAGIC) == 0 && strlen(fp) == 64 && offset <= total;
+    for (int i = 0; ok && i < 32; i++) {
+        unsigned v;
+        ok = sscanf(fp + 2 * i, "%2x", &v) == 1;
+        c->st.fp[i] = (uint8_t)v;
+    }
+    if (!ok)
+        return tsr_fail(err, TSR_EIO, "%s: not a controller state file (remove it to start over)",
+                        c->state_path);
+    c->st.valid = true;
+    c->st.total = total;
+    c->st.offset = offset;
+    c->st.crc = crc;
+    return TSR_OK;
+}
+
+static tsr_status
+fsync_dir(const char *path, tsr_error *err)
+{
+    char *d = strdup(path);
+    if (!d)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    int fd = open(dirname(d), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    tsr_status st = TSR_OK;
+    if (fd < 0 || fsync(fd) != 0)
+        st = tsr_fail(err, TSR_EIO, "%s: %s", d, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(d);
+    return st;
+}
+
+/* Make `s` the durable state: output data first, then the state that names it. */
+static tsr_status
+state_save(ctl *c, const state *s, tsr_error *err)
+{
+    c->st = *s;
+    if (!c->state_path)
+        return TSR_OK;
+    if (fdatasync(c->out) != 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+    int fd = open(c->state_tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp, strerror(errno));
+    char fp[65], buf[256];
+    hex(fp, s->fp, 32);
+    int n = snprintf(buf, sizeof buf, "%s\nfingerprint %s\ntotal %" PRIu64 "\noffset %" PRIu64
+                     "\ncrc32 %08x\n", STATE_MAGIC, fp, s->total, s->offset, (unsigned)s->crc);
+    bool ok = write(fd, buf, (size_t)n) == n && fsync(fd) == 0;
+    int e = errno;
+    if (close(fd) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp, strerror(e));
+    if (rename(c->state_tmp, c->state_path) != 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->state_path, strerror(errno));
+    return fsync_dir(c->state_path, err);
+}
+
+/* ---- the socket -------------------------------------------------------------------------- */
+
+/* Read exactly n bytes. TSR_OK; or *eof when the sender went away (at a clean boundary when
+ * nothing was read); TSR_EINTR when stopped; TSR_EIO for errors and the idle timeout. */
+static tsr_status
+get(ctl *c, int fd, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err)
+{
+    double end = tsr_mono_s() + timeout;
+    *eof = false;
+    while (n > 0) {
+        ssize_t k = recv(fd, p, n, MSG_DONTWAIT);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+            end = tsr_mono_s() + timeout;
+            continue;
+        }
+        if (k == 0 || (k < 0 && errno == ECONNRESET)) {
+            *eof = true;
+            return TSR_OK;
+        }
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return tsr_fail(err, TSR_EIO, "connection: %s", strerror(errno));
+        if (stopped(c))
+            return tsr_fail(err, TSR_EINTR, "interrupted");
+        if (tsr_mono_s() > end) {
+            *eof = true; /* as good as gone */
+            logf_(c, "sender silent for %.0f s: dropping the connection", timeout);
+            return TSR_OK;
+        }
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) < 0 && errno != EINTR)
+            return tsr_fail(err, TSR_EIO, "connection: %s", strerror(errno));
+    }
+    return TSR_OK;
+}
+
+static bool
+put(int fd, const uint8_t *p, size_t n)
+{
+    double end = tsr_mono_s() + HEADER_TIMEOUT_S;
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (k > 0) {
+            p += k;
+            n -= (size_t)k;
+            continue;
+        }
+        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+            return false;
+        if (tsr_mono_s() > end)
+            return false;
+        struct pollfd pf = {.fd = fd, .events = POLLOUT};
+        poll(&pf, 1, 100);
+    }
+    return true;
+}
+
+static bool
+answer(int fd, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    return put(fd, b, sizeof b);
+}
+
+/* ---- one connection ----------------------------------------------------------------------- */
+
+/* Decide where the job in header h starts: 0 for a new job, the held offset for a known one,
+ * or refuse (a different design while one is partly received). */
+static tsr_status
+resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
+{
+    const state *s = &c->st;
+    bool same = s->valid && memcmp(s->fp, h->fingerprint, 32) == 0 && s->total == h->total;
+    if (same && c->out >= 0) {
+        struct stat sb;
+        if (fstat(c->out, &sb) != 0)
+            return tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+        if ((uint64_t)sb.st_size < s->offset) {
+            logf_(c, "%s holds %lld bytes, less than the state's %" PRIu64 ": starting over",
+                  c->o->out, (long long)sb.st_size, s->offset);
+            same = false;
+        }
+    }
+    if (same) {
+        *r = s->offset;
+        return TSR_OK;
+    }
+    if (s->valid && s->offset > 0 && s->offset < s->total) {
+        char a[65], b[65];
+        hex(a, h->fingerprint, 32);
+        hex(b, s->fp, 32);
+        *r = TSR_RESUME_REFUSED;
+        return tsr_fail(err, TSR_EIO,
+                        "refused a job with fingerprint %.16s... (%" PRIu64 " bytes): the output "
+                        "holds %" PRIu64 " of %" PRIu64 " bytes of the job with fingerprint "
+                        "%.16s...", a, h->total, s->offset, s->total, b);
+    }
+    /* A new job: nothing held, or a finished/empty job of another design. */
+    if (c->out >= 0 && ftruncate(c->out, 0) != 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+    state ns = {true, {0}, h->total, 0, 0};
+    memcpy(ns.fp, h->fingerprint, 32);
+    if (state_save(c, &ns, err) != TSR_OK)
+        return TSR_EIO;
+    *r = 0;
+    return TSR_OK;
+}
+
+static outcome
+conn_failed(ctl *c, const state *cur, tsr_error *err)
+{
+    /* What was checked before the failure is good: keep it. */
+    tsr_error e2;
+    if (cur->offset != c->st.offset)
+        state_save(c, cur, &e2);
+    (void)err;
+    return CONN_FAILED;
+}
+
+static outcome
+serve(ctl *c, int fd, tsr_error *err)
+{
+    uint8_t hb[TSR_HEADER_SIZE];
+    bool eof;
+    if (get(c, fd, hb, sizeof hb, HEADER_TIMEOUT_S, &eof, err) != TSR_OK)
+        return CONN_FAILED;
+    if (eof) {
+        logf_(c, "a connection closed before sending a header");
+        return CONN_DROPPED;
+    }
+    tsr_header h;
+    tsr_error herr;
+    if (tsr_header_decode(hb, &h, &herr) != TSR_OK) {
+        /* Not our protocol: refuse this connection, keep serving. */
+        answer(fd, TSR_RESUME_REFUSED);
+        logf_(c, "refused a connection: %s", herr.msg);
+        return CONN_DROPPED;
+    }
+    uint64_t r = 0;
+    if (resume_offset(c, &h, &r, err) != TSR_OK) {
+        if (r == TSR_RESUME_REFUSED)
+            answer(fd, TSR_RESUME_REFUSED);
+        return CONN_FAILED;
+    }
+    if (!answer(fd, r)) {
+        logf_(c, "the sender went away before the resume offset was answered");
+        return CONN_DROPPED;
+    }
+    char fp[65];
+    hex(fp, h.fingerprint, 32);
+    logf_(c, "job %" PRId64 ": %" PRIu64 " x %" PRIu64 " at %u bit, %" PRIu64
+          " bytes, fingerprint %.16s..., %s at byte %" PRIu64, c->jobs_done + 1, h.width,
+          h.height, (unsigned)h.depth, h.total, fp, r ? "resuming" : "starting", r);
+
+    state cur = c->st; /* what we hold now; c->st is what is durable */
+    uint32_t at_r = cur.crc; /* crc32 of bytes [0, r) */
+    uint32_t since = 0;     /* crc32 of the bytes of this connection */
+    uint64_t underruns = 0;
+    double underrun_s = 0, last_save = tsr_mono_s();
+    bool paced = c->o->rate > 0;
+    for (;;) {
+        uint8_t fh[TSR_FRAME_HEAD];
+        /* The paced machine wants its next frame: if it is not there yet, that is an
+         * underrun (the first frame of a connection is not due yet). */
+        bool starving = false;
+        double t0 = 0;
+        if (paced && cur.offset > r) {
+            struct pollfd pf = {.fd = fd, .events = POLLIN};
+            starving = poll(&pf, 1, 0) == 0;
+            t0 = tsr_mono_s();
+        }
+        if (get(c, fd, fh, sizeof fh, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
+            return conn_failed(c, &cur, err);
+        if (eof)
+            break;
+        if (starving) {
+            underruns++;
+            underrun_s += tsr_mono_s() - t0;
+        }
+        tsr_frame f;
+        tsr_frame_decode(fh, &f);
+        if (f.flags & ~(TSR_FRAME_DEFLATE | TSR_FRAME_ABORT | TSR_FRAME_TRAILER)) {
+            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": unknown flags 0x%x", f.offset,
+                     (unsigned)f.flags);
+            return conn_failed(c, &cur, err);
+        }
+        if (f.flags & TSR_FRAME_ABORT) {
+            char reason[TSR_ABORT_MAX + 1] = "";
+            if (f.wire <= TSR_ABORT_MAX &&
+                get(c, fd, (uint8_t *)reason, f.wire, IDLE_TIMEOUT_S, &eof, err) == TSR_OK &&
+                !eof)
+                reason[f.wire] = '\0';
+            else
+                snprintf(reason, sizeof reason, "(no readable reason)");
+            tsr_fail(err, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
+                     f.offset, reason);
+            return conn_failed(c, &cur, err);
+        }
+        if (f.flags & TSR_FRAME_TRAILER) {
+            if (f.wire || f.raw || f.offset != cur.offset || cur.offset != h.total) {
+                tsr_fail(err, TSR_EIO, "trailer at byte %" PRIu64 " (lengths %u/%u): the job "
+                         "ends at %" PRIu64 " and %" PRIu64 " bytes are held", f.offset,
+                         (unsigned)f.wire, (unsigned)f.raw, h.total, cur.offset);
+                return conn_failed(c, &cur, err);
+            }
+            /* The sender's crc of what it sent since r, combined with the crc of what was
+             * held before r, must be the crc of everything held. */
+            uint32_t whole = tsr_crc32_combine(at_r, f.crc, h.total - r);
+            if (whole != cur.crc) {
+                tsr_fail(err, TSR_EIO, "trailer crc %08x (whole job %08x) does not match the "
+                         "%08x of the %" PRIu64 " bytes received since byte %" PRIu64
+                         " (whole job %08x)", (unsigned)f.crc, (unsigned)whole,
+                         (unsigned)since, h.total - r, r, (unsigned)cur.crc);
+                return conn_failed(c, &cur, err);
+            }
+            if (c->out >= 0 && ftruncate(c->out, (off_t)h.total) != 0) {
+                tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+                return CONN_FAILED;
+            }
+            if (state_save(c, &cur, err) != TSR_OK)
+                return CONN_FAILED;
+            logf_(c, "job %" PRId64 " complete: %" PRIu64 " bytes (%" PRIu64
+                  " this connection), crc32 %08x, %" PRIu64 " underruns (%.3f s starved)",
+                  c->jobs_done + 1, h.total, h.total - r, (unsigned)cur.crc, underruns,
+                  underrun_s);
+            return CONN_DONE;
+        }
+        /* A data frame. */
+        bool z = f.flags & TSR_FRAME_DEFLATE;
+        const char *bad = NULL;
+        if (f.offset != cur.offset)
+            bad = "not the next byte";
+        else if (f.raw == 0 || f.raw > TSR_FRAME_MAX_RAW)
+            bad = "raw length out of range";
+        else if ((uint64_t)f.raw > h.total - cur.offset)
+            bad = "runs past the end of the job";
+        else if (!z && f.wire != f.raw)
+            bad = "wire and raw lengths differ without deflate";
+        else if (z && (f.wire == 0 || f.wire > c->wire_cap))
+            bad = "deflated length out of range";
+        if (bad) {
+            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 " (wire %u, raw %u): %s (expected "
+                     "byte %" PRIu64 ")", f.offset, (unsigned)f.wire, (unsigned)f.raw, bad,
+                     cur.offset);
+            return conn_failed(c, &cur, err);
+        }
+        uint8_t *payload = z ? c->wire : c->raw;
+        if (get(c, fd, payload, f.wire, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
+            return conn_failed(c, &cur, err);
+        if (eof)
+            break; /* half a frame: dropped, resent by the next sender */
+        tsr_error ze;
+        if (z && tsr_inflate(c->wire, f.wire, c->raw, f.raw, &ze) != TSR_OK) {
+            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": %s", f.offset, ze.msg);
+            return conn_failed(c, &cur, err);
+        }
+        uint32_t crc = tsr_crc32(0, c->raw, f.raw);
+        if (crc != f.crc) {
+            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": crc mismatch (payload %08x, "
+                     "frame says %08x)", f.offset, (unsigned)crc, (unsigned)f.crc);
+            return conn_failed(c, &cur, err);
+        }
+        if (c->out >= 0) {
+            size_t done = 0;
+            while (done < f.raw) {
+                ssize_t k = pwrite(c->out, c->raw + done, f.raw - done,
+                                   (off_t)(f.offset + done));
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k <= 0) {
+                    tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, k < 0 ? strerror(errno)
+                                                                     : "write took nothing");
+                    return conn_failed(c, &cur, err);
+                }
+                done += (size_t)k;
+            }
+        }
+        if (!tsr_bucket_take(&c->bucket, f.raw, c->o->stop)) {
+            tsr_fail(err, TSR_EINTR, "interrupted");
+            return conn_failed(c, &cur, err);
+        }
+        cur.crc = tsr_crc32_combine(cur.crc, crc, f.raw);
+        since = tsr_crc32_combine(since, crc, f.raw);
+        cur.offset += f.raw;
+        double t = tsr_mono_s();
+        if (cur.offset - c->st.offset >= CHECKPOINT_BYTES || t - last_save >= CHECKPOINT_S) {
+            if (state_save(c, &cur, err) != TSR_OK)
+                return CONN_FAILED;
+            last_save = t;
+        }
+    }
+    /* The sender went away mid-job: keep what was checked, wait for the next one. */
+    if (state_save(c, &cur, err) != TSR_OK)
+        return CONN_FAILED;
+    logf_(c, "sender gone at byte %" PRIu64 " of %" PRIu64 " (%" PRIu64 " underruns); "
+          "holding it for a resume", cur.offset, h.total, underruns);
+    return CONN_DROPPED;
+}
+
+/* ---- listening ---------------------------------------------------------------------------- */
+
+static bool
+is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)sa;
+        return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)sa;
+        return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+    }
+    return false;
+}
+
+static int
+listen_on(ctl *c, tsr_error *err)
+{
+    char host[256], port[8];
+    const char *spec = c->o->listen ? c->o->listen : "";
+    if (!tsr_split_hostport(spec, host, sizeof host, port, sizeof port, 0)) {
+        tsr_fail(err, TSR_EINVAL, "--listen %s: expected HOST:PORT (127.0.0.1:PORT)", spec);
+        return -1;
+    }
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, port, &hints, &ai);
+    if (rc != 0) {
+        tsr_fail(err, TSR_EINVAL, "--listen %s: %s", spec, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    tsr_status st = TSR_EINVAL;
+    for (struct addrinfo *a = ai; a; a = a->ai_next) {
+        if (!is_loopback(a->ai_addr)) {
+            tsr_fail(err, TSR_EINVAL, "--listen %s: not a loopback address (the reference "
+                     "controller listens on 127.0.0.1 or ::1 only)", spec);
+            st = TSR_EINVAL;
+            fd = -1;
+            break;
+        }
+        if (fd >= 0)
+            continue; /* bound already; still check the other addresses are loopback */
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        /* A restarted controller rebinds at once though the old connections linger. */
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 8) != 0) {
+            tsr_fail(err, TSR_EIO, "--listen %s: %s", spec, strerror(errno));
+            st = TSR_EIO;
+            close(fd);
+            fd = -1;
+            continue;
+        }
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        char name[INET6_ADDRSTRLEN] = "?";
+        int p = 0;
+        if (getsockname(fd, (struct sockaddr *)&ss, &len) == 0) {
+            if (ss.ss_family == AF_INET) {
+                struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+                inet_ntop(AF_INET, &in->sin_addr, name, sizeof name);
+                p = ntohs(in->sin_port);
+            } else {
+                struct sockaddr_in6 *in = (struct sockaddr_in6 *)&ss;
+                inet_ntop(AF_INET6, &in->sin6_addr, name, sizeof name);
+                p = ntohs(in->sin6_port);
+            }
+        }
+        logf_(c, ss.ss_family == AF_INET6 ? "listening on [%s]:%d" : "listening on %s:%d",
+              name, p);
+    }
+    freeaddrinfo(ai);
+    if (fd < 0 && err && err->status == TSR_OK)
+        tsr_fail(err, st, "--listen %s: cannot listen", spec);
+    return fd;
+}
+
+tsr_status
+tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
+{
+    ctl c = {.o = o, .out = -1};
+    tsr_status st = TSR_OK;
+    int lfd = -1;
+    if (err)
+        err->status = TSR_OK;
+    if (o->jobs < 1)
+        return tsr_fail(err, TSR_EINVAL, "--jobs %lld: must be at least 1", (long long)o->jobs);
+    if (o->rate < 0 || o->rate != o->rate)
+        return tsr_fail(err, TSR_EINVAL, "--rate: must be positive");
+    c.wire_cap = tsr_deflate_bound(TSR_FRAME_MAX_RAW);
+    c.wire = malloc(c.wire_cap);
+    c.raw = malloc(TSR_FRAME_MAX_RAW);
+    if (!c.wire || !c.raw) {
+        st = tsr_fail(err, TSR_ENOMEM, "out of memory");
+        goto done;
+    }
+    /* The bucket holds 1/20 s of the rate, and at least the largest frame a sender may send,
+     * which it then has to wait for in full. */
+    double cap = o->rate / 20 > (double)TSR_FRAME_MAX_RAW ? o->rate / 20 : TSR_FRAME_MAX_RAW;
+    tsr_bucket_init(&c.bucket, o->rate, cap);
+    c.bucket.tokens = 0;
+    if (o->out) {
+        size_t n = strlen(o->out);
+        c.state_path = malloc(n + 16);
+        c.state_tmp = malloc(n + 16);
+        if (!c.state_path || !c.state_tmp) {
+            st = tsr_fail(err, TSR_ENOMEM, "out of memory");
+            goto done;
+        }
+        sprintf(c.state_path, "%s.tsrstate", o->out);
+        sprintf(c.state_tmp, "%s.tsrstate.tmp", o->out);
+        c.out = open(o->out, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (c.out < 0) {
+            st = tsr_fail(err, TSR_EIO, "%s: %s", o->out, strerror(errno));
+            goto done;
+        }
+        if ((st = state_load(&c, err)) != TSR_OK)
+            goto done;
+        if (c.st.valid)
+            logf_(&c, "state: %" PRIu64 " of %" PRIu64 " bytes held in %s", c.st.offset,
+                  c.st.total, o->out);
+    }
+    lfd = listen_on(&c, err);
+    if (lfd < 0) {
+        st = err ? err->status : TSR_EIO;
+        goto done;
+    }
+    while (c.jobs_done < o->jobs) {
+        if (stopped(&c)) {
+            st = tsr_fail(err, TSR_EINTR, "interrupted");
+            break;
+        }
+        struct pollfd pf = {.fd = lfd, .events = POLLIN};
+        int r = poll(&pf, 1, 100);
+        if (r <= 0)
+            continue;
+        int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        outcome oc = serve(&c, fd, err);
+        close(fd);
+        if (oc == CONN_FAILED) {
+            st = err && err->status != TSR_OK ? err->status : TSR_EIO;
+            break;
+        }
+        if (oc == CONN_DONE)
+            c.jobs_done++;
+    }
+done:
+    if (lfd >= 0)
+        close(lfd);
+    if (c.out >= 0)
+        close(c.out);
+    free(c.state_path);
+    free(c.state_tmp);
+    free(c.wire);
+    free(c.raw);
+    return st;
+}

@@ -1,0 +1,288 @@
+/* stream: the framed stream's pieces (DESIGN.md §3): header and frame encoding, crc32 and
+ * deflate through zlib, SHA-256 through OpenSSL's EVP. See stream.h and docs/streaming.md.
+ *
+ * Fields are written byte by byte in little-endian order, so the layout never depends on the
+ * host's byte order or on struct padding. */
+#include "stream/stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+    return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+void
+tsr_header_encode(const tsr_header *h, uint8_t out[TSR_HEADER_SIZE])
+{
+    memcpy(out, "TSRA", 4);
+    put16(out + 4, h->version);
+    put16(out + 6, h->depth);
+    put64(out + 8, h->width);
+    put64(out + 16, h->height);
+    out[24] = h->order;
+    out[25] = h->serpentine;
+    out[26] = h->start;
+    put64(out + 27, h->swath_width);
+    memcpy(out + 35, h->fingerprint, 32);
+    put64(out + 67, h->total);
+}
+
+tsr_status
+tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *err)
+{
+    tsr_header v;
+    if (memcmp(in, "TSRA", 4) != 0)
+        return tsr_fail(err, TSR_EINVAL, "header: bad magic (not a tessera stream)");
+    v.version = get16(in + 4);
+    v.depth = get16(in + 6);
+    v.width = get64(in + 8);
+    v.height = get64(in + 16);
+    v.order = in[24];
+    v.serpentine = in[25];
+    v.start = in[26];
+    v.swath_width = get64(in + 27);
+    memcpy(v.fingerprint, in + 35, 32);
+    v.total = get64(in + 67);
+    if (v.version != 1)
+        return tsr_fail(err, TSR_EINVAL, "header: version %u: only version 1 is known",
+                        (unsigned)v.version);
+    if (v.depth != 8 && v.depth != 16)
+        return tsr_fail(err, TSR_EINVAL, "header: depth %u: must be 8 or 16", (unsigned)v.depth);
+    if (v.order > 1)
+        return tsr_fail(err, TSR_EINVAL, "header: order %u: must be 0 or 1", (unsigned)v.order);
+    if (v.serpentine > 1)
+        return tsr_fail(err, TSR_EINVAL, "header: serpentine %u: must be 0 or 1",
+                        (unsigned)v.serpentine);
+    if (v.start > 3)
+        return tsr_fail(err, TSR_EINVAL, "header: start corner %u: must be 0..3",
+                        (unsigned)v.start);
+    if (v.width == 0 || v.height == 0)
+        return tsr_fail(err, TSR_EINVAL, "header: empty stream (%llu x %llu)",
+                        (unsigned long long)v.width, (unsigned long long)v.height);
+    if (v.swath_width == 0 || v.swath_width > v.width)
+        return tsr_fail(err, TSR_EINVAL, "header: swath width %llu: must be 1..%llu",
+                        (unsigned long long)v.swath_width, (unsigned long long)v.width);
+    unsigned bps = v.depth / 8u;
+    if (v.width > UINT64_MAX / v.height || v.width * v.height > UINT64_MAX / bps ||
+        v.width * v.height * bps != v.total)
+        return tsr_fail(err, TSR_EINVAL, "header: total %llu bytes does not match %llu x %llu "
+                        "at %u bit", (unsigned long long)v.total, (unsigned long long)v.width,
+                        (unsigned long long)v.height, (unsigned)v.depth);
+    *h = v;
+    return TSR_OK;
+}
+
+void
+tsr_frame_encode(const tsr_frame *f, uint8_t out[TSR_FRAME_HEAD])
+{
+    put64(out, f->offset);
+    put32(out + 8, f->wire);
+    put32(out + 12, f->raw);
+    put32(out + 16, f->crc);
+    put32(out + 20, f->flags);
+}
+
+void
+tsr_frame_decode(const uint8_t in[TSR_FRAME_HEAD], tsr_frame *f)
+{
+    f->offset = get64(in);
+    f->wire = get32(in + 8);
+    f->raw = get32(in + 12);
+    f->crc = get32(in + 16);
+    f->flags = get32(in + 20);
+}
+
+/* ---- zlib ------------------------------------------------------------------------------- */
+
+uint32_t
+tsr_crc32(uint32_t crc, const void *buf, size_t n)
+{
+    if (n == 0)
+        return crc;
+    return (uint32_t)crc32_z(crc, buf, n);
+}
+
+uint32_t
+tsr_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+    /* zlib takes the length as z_off_t (a signed long on LP64); every stream length fits. */
+    return (uint32_t)crc32_combine(crc_a, crc_b, (z_off_t)len_b);
+}
+
+size_t
+tsr_deflate_bound(size_t n)
+{
+    return (size_t)compressBound((uLong)n);
+}
+
+tsr_status
+tsr_deflate(const void *in, size_t n, int level, void *out, size_t cap, size_t *outlen,
+            tsr_error *err)
+{
+    /* compress2 makes exactly one complete zlib stream (header, data, adler32), which is
+     * what a frame promises: each payload inflates on its own. */
+    uLongf len = (uLongf)cap;
+    int rc = compress2(out, &len, in, (uLong)n, level);
+    if (rc == Z_MEM_ERROR)
+        return tsr_fail(err, TSR_ENOMEM, "deflate: out of memory");
+    if (rc != Z_OK)
+        return tsr_fail(err, TSR_EINTERNAL, "deflate: zlib error %d", rc);
+    *outlen = (size_t)len;
+    return TSR_OK;
+}
+
+tsr_status
+tsr_inflate(const void *in, size_t n, void *out, size_t raw, tsr_error *err)
+{
+    if (n > UINT_MAX || raw > UINT_MAX)
+        return tsr_fail(err, TSR_EINVAL, "inflate: payload too large");
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit(&z) != Z_OK)
+        return tsr_fail(err, TSR_ENOMEM, "inflate: out of memory");
+    z.next_in = (Bytef *)(uintptr_t)in;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)raw;
+    int rc = inflate(&z, Z_FINISH);
+    size_t got = raw - z.avail_out, left = z.avail_in;
+    inflateEnd(&z);
+    if (rc == Z_MEM_ERROR)
+        return tsr_fail(err, TSR_ENOMEM, "inflate: out of memory");
+    if (rc == Z_BUF_ERROR && got == raw)
+        return tsr_fail(err, TSR_EINVAL, "inflate: payload expands beyond %zu bytes", raw);
+    if (rc != Z_STREAM_END)
+        return tsr_fail(err, TSR_EINVAL, "inflate: corrupt or truncated zlib stream");
+    if (got != raw)
+        return tsr_fail(err, TSR_EINVAL, "inflate: payload expands to %zu bytes, not %zu", got,
+                        raw);
+    if (left)
+        return tsr_fail(err, TSR_EINVAL, "inflate: %zu bytes after the zlib stream", left);
+    return TSR_OK;
+}
+
+/* ---- SHA-256 ---------------------------------------------------------------------------- */
+
+struct tsr_sha256 {
+    EVP_MD_CTX *ctx;
+};
+
+tsr_sha256 *
+tsr_sha256_new(void)
+{
+    tsr_sha256 *h = malloc(sizeof *h);
+    if (!h)
+        return NULL;
+    h->ctx = EVP_MD_CTX_new();
+    if (!h->ctx || EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+        EVP_MD_CTX_free(h->ctx);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+void
+tsr_sha256_update(tsr_sha256 *h, const void *buf, size_t n)
+{
+    if (h && n)
+        EVP_DigestUpdate(h->ctx, buf, n);
+}
+
+void
+tsr_sha256_final(tsr_sha256 *h, uint8_t out[32])
+{
+    if (!h)
+        return;
+    unsigned len = 32;
+    EVP_DigestFinal_ex(h->ctx, out, &len);
+    tsr_sha256_free(h);
+}
+
+void
+tsr_sha256_free(tsr_sha256 *h)
+{
+    if (!h)
+        return;
+    EVP_MD_CTX_free(h->ctx);
+    free(h);
+}
+
+tsr_status
+tsr_sha256_file(const char *path, uint8_t out[32], tsr_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(errno));
+    tsr_sha256 *h = tsr_sha256_new();
+    if (!h) {
+        close(fd);
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (sha256)", path);
+    }
+    static _Thread_local uint8_t buf[1 << 16];
+    for (;;) {
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            tsr_sha256_free(h);
+            close(fd);
+            return tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(e));
+        }
+        if (k == 0)
+            break;
+        tsr_sha256_update(h, buf, (size_t)k);
+    }
+    close(fd);
+    tsr_sha256_final(h, out);
+    return TSR_OK;
+}
