@@ -69,6 +69,24 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     tsr_grid_tiles_of(g, want, &tx0, &ty0, &tx1, &ty1);
     *pin = NULL;
     *buf = NULL;
+    if (e->period && e->period[c->id][0]) {
+        /* a periodic child costs a row copy per row: copy it straight into the view instead of
+         * caching tiles of it and copying those again */
+        float *b = malloc((size_t)want.w * (size_t)want.h * sizeof(float));
+        if (!b)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory (assembling %lldx%lld of %s)",
+                            (long long)want.w, (long long)want.h, c->name);
+        tsr_status st = tsr_cpu_compute(e, c, want, b, err);
+        if (st != TSR_OK) {
+            free(b);
+            return st;
+        }
+        v->r = want;
+        v->px = b;
+        v->stride = want.w;
+        *buf = b;
+        return TSR_OK;
+    }
     if (tx1 - tx0 == 1 && ty1 - ty0 == 1) {
         tsr_status st = get_tile(e, c, tx0, ty0, pin, err);
         if (st != TSR_OK)
