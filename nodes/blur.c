@@ -485,6 +485,32 @@ fetch_row(const source *s, int64_t y, int64_t x0, int64_t n, float *dst)
     return st;
 }
 
+/* Child pixels [x0, x0 + n) of row y straight from a view when one holds them all (the row
+ * needs no edge handling), else NULL: most rows of a tile are read without a copy. */
+static const float *
+direct_row(const source *s, int64_t y, int64_t x0, int64_t n)
+{
+    if (y < 0 || y >= s->ch || x0 < 0 || x0 + n > s->cw)
+        return NULL;
+    for (size_t i = 0; i < s->nv; i++) {
+        tsr_rect r = s->v[i].r;
+        if (y >= r.y && y < r.y + r.h && x0 >= r.x && x0 + n <= r.x + r.w)
+            return tsr_view_row(&s->v[i], x0, y);
+    }
+    return NULL;
+}
+
+/* direct_row(), or the row fetched into buf. */
+static tsr_status
+get_row(const source *s, int64_t y, int64_t x0, int64_t n, float *buf, const float **row)
+{
+    *row = direct_row(s, y, x0, n);
+    if (*row)
+        return TSR_OK;
+    *row = buf;
+    return fetch_row(s, y, x0, n, buf);
+}
+
 /* ---- arithmetic kernels ---------------------------------------------------------------------
  * Each works on many pixels at once but does, per pixel, the same operations in the same order
  * as its scalar definition: vector width never changes a bit of the result. */
@@ -820,10 +846,11 @@ run_fir(const job *j, char *mem, const layout *l)
     float *row = buf(mem, l, B_ROW), *H = buf(mem, l, B_PAD);
     /* along x, for every row the vertical pass reads */
     for (int64_t y = 0; y < py; y++) {
-        tsr_status s = fetch_row(&j->src, j->cr.y - r + y, j->cr.x - r, tw + 2 * r, row);
+        const float *in;
+        tsr_status s = get_row(&j->src, j->cr.y - r + y, j->cr.x - r, tw + 2 * r, row, &in);
         if (s != TSR_OK)
             return s;
-        fir(row + r, 1, H + y * tw, tw, st->w, r);
+        fir(in + r, 1, H + y * tw, tw, st->w, r);
     }
     /* along y, in strips of 128 columns: the 2r + 1 rows a strip reads stay in L1 */
     for (int64_t x0 = 0; x0 < tw; x0 += 128) {
@@ -850,12 +877,13 @@ run_spline(const job *j, char *mem, const layout *l)
     for (int64_t sx = 0; sx < px; sx += STRIP) {
         int64_t sw = px - sx < STRIP ? px - sx : STRIP, swp = round_lanes(sw);
         for (int64_t y = 0; y < py; y++) {
-            tsr_status s = fetch_row(&j->src, j->cr.y - R + y, j->cr.x - R + sx, sw, row);
+            const float *in;
+            tsr_status s = get_row(&j->src, j->cr.y - R + y, j->cr.x - R + sx, sw, row, &in);
             if (s != TSR_OK)
                 return s;
             int32_t *d = V + y * swp;
             for (int64_t x = 0; x < sw; x++)
-                d[x] = quant(row[x] * QSCALE, lim);
+                d[x] = quant(in[x] * QSCALE, lim);
             for (int64_t x = sw; x < swp; x++)
                 d[x] = 0;
         }
@@ -925,11 +953,12 @@ blur_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
 {
     const char *where = e->where ? e->where : "blur";
     size_t npx = (size_t)(pr.w * pr.h);
-    memset(L, 0, npx * sizeof *L);
-    memset(cov, 0, npx);
     tsr_rect cr = child_part(e, pr);
-    if (tsr_rect_empty(cr))
+    if (tsr_rect_empty(cr)) {
+        memset(L, 0, npx * sizeof *L);
+        memset(cov, 0, npx);
         return TSR_OK;
+    }
 
     tsr_blur_state tmp;
     const tsr_blur_state *st = e->state;
@@ -959,13 +988,26 @@ blur_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
     }
     free(mem);
     if (s != TSR_OK) {
-        for (int64_t y = 0; y < cr.h; y++)
-            memset(j.out + y * j.ostride, 0, (size_t)cr.w * sizeof *L);
+        memset(L, 0, npx * sizeof *L);
+        memset(cov, 0, npx);
         return tsr_fail(err, s, "%s: blur: child views do not cover what need() asked for",
                         where);
     }
-    for (int64_t y = 0; y < cr.h; y++)
-        memset(cov + (oy + y) * pr.w + ox, 1, (size_t)cr.w);
+    /* only what the layer does not cover is cleared: a full tile writes each byte once */
+    for (int64_t y = 0; y < pr.h; y++) {
+        float *lr = L + y * pr.w;
+        uint8_t *cv = cov + y * pr.w;
+        if (y < oy || y >= oy + cr.h) {
+            memset(lr, 0, (size_t)pr.w * sizeof *L);
+            memset(cv, 0, (size_t)pr.w);
+            continue;
+        }
+        memset(lr, 0, (size_t)ox * sizeof *L);
+        memset(lr + ox + cr.w, 0, (size_t)(pr.w - ox - cr.w) * sizeof *L);
+        memset(cv, 0, (size_t)ox);
+        memset(cv + ox, 1, (size_t)cr.w);
+        memset(cv + ox + cr.w, 0, (size_t)(pr.w - ox - cr.w));
+    }
     return TSR_OK;
 }
 
