@@ -1,0 +1,267 @@
+#!/usr/bin/env python3
+"""proto.py: an independent implementation of tessera's framed stream (DESIGN.md §3,
+docs/streaming.md) for the stream tests, written from the spec with the standard library only
+(struct, zlib, socket). It plays either end so tests can watch what tessera sends and feed the
+controller what a faulty sender would.
+
+  proto.py recv  --port-file F [--answer N|refuse] [--out RAW] [--close-after-header]
+      Listen on 127.0.0.1 (a free port, written to F), take one connection, read the header,
+      answer the resume offset (default 0), read and check every frame, write the samples from
+      the answered offset to RAW, print one JSON summary line. Exit 0 when a trailer with the
+      right crc ended the stream, 3 for an abort frame, 4 when the stream ended without a
+      trailer, 1 for a protocol or crc error.
+  proto.py decode FILE [--out RAW]
+      The same checks on a framed transcript (render --framed -o FILE).
+  proto.py send  --port P --data RAW [--fingerprint HEX] [--corrupt K] [--deflate]
+                 [--stop-after K] [--bad-header]
+      Send RAW as a one-row 8-bit job to a controller: header, resume offset, frames of 64 KiB
+      from that offset (--corrupt K flips a payload byte of frame K keeping its crc;
+      --stop-after K closes after K frames), then the trailer. Prints the answer as JSON.
+      Exit 0 when the controller answered and (unless stopped early) closed after the trailer.
+"""
+import argparse
+import io
+import json
+import os
+import socket
+import struct
+import sys
+import zlib
+
+HEADER = struct.Struct("<4sHHQQBBBQ32sQ")  # 75 bytes, packed little-endian
+FRAME = struct.Struct("<QIIII")             # 24 bytes
+assert HEADER.size == 75 and FRAME.size == 24
+F_DEFLATE, F_ABORT, F_TRAILER = 1, 2, 4
+REFUSED = (1 << 64) - 1
+
+
+class ProtocolError(Exception):
+    pass
+
+
+def read_exact(rd, n):
+    """rd(n) -> bytes (b'' at EOF); returns exactly n bytes or None at a clean/partial EOF."""
+    buf = b""
+    while len(buf) < n:
+        chunk = rd(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def parse_header(b):
+    magic, version, depth, w, h, order, serp, start, sw, fp, total = HEADER.unpack(b)
+    if magic != b"TSRA":
+        raise ProtocolError("bad magic %r" % magic)
+    if version != 1 or depth not in (8, 16):
+        raise ProtocolError("version %d depth %d" % (version, depth))
+    if w * h * (depth // 8) != total:
+        raise ProtocolError("total %d != %d x %d x %d" % (total, w, h, depth // 8))
+    return dict(version=version, depth=depth, width=w, height=h, order=order,
+                serpentine=serp, start=start, swath_width=sw, fingerprint=fp.hex(),
+                total=total)
+
+
+def read_frames(rd, start, total, out):
+    """Read frames from offset `start`; returns a summary dict (end = trailer/abort/eof)."""
+    s = dict(frames=0, deflated=0, bytes=0, end="eof", reason=None, max_raw=0)
+    pos, crc = start, 0
+    while True:
+        fh = read_exact(rd, FRAME.size)
+        if fh is None:
+            return s
+        off, wire, raw, fcrc, flags = FRAME.unpack(fh)
+        if flags & ~7:
+            raise ProtocolError("unknown flags %#x" % flags)
+        if flags & F_ABORT:
+            payload = read_exact(rd, wire) or b""
+            if zlib.crc32(payload) != fcrc or raw != wire:
+                raise ProtocolError("abort frame: crc or length mismatch")
+            if off != pos:
+                raise ProtocolError("abort at %d, next byte is %d" % (off, pos))
+            s.update(end="abort", reason=payload.decode("utf-8"), offset=off)
+            return s
+        if flags & F_TRAILER:
+            if wire or raw or off != pos or pos != total:
+                raise ProtocolError("trailer at %d (wire %d raw %d), held %d of %d"
+                                    % (off, wire, raw, pos, total))
+            if fcrc != crc:
+                raise ProtocolError("trailer crc %08x != %08x" % (fcrc, crc))
+            s.update(end="trailer", crc=fcrc)
+            return s
+        if off != pos:
+            raise ProtocolError("frame at %d, expected %d" % (off, pos))
+        payload = read_exact(rd, wire)
+        if payload is None:
+            return s  # half a frame: the sender died
+        if flags & F_DEFLATE:
+            d = zlib.decompressobj()
+            data = d.decompress(payload)
+            if not d.eof or d.unused_data or len(data) != raw:
+                raise ProtocolError("frame at %d: bad zlib payload" % off)
+            s["deflated"] += 1
+        else:
+            if wire != raw:
+                raise ProtocolError("frame at %d: wire %d != raw %d" % (off, wire, raw))
+            data = payload
+        if zlib.crc32(data) != fcrc:
+            raise ProtocolError("frame at %d: crc mismatch" % off)
+        if out:
+            out.write(data)
+        crc = zlib.crc32(data, crc)
+        pos += raw
+        s["frames"] += 1
+        s["bytes"] += raw
+        s["max_raw"] = max(s["max_raw"], raw)
+
+
+def exit_code(summary):
+    return {"trailer": 0, "abort": 3, "eof": 4}[summary["end"]]
+
+
+def cmd_recv(a):
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    srv.settimeout(60)
+    tmp = a.port_file + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("%d\n" % srv.getsockname()[1])
+    os.rename(tmp, a.port_file)
+    conn, _ = srv.accept()
+    conn.settimeout(60)
+    rd = conn.recv
+    hb = read_exact(rd, HEADER.size)
+    if hb is None:
+        print(json.dumps({"error": "no header"}))
+        return 1
+    h = parse_header(hb)
+    answer = REFUSED if a.answer == "refuse" else int(a.answer)
+    conn.sendall(struct.pack("<Q", answer))
+    summary = dict(header=h, answer=a.answer)
+    if a.answer == "refuse" or a.close_after_header:
+        # a refused sender sends nothing more; wait for it to close
+        rest = conn.recv(1)
+        summary.update(end="closed", extra=len(rest))
+        print(json.dumps(summary))
+        conn.close()
+        return 0
+    out = open(a.out, "wb") if a.out else None
+    try:
+        summary.update(read_frames(rd, answer, h["total"], out))
+    except ProtocolError as e:
+        summary["error"] = str(e)
+        print(json.dumps(summary))
+        return 1
+    finally:
+        if out:
+            out.close()
+    print(json.dumps(summary))
+    conn.close()  # after the trailer: our word that we hold the job
+    return exit_code(summary)
+
+
+def cmd_decode(a):
+    with open(a.file, "rb") as src:
+        f = io.BytesIO(src.read())  # a pipe cannot seek back over the first frame
+        hb = read_exact(f.read, HEADER.size)
+        if hb is None:
+            print(json.dumps({"error": "no header"}))
+            return 1
+        h = parse_header(hb)
+        # a transcript does not say where it starts: take the first frame's offset
+        pos = f.tell()
+        fh = f.read(FRAME.size)
+        start = FRAME.unpack(fh)[0] if len(fh) == FRAME.size else 0
+        f.seek(pos)
+        out = open(a.out, "wb") if a.out else None
+        summary = dict(header=h, start=start)
+        try:
+            summary.update(read_frames(f.read, start, h["total"], out))
+        except ProtocolError as e:
+            summary["error"] = str(e)
+            print(json.dumps(summary))
+            return 1
+        finally:
+            if out:
+                out.close()
+    print(json.dumps(summary))
+    return exit_code(summary)
+
+
+def cmd_send(a):
+    data = open(a.data, "rb").read()
+    fp = bytes.fromhex(a.fingerprint) if a.fingerprint else bytes(32)
+    hb = HEADER.pack(b"TSRA", 1, 8, len(data), 1, 0, 0, 0, len(data), fp, len(data))
+    if a.bad_header:
+        hb = b"XXXX" + hb[4:]
+    conn = socket.create_connection(("127.0.0.1", a.port), timeout=60)
+    conn.sendall(hb)
+    ans = read_exact(conn.recv, 8)
+    if ans is None:
+        print(json.dumps({"answer": None}))
+        return 1
+    r = struct.unpack("<Q", ans)[0]
+    result = {"answer": "refuse" if r == REFUSED else r}
+    if r == REFUSED or r > len(data):
+        print(json.dumps(result))
+        conn.close()
+        return 0 if r == REFUSED else 1
+    pos, k, crc = r, 0, 0
+    try:
+        while pos < len(data):
+            piece = data[pos:pos + 65536]
+            fcrc = zlib.crc32(piece)
+            payload, flags = piece, 0
+            if a.deflate:
+                payload, flags = zlib.compress(piece, 6), F_DEFLATE
+            if k == a.corrupt:
+                payload = bytearray(payload)
+                payload[len(payload) // 2] ^= 0x5A
+                payload = bytes(payload)
+            conn.sendall(FRAME.pack(pos, len(payload), len(piece), fcrc, flags) + payload)
+            crc = zlib.crc32(piece, crc)
+            pos += len(piece)
+            k += 1
+            if a.stop_after is not None and k >= a.stop_after:
+                result["stopped_at"] = pos
+                print(json.dumps(result))
+                conn.close()
+                return 0
+        conn.sendall(FRAME.pack(pos, 0, 0, crc, F_TRAILER))
+        conn.shutdown(socket.SHUT_WR)
+        rest = conn.recv(16)
+        result["closed"] = rest == b""
+    except (BrokenPipeError, ConnectionResetError) as e:
+        result["closed"] = "reset: %s" % e
+    print(json.dumps(result))
+    return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("recv")
+    r.add_argument("--port-file", required=True)
+    r.add_argument("--answer", default="0")
+    r.add_argument("--out")
+    r.add_argument("--close-after-header", action="store_true")
+    d = sub.add_parser("decode")
+    d.add_argument("file")
+    d.add_argument("--out")
+    s = sub.add_parser("send")
+    s.add_argument("--port", type=int, required=True)
+    s.add_argument("--data", required=True)
+    s.add_argument("--fingerprint")
+    s.add_argument("--corrupt", type=int, default=-1)
+    s.add_argument("--deflate", action="store_true")
+    s.add_argument("--stop-after", type=int)
+    s.add_argument("--bad-header", action="store_true")
+    a = p.parse_args()
+    return {"recv": cmd_recv, "decode": cmd_decode, "send": cmd_send}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
