@@ -197,7 +197,9 @@ tsr_inflate(const void *in, size_t n, void *out, size_t raw, tsr_error *err)
     inflateEnd(&z);
     if (rc == Z_MEM_ERROR)
         return tsr_fail(err, TSR_ENOMEM, "inflate: out of memory");
-    if (rc == Z_BUF_ERROR && got == raw)
+    /* Not at the stream's end: either the output filled up with input left over (too long)
+     * or the input ran out (truncated) or was not zlib at all. */
+    if ((rc == Z_BUF_ERROR || rc == Z_OK) && got == raw && left > 0)
         return tsr_fail(err, TSR_EINVAL, "inflate: payload expands beyond %zu bytes", raw);
     if (rc != Z_STREAM_END)
         return tsr_fail(err, TSR_EINVAL, "inflate: corrupt or truncated zlib stream");
