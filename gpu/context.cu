@@ -36,7 +36,7 @@ probe(void)
         probed = -1;
         return;
     }
-    snprintf(why, sizeof why, "%s, sm_%d%d, %.0f GiB", p.name, p.major, p.minor,
+    snprintf(why, sizeof why, "%.160s, sm_%d%d, %.0f GiB", p.name, p.major, p.minor,
              (double)p.totalGlobalMem / (1024.0 * 1024.0 * 1024.0));
     probed = 1;
 }
