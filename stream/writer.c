@@ -16,6 +16,7 @@
 /* Buffers start on a page: quantization loops that fill them vectorize cleanly, and a stdout
  * pipe can take their pages by reference (tsr_sink_write_donate needs whole pages). */
 #define BUF_ALIGN 4096
+#define HUGE_ALIGN ((size_t)2 << 20)
 
 enum bufstate { BUF_FREE, BUF_HELD, BUF_QUEUED };
 
@@ -28,10 +29,12 @@ struct tsr_writer {
     tsr_sink *sink;       /* borrowed; only the writer thread touches it until finish */
     size_t nbuf;          /* buffers in the pool */
     size_t cap;           /* usable bytes per buffer */
-    size_t stride;        /* cap rounded up to BUF_ALIGN: distance between buffers */
+    size_t stride;        /* cap rounded up to the alignment: distance between buffers */
     uint8_t *mem;         /* all buffers, one anonymous mapping (never heap memory: pages a
                            * pipe still references must not come back through malloc) */
-    size_t memlen;        /* bytes mapped */
+    size_t memlen;        /* bytes of buffers */
+    void *map;            /* the mapping mem lies in (aligned inside it), maplen bytes */
+    size_t maplen;
     unsigned char *state; /* enum bufstate per buffer: catches foreign or twice-submitted ones */
     size_t *freelist;     /* indices of free buffers (a stack) */
     size_t nfree;         /* entries in freelist */
@@ -118,8 +121,8 @@ writer_main(void *arg)
 static void
 writer_free(tsr_writer *w)
 {
-    if (w->mem)
-        munmap(w->mem, w->memlen);
+    if (w->map)
+        munmap(w->map, w->maplen);
     free(w->state);
     free(w->freelist);
     free(w->queue);
@@ -129,9 +132,12 @@ writer_free(tsr_writer *w)
 tsr_writer *
 tsr_writer_new(tsr_sink *sink, size_t nbuf, size_t cap)
 {
-    if (!sink || nbuf == 0 || cap == 0 || cap > SIZE_MAX - BUF_ALIGN)
+    if (!sink || nbuf == 0 || cap == 0 || cap > SIZE_MAX - HUGE_ALIGN)
         return NULL;
-    size_t stride = (cap + BUF_ALIGN - 1) / BUF_ALIGN * BUF_ALIGN;
+    /* Buffers of 2 MiB or more start on a 2 MiB boundary, so each is made of whole huge
+     * pages and dropping one (vmsplice) never splits a huge page shared with its neighbour. */
+    size_t align = cap >= HUGE_ALIGN ? HUGE_ALIGN : BUF_ALIGN;
+    size_t stride = (cap + align - 1) / align * align;
     if (stride > SIZE_MAX / nbuf)
         return NULL;
 
@@ -143,11 +149,15 @@ tsr_writer_new(tsr_sink *sink, size_t nbuf, size_t cap)
     w->cap = cap;
     w->stride = stride;
     w->memlen = stride * nbuf;
-    void *m = mmap(NULL, w->memlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    w->mem = m == MAP_FAILED ? NULL : m;
+    if (w->memlen > SIZE_MAX - align)
+        goto fail;
+    w->maplen = w->memlen + (align > BUF_ALIGN ? align : 0);
+    void *m = mmap(NULL, w->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    w->map = m == MAP_FAILED ? NULL : m;
+    w->mem = w->map ? (uint8_t *)(((uintptr_t)w->map + align - 1) & ~(uintptr_t)(align - 1)) : NULL;
     /* Huge pages where the system allows them: a stdout pipe's vmsplice drops the pages it
      * took, and refaulting 2 MiB at a time costs a fraction of refaulting 4 KiB pages. */
-    if (w->mem)
+    if (w->mem && align > BUF_ALIGN)
         madvise(w->mem, w->memlen, MADV_HUGEPAGE);
     w->state = calloc(nbuf, 1);
     w->freelist = calloc(nbuf, sizeof *w->freelist);

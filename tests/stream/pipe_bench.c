@@ -55,6 +55,6 @@ main(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "pipe_bench: %.0f bytes in %.3f s = %.0f MB/s (%s)\n", (double)done, secs,
-            (double)done / secs / 1e6, getenv("TSR_NO_VMSPLICE") ? "write" : "vmsplice");
+            (double)done / secs / 1e6, getenv("TSR_NO_VMSPLICE") && strcmp(getenv("TSR_NO_VMSPLICE"), "0") ? "write" : "vmsplice");
     return 0;
 }
