@@ -2,10 +2,12 @@
 # both install missing Debian packages first (scripts/deps.sh, apt-get only for what is missing).
 BUILD ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure tessera demo check test asan clean
+.PHONY: all deps configure tessera demo check test asan fuzz clean
 
 all: tessera
 
@@ -25,7 +27,39 @@ demo: tessera
 test: tessera
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-check: test
+# `make check` = the suite in the normal build, then again under sanitizers.
+check: test asan
+
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer + LeakSanitizer, in its own
+# build dir, configured with -DTSR_CUDA=OFF (which also proves the CPU build never needs CUDA).
+# tests/CMakeLists.txt gives every test ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 (Criterion
+# ignores LSan's exit code 23 in its workers, not an abort) and fails any test whose output
+# holds a sanitizer report. Skipped here, label `oracle`: cli_oracle and cli_oracle_selftest.
+# They are the slowest tests and mostly Python (numpy renders, its own self-test); the engine
+# renders the same tests/oracle/designs under ASan in test_engine (tile/thread invariance)
+# and in fuzz_regress_design. Everything else runs, the alloc-failure and limits suites
+# included; about 6 minutes of the ~12 `make check` takes on 2 cores.
+asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" -DTSR_SANITIZE=ON -DTSR_CUDA=OFF \
+	    $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE oracle
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan in $(FUZZ_BUILD) and
+# run FUZZ_SECONDS each from their corpus ($(FUZZ_BUILD)/corpus/NAME, seeded from
+# tests/fuzz/regress/NAME and the design folders). Installs clang, libFuzzer and clang's
+# OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits non-zero on a finding, which is
+# saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under tests/fuzz/regress/NAME/, where
+# ctest (fuzz_regress_NAME, every build, no clang needed) replays it. Long runs:
+#   nice -n 19 make fuzz FUZZ_SECONDS=1800
+fuzz:
+	@TSR_DEPS_FUZZ=1 bash scripts/deps.sh
+	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTSR_CUDA=OFF \
+	    -DTSR_FUZZ=ON -DCMAKE_C_FLAGS="-fsanitize=fuzzer-no-link,address,undefined \
+	    -fno-sanitize-recover=all -fno-omit-frame-pointer -DTSR_BLUR_NO_CLONES" >/dev/null
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	@bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,282 @@
+/* Allocation failures: every allocation our libraries make while loading a design, planning,
+ * rendering, streaming and previewing is failed in turn (N = 1, 2, ... until the work
+ * succeeds without reaching N). Each failure must come back as TSR_ENOMEM with a message, or
+ * be absorbed with the same result as without it; an engine that failed a render must render
+ * correctly afterwards (the tile cache is left consistent); and under ASan nothing leaks
+ * (LeakSanitizer is asked after every design, failures included).
+ *
+ * The allocator is injected at link time (tests/alloc/failing_alloc.h): libc, libyaml,
+ * libpng and libgomp allocate normally, so their own out-of-memory paths are not covered.
+ *
+ * No .timeout on these tests: Criterion 2.4.1's runner leaks 48 bytes when three or more tests
+ * with a timeout run under --jobs 2, which fails the ASan build on Criterion's leak. */
+#include "alloc/failing_alloc.h"
+#include "designs/designs.h"
+#include "engine/engine.h"
+#include "helpers/helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#define NO_LEAKS(what) \
+    cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "%s: leaked (report above)", what)
+#else
+#define NO_LEAKS(what) ((void)(what))
+#endif
+
+/* Per design: allocation failure points tried, for docs/reliability.md. */
+static void
+report(const char *what, const char *path, long points)
+{
+    const char *base = strrchr(path, '/');
+    fprintf(stderr, "alloc: %-8s %-34s %5ld failure points\n", what, base ? base + 1 : path,
+            points);
+}
+
+static char *
+dump_text(const tsr_design *d)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert(f != NULL);
+    tsr_design_dump(d, f);
+    fclose(f);
+    return buf;
+}
+
+static char **
+designs_to_load(void)
+{
+    const char *sets[] = {"tests/oracle/designs/*.yaml", "designs/examples/*.yaml",
+                          "tests/designs/good/*.yaml"};
+    size_t n = 0;
+    char **all = NULL;
+    for (size_t s = 0; s < 3; s++) {
+        char **files = th_glob(sets[s]);
+        for (size_t i = 0; files[i]; i++) {
+            all = realloc(all, (n + 2) * sizeof *all);
+            all[n++] = strdup(files[i]);
+        }
+        th_glob_free(files);
+    }
+    cr_assert(n > 0, "no designs found");
+    all[n] = NULL;
+    return all;
+}
+
+Test(alloc, every_allocation_of_every_design_load_can_fail_cleanly)
+{
+    char **files = designs_to_load();
+    long total = 0;
+    for (size_t i = 0; files[i]; i++) {
+        tsr_error err = {TSR_OK, ""};
+        tsr_design *ref = tsr_engine_load(files[i], &err);
+        if (!ref) {
+            /* tests/designs/good/ holds loader fixtures naming absent images on purpose */
+            cr_assert(strstr(files[i], "/tests/designs/good/") != NULL, "%s: %s", files[i],
+                      err.msg);
+            continue;
+        }
+        char *want = dump_text(ref);
+        tsr_design_free(ref);
+        long n = 1;
+        for (;; n++) {
+            err = (tsr_error){TSR_OK, ""};
+            fa_arm(n);
+            tsr_design *d = tsr_engine_load(files[i], &err);
+            fa_disarm();
+            bool fired = fa_fired();
+            if (d) {
+                /* a failure absorbed (or none injected) must not change the design */
+                char *got = dump_text(d);
+                cr_assert_str_eq(got, want, "%s: allocation %ld failed, the design differs",
+                                 files[i], n);
+                free(got);
+                tsr_design_free(d);
+                if (!fired)
+                    break;
+                continue;
+            }
+            cr_assert(fired, "%s: failed without an allocation failure: %s", files[i], err.msg);
+            cr_assert_eq(err.status, TSR_ENOMEM, "%s: allocation %ld failed: status %s (%s)",
+                         files[i], n, tsr_status_name(err.status), err.msg);
+            cr_assert(err.msg[0], "%s: allocation %ld failed without a message", files[i], n);
+        }
+        free(want);
+        NO_LEAKS(files[i]);
+        report("load", files[i], n - 1);
+        total += n - 1;
+    }
+    fprintf(stderr, "alloc: load total %ld failure points\n", total);
+    th_glob_free(files);
+}
+
+/* A rect of at most 24 x 24 around the root's centre (seams of small tiles inside it). */
+static tsr_rect
+small_rect(const tsr_design *d)
+{
+    int64_t w = d->root->w < 24 ? d->root->w : 24, h = d->root->h < 24 ? d->root->h : 24;
+    return tsr_rect_make((d->root->w - w) / 2, (d->root->h - h) / 2, w, h);
+}
+
+static float *
+render_ref(const tsr_design *d, tsr_rect r, const tsr_engine_opts *o)
+{
+    tsr_error err = {TSR_OK, ""};
+    tsr_engine *e = tsr_engine_new(d, o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    float *px = malloc((size_t)r.w * (size_t)r.h * sizeof *px);
+    cr_assert(tsr_engine_render_rect(e, r, px, &err) == TSR_OK, "%s", err.msg);
+    tsr_engine_free(e);
+    return px;
+}
+
+/* tsr_engine_new + tsr_engine_render_rect with allocation n failed. Returns whether the
+ * injected failure was reached. */
+static bool
+render_failing(const tsr_design *d, const char *path, tsr_rect r, const tsr_engine_opts *o,
+               const float *want, long n)
+{
+    size_t bytes = (size_t)r.w * (size_t)r.h * sizeof(float);
+    float *px = malloc(bytes);
+    tsr_error err = {TSR_OK, ""};
+    fa_arm(n);
+    tsr_engine *e = tsr_engine_new(d, o, &err);
+    tsr_status st = e ? tsr_engine_render_rect(e, r, px, &err) : err.status;
+    fa_disarm();
+    bool fired = fa_fired();
+    if (st == TSR_OK) {
+        cr_assert(memcmp(px, want, bytes) == 0, "%s: allocation %ld failed, pixels differ", path,
+                  n);
+    } else {
+        cr_assert(fired, "%s: failed without an allocation failure: %s", path, err.msg);
+        cr_assert_eq(st, TSR_ENOMEM, "%s: allocation %ld failed: status %s (%s)", path, n,
+                     tsr_status_name(st), err.msg);
+        cr_assert(err.msg[0], "%s: allocation %ld failed without a message", path, n);
+        if (e) {
+            /* the same engine, its cache after the failure, renders right */
+            memset(px, 0, bytes);
+            err = (tsr_error){TSR_OK, ""};
+            cr_assert(tsr_engine_render_rect(e, r, px, &err) == TSR_OK,
+                      "%s: render after allocation %ld failed: %s", path, n, err.msg);
+            cr_assert(memcmp(px, want, bytes) == 0,
+                      "%s: pixels differ after allocation %ld failed", path, n);
+        }
+    }
+    tsr_engine_free(e);
+    free(px);
+    return fired;
+}
+
+/* tsr_sink_open("null") + tsr_engine_stream with allocation n failed. */
+static bool
+stream_failing(const tsr_design *d, const char *path, const tsr_engine_opts *o, long n)
+{
+    tsr_error err = {TSR_OK, ""};
+    fa_arm(n);
+    tsr_sink *s = tsr_sink_open("null", &err);
+    tsr_engine *e = s ? tsr_engine_new(d, o, &err) : NULL;
+    tsr_status st = e ? tsr_engine_stream(e, s, 0, NULL, NULL, &err) : err.status;
+    fa_disarm();
+    bool fired = fa_fired();
+    if (s) {
+        tsr_error cerr = {TSR_OK, ""};
+        tsr_status cs = tsr_sink_close(s, &cerr);
+        cr_assert(cs == TSR_OK || st != TSR_OK, "%s: close: %s", path, cerr.msg);
+    }
+    if (st == TSR_OK) {
+        cr_assert(e != NULL);
+    } else {
+        cr_assert(fired, "%s: stream failed without an allocation failure: %s", path, err.msg);
+        cr_assert_eq(st, TSR_ENOMEM, "%s: stream, allocation %ld failed: status %s (%s)", path,
+                     n, tsr_status_name(st), err.msg);
+        cr_assert(err.msg[0], "%s: allocation %ld failed without a message", path, n);
+    }
+    tsr_engine_free(e);
+    return fired;
+}
+
+Test(alloc, every_allocation_of_a_small_render_can_fail_cleanly)
+{
+    char **files = designs_to_load();
+    long total = 0;
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1};
+    for (size_t i = 0; files[i]; i++) {
+        if (strstr(files[i], "/tests/designs/good/"))
+            continue; /* loader fixtures */
+        tsr_error err = {TSR_OK, ""};
+        tsr_design *d = tsr_engine_load(files[i], &err);
+        cr_assert(d != NULL, "%s: %s", files[i], err.msg);
+        tsr_rect r = small_rect(d);
+        /* the design's tiles, and tiles of 7: many tiles, halos assembled from several */
+        for (int64_t tile = 0; tile <= 7; tile += 7) {
+            tsr_engine_opts ot = o;
+            ot.tile = tile;
+            float *want = render_ref(d, r, &ot);
+            long n = 1;
+            while (render_failing(d, files[i], r, &ot, want, n))
+                n++;
+            report(tile ? "render7" : "render", files[i], n - 1);
+            total += n - 1;
+            free(want);
+        }
+        /* whole streams of the tiny designs (the writer thread, band buffers, sinks) */
+        if (d->root->w * d->root->h <= 64 * 64) {
+            long m = 1;
+            while (stream_failing(d, files[i], &o, m))
+                m++;
+            report("stream", files[i], m - 1);
+            total += m - 1;
+        }
+        tsr_design_free(d);
+        NO_LEAKS(files[i]);
+    }
+    fprintf(stderr, "alloc: render+stream total %ld failure points\n", total);
+    th_glob_free(files);
+}
+
+Test(alloc, every_allocation_of_a_preview_can_fail_cleanly)
+{
+    const char *rel[] = {"designs/examples/microlens-sphere.yaml",
+                         "tests/oracle/designs/image_gray.yaml"};
+    char out[] = "/tmp/tsr-alloc-XXXXXX";
+    int fd = mkstemp(out);
+    cr_assert(fd >= 0);
+    close(fd);
+    for (size_t i = 0; i < 2; i++) {
+        char *path = th_src(rel[i]);
+        tsr_error err = {TSR_OK, ""};
+        tsr_design *d = tsr_engine_load(path, &err);
+        cr_assert(d != NULL, "%s: %s", path, err.msg);
+        tsr_engine_opts o = {.backend = "cpu", .threads = 1};
+        tsr_rect r = small_rect(d);
+        long n = 1;
+        for (;; n++) {
+            err = (tsr_error){TSR_OK, ""};
+            fa_arm(n);
+            tsr_engine *e = tsr_engine_new(d, &o, &err);
+            tsr_status st = e ? tsr_engine_preview(e, r, 3, 16, out, &err) : err.status;
+            fa_disarm();
+            bool fired = fa_fired();
+            tsr_engine_free(e);
+            if (st != TSR_OK) {
+                cr_assert(fired, "%s: preview failed: %s", path, err.msg);
+                cr_assert_eq(st, TSR_ENOMEM, "%s: preview, allocation %ld failed: %s (%s)",
+                             path, n, tsr_status_name(st), err.msg);
+            }
+            if (!fired)
+                break;
+        }
+        report("preview", path, n - 1);
+        tsr_design_free(d);
+        free(path);
+        NO_LEAKS(rel[i]);
+    }
+    unlink(out);
+}
