@@ -348,14 +348,6 @@ halo_of(const tsr_edge *e, int64_t *hx, int64_t *hy)
     }
 }
 
-/* The child rect whose layer pixels fall in parent rect pr (empty if none). */
-static tsr_rect
-child_part(const tsr_edge *e, tsr_rect pr)
-{
-    tsr_rect c = tsr_rect_make(0, 0, e->child->w, e->child->h);
-    return tsr_rect_intersect(tsr_rect_shift(pr, -e->offset[0], -e->offset[1]), c);
-}
-
 /* [a, a + len) taken modulo n as at most two spans inside [0, n). */
 static int
 wrap_spans(int64_t a, int64_t len, int64_t n, int64_t *s0, int64_t *sl)
@@ -382,7 +374,7 @@ static size_t
 blur_need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
     const tsr_blur_params *p = e->params;
-    tsr_rect cr = child_part(e, pr);
+    tsr_rect cr = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(cr))
         return 0;
     int64_t hx, hy;
@@ -953,7 +945,7 @@ blur_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
 {
     const char *where = e->where ? e->where : "blur";
     size_t npx = (size_t)(pr.w * pr.h);
-    tsr_rect cr = child_part(e, pr);
+    tsr_rect cr = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(cr)) {
         memset(L, 0, npx * sizeof *L);
         memset(cov, 0, npx);

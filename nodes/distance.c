@@ -197,19 +197,11 @@ prepare(tsr_edge *e, tsr_error *err)
     return TSR_OK;
 }
 
-/* The covered child rect for parent rect pr: pr in child coordinates, clipped to the child. */
-static tsr_rect
-covered(const tsr_edge *e, tsr_rect pr)
-{
-    tsr_rect cr = tsr_rect_shift(pr, -e->offset[0], -e->offset[1]);
-    return tsr_rect_intersect(cr, tsr_rect_make(0, 0, e->child->w, e->child->h));
-}
-
 static size_t
 need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
     const tsr_distance_params *p = e->params;
-    tsr_rect cr = covered(e, pr);
+    tsr_rect cr = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(cr))
         return 0;
     out[0] = tsr_rect_intersect(tsr_rect_grow(cr, p->dmax),
@@ -474,7 +466,7 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     const tsr_distance_params *p = e->params;
     const tsr_distance_state *st = e->state;
     const char *where = e->where ? e->where : "distance";
-    tsr_rect cr = covered(e, pr);
+    tsr_rect cr = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(cr))
         return TSR_OK;
     tsr_rect hr;

@@ -272,6 +272,12 @@ extern const tsr_trait *const tsr_traits[];
 /* Common edge keys, parsed by the loader into tsr_edge itself. */
 extern const char *const tsr_edge_keys[]; /* NULL-terminated */
 
+/* The part of parent rect `pr` that a child placed at the edge's offset covers, in child
+ * coordinates (pr shifted by -offset, clipped to the child): what pattern, distance and blur
+ * lay over pr. Empty when they do not reach it. */
+tsr_rect
+tsr_edge_covered(const tsr_edge *e, tsr_rect pr);
+
 /* Blend a layer into P over n pixels (DESIGN.md §2.3, float32 arithmetic). */
 void
 tsr_blend_apply(tsr_blend b, int mask_nonzero, float *P, const float *L, const uint8_t *cov,

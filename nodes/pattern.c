@@ -3,18 +3,10 @@
 
 #include <string.h>
 
-/* The part of parent rect `pr` the child covers, in child coordinates. */
-static tsr_rect
-child_part(const tsr_edge *e, tsr_rect pr)
-{
-    tsr_rect c = tsr_rect_shift(pr, -e->offset[0], -e->offset[1]);
-    return tsr_rect_intersect(c, tsr_rect_make(0, 0, e->child->w, e->child->h));
-}
-
 static size_t
 need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
-    tsr_rect c = child_part(e, pr);
+    tsr_rect c = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(c))
         return 0;
     out[0] = c;
@@ -26,7 +18,7 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
       uint8_t *cov, tsr_error *err)
 {
     (void)err;
-    tsr_rect c = child_part(e, pr);
+    tsr_rect c = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(c) || nviews == 0)
         return TSR_OK;
     int64_t lx = c.x + e->offset[0] - pr.x, ly = c.y + e->offset[1] - pr.y;

@@ -138,6 +138,13 @@ tsr_design_prepare(tsr_design *d, tsr_error *err)
     return TSR_OK;
 }
 
+tsr_rect
+tsr_edge_covered(const tsr_edge *e, tsr_rect pr)
+{
+    tsr_rect c = tsr_rect_shift(pr, -e->offset[0], -e->offset[1]);
+    return tsr_rect_intersect(c, tsr_rect_make(0, 0, e->child->w, e->child->h));
+}
+
 /* Each mode in its own loop so the compiler vectorises it; float32 arithmetic as written. */
 void
 tsr_blend_apply(tsr_blend b, int mask_nonzero, float *restrict P, const float *restrict L,
