@@ -289,7 +289,6 @@ cmd_render(args *a, tsr_engine *e)
             return fail(&err);
         so.header = &hdr;
     }
-    install_stop();
     tsr_sink *s = tsr_sink_open_ex(out, &so, &err);
     if (!s) {
         if (g_stop)
@@ -344,7 +343,6 @@ static int
 cmd_controller(args *a)
 {
     tsr_error err = {0};
-    install_stop();
     tsr_controller_opts o = {.listen = a->listen, .rate = a->rate, .out = a->out,
                              .jobs = a->jobs, .stop = &g_stop, .log = stderr};
     if (tsr_controller_run(&o, &err) != TSR_OK)
@@ -481,6 +479,10 @@ main(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    /* From here on SIGINT/SIGTERM stop cleanly (a stop during loading ends the render
+     * before its first byte, still with the resume message). */
+    if (strcmp(a.cmd, "render") == 0 || strcmp(a.cmd, "controller") == 0)
+        install_stop();
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
     tsr_error err = {0};

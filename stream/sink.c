@@ -530,9 +530,10 @@ handshake(tsr_sink *s, const tsr_header *h, tsr_error *err)
     if (s->kind != SINK_TCP)
         return TSR_OK;
     uint8_t ans[8];
-    if (net_get(s, ans, sizeof ans, ANSWER_TIMEOUT_S, "before answering the header", err) !=
-        TSR_OK)
-        return TSR_EIO;
+    tsr_status st = net_get(s, ans, sizeof ans, ANSWER_TIMEOUT_S, "before answering the header",
+                            err);
+    if (st != TSR_OK)
+        return st;
     uint64_t r = 0;
     for (int i = 7; i >= 0; i--)
         r = (r << 8) | ans[i];

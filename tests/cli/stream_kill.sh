@@ -95,7 +95,7 @@ ctl=$CPID
   2>"$tmp/int.err" &
 snd=$!
 CHILDREN+=("$snd")
-sleep 0.6
+wait_for "$tmp/ctl.log" "job 1:" && sleep 0.4
 kill -INT "$snd"
 reap "$snd"; src=$REAPED
 reap "$ctl"; crc=$REAPED

@@ -11,7 +11,7 @@ json() { "$PY" -c 'import json,sys; j=json.loads(open(sys.argv[1]).readline()); 
 
 # recv_start ARGS...: start proto.py recv in the background; sets RPID and RPORT
 recv_start() {
-  rm -f "$tmp/port"
+  rm -f "$tmp/port" "$tmp/port.started"
   "$PY" "$PROTO" recv --port-file "$tmp/port" "$@" >"$tmp/recv.json" 2>"$tmp/recv.err" &
   RPID=$!
   CHILDREN+=("$RPID")
@@ -83,7 +83,7 @@ recv_start --out "$tmp/ra.raw"
   2>"$tmp/send.err" &
 snd=$!
 CHILDREN+=("$snd")
-sleep 0.5
+wait_for "$tmp/port.started" . && sleep 0.3
 kill -INT "$snd"
 reap "$snd"
 src=$REAPED
@@ -101,7 +101,7 @@ recv_start
   2>"$tmp/send.err" &
 snd=$!
 CHILDREN+=("$snd")
-sleep 0.4
+wait_for "$tmp/port.started" . && sleep 0.3
 kill -TERM "$snd"
 reap "$snd"
 src=$REAPED

@@ -95,7 +95,7 @@ rm -f "$tmp/int.raw"
 "$TESSERA" render "$DESIGN" -o "$tmp/int.raw" --rate 1MB/s --progress none 2>"$tmp/int.err" &
 snd=$!
 CHILDREN+=("$snd")
-sleep 0.6
+wait_bytes "$tmp/int.raw" && sleep 0.3
 kill -INT "$snd"
 reap "$snd"
 n=$(sed -n 's/^tessera: interrupted at byte \([0-9]*\); resume with --resume-at \1$/\1/p' "$tmp/int.err")
@@ -113,7 +113,7 @@ rm -f "$tmp/pid"
   wait
 } | cat >"$tmp/pint.raw" &
 CHILDREN+=("$!")
-wait_for "$tmp/pid" . && sleep 0.5
+wait_for "$tmp/pid" . && wait_bytes "$tmp/pint.raw" && sleep 0.3
 pid=$(cat "$tmp/pid")
 CHILDREN+=("$pid")
 kill -TERM "$pid"

@@ -73,6 +73,17 @@ wait_for() {
   return 1
 }
 
+# wait_bytes FILE [TENTHS]: until FILE is not empty (default 10 s)
+wait_bytes() {
+  local f=$1 n=${2:-100}
+  while [ "$n" -gt 0 ]; do
+    [ -s "$f" ] && return 0
+    sleep 0.1
+    n=$((n - 1))
+  done
+  return 1
+}
+
 # start_controller LOG [ARGS...]: starts `tessera controller --listen 127.0.0.1:$CPORT ARGS`
 # (CPORT=0 the first time: a free port is picked and kept, so restarts reuse it); sets CPID.
 CPORT=0

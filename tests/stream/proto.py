@@ -140,6 +140,8 @@ def cmd_recv(a):
     h = parse_header(hb)
     answer = REFUSED if a.answer == "refuse" else int(a.answer)
     conn.sendall(struct.pack("<Q", answer))
+    with open(a.port_file + ".started", "w") as f:  # tests wait for this before a signal
+        f.write("header answered\n")
     summary = dict(header=h, answer=a.answer)
     if a.answer == "refuse" or a.close_after_header:
         # a refused sender sends nothing more; wait for it to close
