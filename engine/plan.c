@@ -166,7 +166,9 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     p->per_thread = sat_add(path[root->id], sat_mul(sat_mul(troot_w, p->band_rows), 4));
     free(path);
     p->threads = e->threads;
-    p->fixed = sat_add(p->fixed, (int64_t)(d->nnodes * 256));
+    /* bookkeeping per node, and the sink's own buffers: the writer pool rounded out to 2 MiB
+     * huge-page boundaries (up to 8 MiB more) and a deflate stream's buffers (~1 MiB) */
+    p->fixed = sat_add(p->fixed, (int64_t)(d->nnodes * 256) + ((int64_t)10 << 20));
     p->minimum = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
     p->budget = budget;
     p->cache = budget - p->minimum;

@@ -107,7 +107,7 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
     fprintf(f, "\nmemory plan (--memory %s):\n", bu);
     fprintf(f, "  bands        %s (3 in flight, %lld rows each)\n", a, (long long)p->band_rows);
     fprintf(f, "  per thread   %s x %lld threads\n", b, (long long)p->threads);
-    fprintf(f, "  fixed        %s (tables, images)\n", c);
+    fprintf(f, "  fixed        %s (tables, images, sink buffers)\n", c);
     fprintf(f, "  tile cache   %s\n", dd);
     fprintf(f, "  minimum      %s (the smallest --memory that runs)\n", m);
     uint64_t bytes = tsr_engine_stream_bytes(e);
