@@ -70,6 +70,41 @@ convert8_avx2(const float *v, size_t n, uint8_t *out, double lo, double span, bo
     }
     return i;
 }
+
+/* 16-bit samples, little-endian, no calibration: the same steps with max 65535. */
+__attribute__((target("avx2"))) static size_t
+convert16_avx2(const float *v, size_t n, uint8_t *out, double lo, double span, bool recip)
+{
+    const __m256d vlo = _mm256_set1_pd(lo), vs = _mm256_set1_pd(recip ? 1.0 / span : span),
+                  zero = _mm256_setzero_pd(), one = _mm256_set1_pd(1.0),
+                  m = _mm256_set1_pd(65535.0), half = _mm256_set1_pd(0.5);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 f = _mm256_loadu_ps(v + i);
+        __m256d a = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(f)), vlo);
+        __m256d b = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(f, 1)), vlo);
+        a = recip ? _mm256_mul_pd(a, vs) : _mm256_div_pd(a, vs);
+        b = recip ? _mm256_mul_pd(b, vs) : _mm256_div_pd(b, vs);
+        a = _mm256_min_pd(_mm256_max_pd(a, zero), one);
+        b = _mm256_min_pd(_mm256_max_pd(b, zero), one);
+        __m128i ia = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(a, m), half));
+        __m128i ib = _mm256_cvttpd_epi32(_mm256_add_pd(_mm256_mul_pd(b, m), half));
+        /* 0..65535 into unsigned 16 bits; x86 is little-endian, as the stream is */
+        _mm_storeu_si128((__m128i *)(out + 2 * i), _mm_packus_epi32(ia, ib));
+    }
+    return i;
+}
+#endif
+
+#ifdef __x86_64__
+static int
+have_avx2(void)
+{
+    static int avx2 = -1; /* racy first use is harmless: every thread writes the same */
+    if (avx2 < 0)
+        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return avx2;
+}
 #endif
 
 static size_t
@@ -119,10 +154,8 @@ tsr_convert(const tsr_output *o, const float *v, size_t n, uint8_t *out)
         bool recip = power_of_two(span);
         size_t i;
 #ifdef __x86_64__
-        static int avx2 = -1; /* racy first use is harmless: every thread writes the same */
-        if (avx2 < 0)
-            avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-        i = avx2 ? convert8_avx2(v, n, out, lo, span, recip) : convert8_sse2(v, n, out, lo, span, recip);
+        i = have_avx2() ? convert8_avx2(v, n, out, lo, span, recip)
+                        : convert8_sse2(v, n, out, lo, span, recip);
 #else
         i = convert8_sse2(v, n, out, lo, span, recip);
 #endif
@@ -138,7 +171,12 @@ tsr_convert(const tsr_output *o, const float *v, size_t n, uint8_t *out)
             out[i] = (uint8_t)tsr_convert_one(o, v[i]);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#ifdef __x86_64__
+    if (o->calibration.n == 0 && have_avx2())
+        i = convert16_avx2(v, n, out, lo, span, power_of_two(span));
+#endif
+    for (; i < n; i++) {
         uint32_t s = tsr_convert_one(o, v[i]);
         out[2 * i] = (uint8_t)(s & 0xff);
         out[2 * i + 1] = (uint8_t)(s >> 8);

@@ -139,14 +139,15 @@ Test(engine, fast_8bit_conversion_equals_the_reference_at_every_step)
     const double ranges[][2] = {{-0.25, 1.5}, {0.0, 1.0}, {1.0, 0.0}, {-2.0, 2.0}, {0.0, 0.5}, {0.1, 0.3}};
     enum { N = 4099 };
     static float v[N];
-    uint8_t out[N];
-    for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
-        tsr_output o = {.depth = 8, .range = {ranges[r][0], ranges[r][1]}};
+    static uint8_t out[2 * N];
+    for (size_t r = 0; r < 2 * sizeof ranges / sizeof ranges[0]; r++) {
+        int depth = r & 1 ? 16 : 8;
+        tsr_output o = {.depth = depth, .range = {ranges[r / 2][0], ranges[r / 2][1]}};
         unsigned seed = 12345;
         double lo = o.range[0], span = o.range[1] - o.range[0];
         for (int i = 0; i < N; i++) {
             if (i < 1024) { /* values right at the rounding boundaries, and their neighbours */
-                float f = (float)(lo + ((i / 4) + 0.5) / 255.0 * span);
+                float f = (float)(lo + ((i / 4) + 0.5) / (depth == 8 ? 255.0 : 65535.0) * span);
                 v[i] = (i & 3) == 0 ? f : (i & 3) == 1 ? nextafterf(f, 9) : (i & 3) == 2 ? nextafterf(f, -9) : -f;
             } else {
                 seed = seed * 1103515245u + 12345u;
@@ -157,10 +158,12 @@ Test(engine, fast_8bit_conversion_equals_the_reference_at_every_step)
         v[8] = INFINITY;
         v[9] = -INFINITY;
         tsr_convert(&o, v, N, out);
-        for (int i = 0; i < N; i++)
-            cr_assert_eq(out[i], tsr_convert_one(&o, v[i]), "range [%g, %g]: value %.9g at %d",
-                         o.range[0], o.range[1], v[i], i);
-        cr_assert_eq(out[7], 0, "NaN converts to 0");
+        for (int i = 0; i < N; i++) {
+            uint32_t got = depth == 8 ? out[i] : (uint32_t)out[2 * i] | (uint32_t)out[2 * i + 1] << 8;
+            cr_assert_eq(got, tsr_convert_one(&o, v[i]), "depth %d range [%g, %g]: value %.9g at %d",
+                         depth, o.range[0], o.range[1], v[i], i);
+        }
+        cr_assert(out[7 * (depth / 8)] == 0, "NaN converts to 0");
     }
 }
 
