@@ -749,6 +749,33 @@ oom:
     return doom(c);
 }
 
+/* The longest chain of nodes below root, whatever the order the loader met them in: a ref:
+ * chain written leaves first never recurses in the loader, but the engine recurses once per
+ * level when it renders, so TSR_DESIGN_MAX_DEPTH bounds the chain itself. `order` is
+ * children first; ids are positions in it. */
+static tsr_status
+check_depth(dctx *c, tsr_node **order, size_t n)
+{
+    size_t *level = malloc(n * sizeof *level);
+    if (!level)
+        return doom(c);
+    tsr_status st = TSR_OK;
+    for (size_t i = 0; i < n && st == TSR_OK; i++) {
+        const tsr_node *x = order[i];
+        size_t l = 1;
+        for (size_t k = 0; k < x->nedges; k++)
+            if (level[x->edges[k].child->id] + 1 > l)
+                l = level[x->edges[k].child->id] + 1;
+        level[i] = l;
+        if (l > TSR_DESIGN_MAX_DEPTH)
+            st = tsr_fail(c->err, TSR_EINVAL,
+                          "%s: nodes nested deeper than %d (inline nodes and ref: chains count)",
+                          x->where, TSR_DESIGN_MAX_DEPTH);
+    }
+    free(level);
+    return st;
+}
+
 static tsr_status
 load_tree(dctx *c, const ynode *top, tsr_design *d, tsr_node **root)
 {
@@ -852,6 +879,8 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
     if (load_tree(&c, tree.root, d, &root) != TSR_OK)
         goto fail;
     if (order_nodes(&c, root, &order, &norder) != TSR_OK)
+        goto fail;
+    if (check_depth(&c, order, norder) != TSR_OK)
         goto fail;
     if (drop_unreachable(&c, order, norder) != TSR_OK)
         goto fail;

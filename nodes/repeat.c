@@ -3,10 +3,17 @@
  *
  * Work is per parent rect: only the copies that touch it are enumerated (a 2e6 px root with a
  * 50 px period has 1.6e9 copies; a 512 px tile meets a few dozen). Lattice coordinates are
- * found with exact 128-bit integer arithmetic, never floats. */
+ * found with exact 128-bit integer arithmetic, never floats.
+ *
+ * A lattice given by long, nearly parallel vectors (u = [2^40, 1], v = [2^40 - 1, 1] is the
+ * whole integer grid) cannot be walked in its own coordinates: a tile's copies are spread over
+ * ~2^49 values of i and j. Such a lattice is walked in its Lagrange-reduced basis (the same
+ * points, short vectors) and, where the overlap mode depends on copy order, the copies found
+ * are sorted back into copy order (ascending j, then i, of the u, v given): same bits. */
 #include "nodes/nodes.h"
 #include "nodes/params.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,22 +118,83 @@ cdiv128(__int128 a, __int128 b)
     return -fdiv128(-a, b);
 }
 
-/* Iterates the copies whose rect meets `area` (parent coords), in copy order: ascending j,
- * then ascending i. Copy origins lie in B = [area.x - w + 1, area.x + area.w - 1] x (same in
- * y); the lattice coordinates of B's corners bound i and j, then each candidate is tested
- * exactly. */
+/* The basis a copy walk uses: (u, v) itself, or its Lagrange reduction when (u, v) is so
+ * skewed that walking it would visit far more lattice coordinates than copies. */
+typedef struct walk_basis {
+    int64_t u[2], v[2]; /* the basis walked */
+    __int128 t[4];      /* walked copy (i, j) is copy (t[0] i + t[2] j, t[1] i + t[3] j) of (u, v) */
+    bool reduced;       /* walked in another basis: not in copy order */
+} walk_basis;
+
+/* Candidates visited per copy found, roughly, for a square area: (|vx| + |vy|)(|ux| + |uy|) /
+ * |det|. 1 for axis-aligned vectors, < 2.4 for a reduced basis, 2^80 for the grid above. */
+static double
+skew(const int64_t u[2], const int64_t v[2])
+{
+    double det = fabs((double)((__int128)u[0] * v[1] - (__int128)u[1] * v[0]));
+    return ((fabs((double)v[0]) + fabs((double)v[1])) * (fabs((double)u[0]) + fabs((double)u[1]))) /
+           det;
+}
+
+#define SKEW_MAX 64.0
+
+static __int128
+dot128(const __int128 a[2], const __int128 b[2])
+{
+    return a[0] * b[0] + a[1] * b[1];
+}
+
+/* Lagrange (Gauss) reduction of a 2-D lattice basis, tracking the unimodular transform. Every
+ * quantity stays below ~2^84 (coordinates <= 2^41, their products, the transform's entries
+ * bounded by |b1| |b2| / det), so 128-bit arithmetic is exact. */
+static void
+lattice_basis(const tsr_repeat_params *r, walk_basis *b)
+{
+    memcpy(b->u, r->u, sizeof b->u);
+    memcpy(b->v, r->v, sizeof b->v);
+    b->t[0] = 1, b->t[1] = 0, b->t[2] = 0, b->t[3] = 1;
+    b->reduced = false;
+    if (skew(r->u, r->v) <= SKEW_MAX)
+        return;
+    __int128 a[2] = {r->u[0], r->u[1]}, c[2] = {r->v[0], r->v[1]};
+    __int128 ta[2] = {1, 0}, tc[2] = {0, 1}; /* a = ta[0] u + ta[1] v, c likewise */
+    for (int step = 0; step < 1000; step++) {
+        if (dot128(a, a) > dot128(c, c)) {
+            __int128 x[2] = {a[0], a[1]}, tx[2] = {ta[0], ta[1]};
+            a[0] = c[0], a[1] = c[1], ta[0] = tc[0], ta[1] = tc[1];
+            c[0] = x[0], c[1] = x[1], tc[0] = tx[0], tc[1] = tx[1];
+        }
+        __int128 n = dot128(a, a), d = dot128(a, c);
+        __int128 mu = fdiv128(2 * d + n, 2 * n); /* nearest integer to d / n */
+        if (mu == 0)
+            break;
+        c[0] -= mu * a[0], c[1] -= mu * a[1];
+        tc[0] -= mu * ta[0], tc[1] -= mu * ta[1];
+    }
+    b->u[0] = (int64_t)a[0], b->u[1] = (int64_t)a[1];
+    b->v[0] = (int64_t)c[0], b->v[1] = (int64_t)c[1];
+    /* walked (i, j) -> i*a + j*c = (i ta[0] + j tc[0]) u + (i ta[1] + j tc[1]) v */
+    b->t[0] = ta[0], b->t[1] = ta[1], b->t[2] = tc[0], b->t[3] = tc[1];
+    b->reduced = true;
+}
+
+/* Iterates the copies whose rect meets `area` (parent coords). Copy origins lie in
+ * B = [area.x - w + 1, area.x + area.w - 1] x (same in y); the walked basis coordinates of
+ * B's corners bound i and j, then each candidate is tested exactly. In copy order (ascending
+ * j, then ascending i) unless the basis was reduced. With skew <= SKEW_MAX (the walked basis
+ * always), |i*u| and |j*v| stay below 2^42 * 64, so positions fit int64. */
 typedef struct copy_iter {
-    const tsr_repeat_params *r;
+    walk_basis b;
     int64_t ox, oy, cw, ch; /* lattice origin, child size */
     tsr_rect area;
-    int64_t i0, i1, j0, j1, i, j; /* inclusive bounds, cursor */
+    int64_t i0, i1, j0, j1, i, j; /* inclusive bounds, cursor (walked basis) */
 } copy_iter;
 
 static void
 iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
 {
-    const tsr_repeat_params *r = e->params;
-    it->r = r;
+    lattice_basis(e->params, &it->b);
+    const int64_t *u = it->b.u, *v = it->b.v;
     it->ox = e->offset[0];
     it->oy = e->offset[1];
     it->cw = e->child->w;
@@ -140,15 +208,15 @@ iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
     it->j = it->j0;
     if (tsr_rect_empty(area))
         return;
-    __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
+    __int128 det = (__int128)u[0] * v[1] - (__int128)u[1] * v[0];
     __int128 bx[2] = {(__int128)area.x - it->cw + 1 - it->ox, (__int128)area.x + area.w - 1 - it->ox};
     __int128 by[2] = {(__int128)area.y - it->ch + 1 - it->oy, (__int128)area.y + area.h - 1 - it->oy};
     __int128 imin = 0, imax = 0, jmin = 0, jmax = 0;
     for (int k = 0; k < 4; k++) {
         __int128 px = bx[k & 1], py = by[k >> 1];
         /* solve p = i*u + j*v: i = (px*vy - py*vx)/det, j = (py*ux - px*uy)/det */
-        __int128 ni = px * r->v[1] - py * r->v[0];
-        __int128 nj = py * r->u[0] - px * r->u[1];
+        __int128 ni = px * v[1] - py * v[0];
+        __int128 nj = py * u[0] - px * u[1];
         __int128 lo_i = fdiv128(ni, det), hi_i = cdiv128(ni, det);
         __int128 lo_j = fdiv128(nj, det), hi_j = cdiv128(nj, det);
         if (k == 0 || lo_i < imin) imin = lo_i;
@@ -165,27 +233,44 @@ iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
 }
 
 /* Next copy meeting the area: its rect clipped to the area, in parent coords, and the child
- * coords of that clip's corner. False when done. */
+ * coords of that clip's corner; *key (may be NULL) gets its (j, i) of the given u, v. False
+ * when done. */
 static bool
-iter_next(copy_iter *it, tsr_rect *clip, int64_t *cx, int64_t *cy)
+iter_next(copy_iter *it, tsr_rect *clip, int64_t *cx, int64_t *cy, __int128 key[2])
 {
+    const int64_t *u = it->b.u, *v = it->b.v;
     while (it->j <= it->j1) {
         while (it->i <= it->i1) {
             int64_t i = it->i++;
-            int64_t px = it->ox + i * it->r->u[0] + it->j * it->r->v[0];
-            int64_t py = it->oy + i * it->r->u[1] + it->j * it->r->v[1];
+            int64_t px = it->ox + i * u[0] + it->j * v[0];
+            int64_t py = it->oy + i * u[1] + it->j * v[1];
             tsr_rect c = tsr_rect_intersect(tsr_rect_make(px, py, it->cw, it->ch), it->area);
             if (tsr_rect_empty(c))
                 continue;
             *clip = c;
             *cx = c.x - px;
             *cy = c.y - py;
+            if (key) {
+                key[0] = it->b.t[1] * i + it->b.t[3] * it->j;
+                key[1] = it->b.t[0] * i + it->b.t[2] * it->j;
+            }
             return true;
         }
         it->i = it->i0;
         it->j++;
     }
     return false;
+}
+
+/* Upper bound of the copies meeting any w x h area: the candidates a walk visits there (the
+ * corner bounds move by at most 1 each way when the area is translated). */
+static size_t
+copies_bound(const tsr_edge *e, int64_t w, int64_t h)
+{
+    copy_iter it;
+    iter_init(&it, e, tsr_rect_make(0, 0, w, h));
+    double n = ((double)(it.i1 - it.i0) + 3) * ((double)(it.j1 - it.j0) + 3);
+    return n < 1e15 ? (size_t)n : (size_t)1e15;
 }
 
 /* True when no copy other than (0, 0) meets copy (0, 0): then at most one copy covers any
@@ -200,7 +285,7 @@ copies_disjoint(const tsr_edge *e)
     tsr_rect clip;
     int64_t cx, cy;
     int n = 0;
-    while (iter_next(&it, &clip, &cx, &cy))
+    while (iter_next(&it, &clip, &cx, &cy, NULL))
         if (++n > 1)
             return false;
     return true;
@@ -225,7 +310,7 @@ need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
     tsr_rect all = {0, 0, 0, 0}, clip;
     int64_t cx, cy;
     bool overflow = false;
-    while (iter_next(&it, &clip, &cx, &cy)) {
+    while (iter_next(&it, &clip, &cx, &cy, NULL)) {
         tsr_rect c = tsr_rect_make(cx, cy, clip.w, clip.h);
         all = tsr_rect_union(all, c);
         if (overflow)
@@ -272,86 +357,179 @@ find_view(const tsr_view *views, size_t nviews, tsr_rect c)
     return NULL;
 }
 
+/* A copy found by a walk in a reduced basis, kept to be applied in copy order. */
+typedef struct copy_rec {
+    __int128 key[2]; /* (j, i) of the given u, v */
+    tsr_rect clip;
+    int64_t cx, cy;
+} copy_rec;
+
+static int
+rec_cmp(const void *pa, const void *pb)
+{
+    const copy_rec *a = pa, *b = pb;
+    for (int k = 0; k < 2; k++)
+        if (a->key[k] != b->key[k])
+            return a->key[k] < b->key[k] ? -1 : 1;
+    return 0;
+}
+
+/* What the layer accumulates; count is uint16_t per pixel, or uint32_t (count32) when more
+ * than 65535 copies can cover one pixel. */
+typedef struct acc {
+    const tsr_repeat_params *r;
+    int ov;
+    tsr_rect pr;
+    float *L;
+    uint8_t *cov;
+    uint16_t *count;
+    uint32_t *count32;
+} acc;
+
+/* Blend one copy (clip in parent coords, (cx, cy) its corner in child coords) into the layer. */
+static void
+apply_copy(const acc *a, const tsr_view *v, tsr_rect clip, int64_t cx, int64_t cy)
+{
+    for (int64_t y = 0; y < clip.h; y++) {
+        const float *restrict src = tsr_view_row(v, cx, cy + y);
+        size_t at = (size_t)((clip.y - a->pr.y + y) * a->pr.w + (clip.x - a->pr.x));
+        float *restrict l = a->L + at;
+        uint8_t *restrict c = a->cov + at;
+        int64_t w = clip.w;
+        if (a->r->disjoint) {
+            memcpy(l, src, (size_t)w * sizeof(float));
+            memset(c, 1, (size_t)w);
+            continue;
+        }
+        switch (a->ov) {
+        case TSR_OVERLAP_FIRST:
+            for (int64_t x = 0; x < w; x++) {
+                l[x] = c[x] ? l[x] : src[x];
+                c[x] = 1;
+            }
+            break;
+        case TSR_OVERLAP_ADD:
+            for (int64_t x = 0; x < w; x++) {
+                l[x] = c[x] ? l[x] + src[x] : src[x];
+                c[x] = 1;
+            }
+            break;
+        case TSR_OVERLAP_MAX:
+            for (int64_t x = 0; x < w; x++) {
+                l[x] = (c[x] && !(src[x] > l[x])) ? l[x] : src[x];
+                c[x] = 1;
+            }
+            break;
+        default: { /* average: float32 sum of the non-zero values in copy order */
+            if (a->count32) {
+                uint32_t *restrict n = a->count32 + at;
+                for (int64_t x = 0; x < w; x++) {
+                    float s = src[x];
+                    uint32_t nz = s != 0.0f;
+                    l[x] = (c[x] ? l[x] : 0.0f) + (nz ? s : 0.0f);
+                    n[x] += nz;
+                    c[x] = 1;
+                }
+                break;
+            }
+            /* Branch-free so it vectorises: a first touch starts the sum at +0, and 0 + s = s
+             * exactly; adding +0 for a zero value leaves the sum unchanged. Same bits as
+             * "first non-zero value, then add each later one". */
+            uint16_t *restrict n = a->count + at;
+            for (int64_t x = 0; x < w; x++) {
+                float s = src[x];
+                uint16_t nz = s != 0.0f;
+                l[x] = (c[x] ? l[x] : 0.0f) + (nz ? s : 0.0f);
+                n[x] = (uint16_t)(n[x] + nz);
+                c[x] = 1;
+            }
+            break;
+        }
+        }
+    }
+}
+
+/* More copies than a uint16_t counts can cover one pixel (a dense lattice of a big child). */
+static bool
+wide_counts(const tsr_edge *e)
+{
+    return copies_bound(e, 1, 1) > UINT16_MAX;
+}
+
 static tsr_status
 layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, float *L,
       uint8_t *cov, tsr_error *err)
 {
     const tsr_repeat_params *r = e->params;
-    int ov = r->overlap;
-    uint16_t *count = NULL;
+    acc a = {r, r->overlap, pr, L, cov, NULL, NULL};
+    copy_rec *recs = NULL;
+    size_t nrec = 0, cap = 0;
+    tsr_status st = TSR_OK;
     if (r->disjoint) /* one contribution per pixel: average s/1 = s, first/max/add = s */
-        ov = TSR_OVERLAP_FIRST;
-    if (ov == TSR_OVERLAP_AVERAGE) {
-        count = calloc((size_t)pr.w * (size_t)pr.h, sizeof *count);
-        if (!count)
+        a.ov = TSR_OVERLAP_FIRST;
+    size_t total = (size_t)pr.w * (size_t)pr.h;
+    if (a.ov == TSR_OVERLAP_AVERAGE) {
+        if (wide_counts(e))
+            a.count32 = calloc(total, sizeof *a.count32);
+        else
+            a.count = calloc(total, sizeof *a.count);
+        if (!a.count && !a.count32)
             return tsr_fail(err, TSR_ENOMEM, "repeat: out of memory");
     }
     copy_iter it;
     iter_init(&it, e, active_area(e, pr));
+    /* a reduced walk is out of copy order: where order matters, collect, sort, then apply */
+    bool sort = it.b.reduced && !r->disjoint;
     tsr_rect clip;
     int64_t cx, cy;
-    tsr_status st = TSR_OK;
-    while (iter_next(&it, &clip, &cx, &cy)) {
+    __int128 key[2];
+    while (iter_next(&it, &clip, &cx, &cy, key)) {
+        if (sort) {
+            if (nrec == cap) {
+                size_t ncap = cap ? cap * 2 : 256;
+                copy_rec *n = realloc(recs, ncap * sizeof *n);
+                if (!n) {
+                    st = tsr_fail(err, TSR_ENOMEM, "repeat: out of memory (copy list)");
+                    break;
+                }
+                recs = n;
+                cap = ncap;
+            }
+            recs[nrec++] = (copy_rec){{key[0], key[1]}, clip, cx, cy};
+            continue;
+        }
         const tsr_view *v = find_view(views, nviews, tsr_rect_make(cx, cy, clip.w, clip.h));
         if (!v) {
             st = tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
             break;
         }
-        for (int64_t y = 0; y < clip.h; y++) {
-            const float *restrict src = tsr_view_row(v, cx, cy + y);
-            size_t at = (size_t)((clip.y - pr.y + y) * pr.w + (clip.x - pr.x));
-            float *restrict l = L + at;
-            uint8_t *restrict c = cov + at;
-            int64_t w = clip.w;
-            if (r->disjoint) {
-                memcpy(l, src, (size_t)w * sizeof(float));
-                memset(c, 1, (size_t)w);
-                continue;
-            }
-            switch (ov) {
-            case TSR_OVERLAP_FIRST:
-                for (int64_t x = 0; x < w; x++) {
-                    l[x] = c[x] ? l[x] : src[x];
-                    c[x] = 1;
-                }
-                break;
-            case TSR_OVERLAP_ADD:
-                for (int64_t x = 0; x < w; x++) {
-                    l[x] = c[x] ? l[x] + src[x] : src[x];
-                    c[x] = 1;
-                }
-                break;
-            case TSR_OVERLAP_MAX:
-                for (int64_t x = 0; x < w; x++) {
-                    l[x] = (c[x] && !(src[x] > l[x])) ? l[x] : src[x];
-                    c[x] = 1;
-                }
-                break;
-            default: { /* average: float32 sum of the non-zero values in copy order */
-                /* Branch-free so it vectorises: a first touch starts the sum at +0, and 0 + s = s
-                 * exactly; adding +0 for a zero value leaves the sum unchanged. Same bits as
-                 * "first non-zero value, then add each later one". */
-                uint16_t *restrict n = count + at;
-                for (int64_t x = 0; x < w; x++) {
-                    float s = src[x];
-                    uint16_t nz = s != 0.0f;
-                    l[x] = (c[x] ? l[x] : 0.0f) + (nz ? s : 0.0f);
-                    n[x] = (uint16_t)(n[x] + nz);
-                    c[x] = 1;
-                }
+        apply_copy(&a, v, clip, cx, cy);
+    }
+    if (sort && st == TSR_OK) {
+        if (nrec > 1)
+            qsort(recs, nrec, sizeof *recs, rec_cmp);
+        for (size_t k = 0; k < nrec; k++) {
+            const copy_rec *c = &recs[k];
+            const tsr_view *v =
+                find_view(views, nviews, tsr_rect_make(c->cx, c->cy, c->clip.w, c->clip.h));
+            if (!v) {
+                st = tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
                 break;
             }
-            }
+            apply_copy(&a, v, c->clip, c->cx, c->cy);
         }
     }
-    if (count) {
+    free(recs);
+    if (a.count || a.count32) {
         if (st == TSR_OK) {
-            size_t total = (size_t)pr.w * (size_t)pr.h;
-            for (size_t i = 0; i < total; i++)
+            for (size_t i = 0; i < total; i++) {
+                uint32_t n = a.count ? a.count[i] : a.count32[i];
                 if (cov[i]) /* covered with no non-zero value: the sum is +0 and stays 0 */
-                    L[i] = count[i] ? L[i] / (float)count[i] : 0.0f;
+                    L[i] = n ? L[i] / (float)n : 0.0f;
+            }
         }
-        free(count);
+        free(a.count);
+        free(a.count32);
     }
     return st;
 }
@@ -360,7 +538,16 @@ static size_t
 scratch(const tsr_edge *e, int64_t tw, int64_t th)
 {
     const tsr_repeat_params *r = e->params;
-    return r->overlap == TSR_OVERLAP_AVERAGE && !r->disjoint ? (size_t)tw * (size_t)th * sizeof(uint16_t) : 0;
+    if (r->disjoint)
+        return 0;
+    size_t b = 0;
+    if (r->overlap == TSR_OVERLAP_AVERAGE)
+        b = (size_t)tw * (size_t)th * (wide_counts(e) ? sizeof(uint32_t) : sizeof(uint16_t));
+    walk_basis wb;
+    lattice_basis(r, &wb);
+    if (wb.reduced) /* the copy list, grown by doubling */
+        b += 2 * copies_bound(e, tw, th) * sizeof(copy_rec);
+    return b;
 }
 
 const tsr_trait tsr_trait_repeat = {

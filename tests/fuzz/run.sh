@@ -25,8 +25,10 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     log="$build/fuzz-$short.log"
     echo "fuzz: $name for ${secs}s, corpus $corpus (log $log)"
     start=$(date +%s)
-    # -timeout: one input may take 20 s (ASan, a 1000-node design); longer is a hang finding.
-    "$bin" -max_total_time="$secs" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
+    # -timeout is wall-clock: one input may take a second of CPU (a distance table of dmax 4096
+    # under ASan), many more at nice 19 on a busy machine; only a real hang should pass 120 s.
+    "$bin" -max_total_time="$secs" -timeout="${FUZZ_TIMEOUT:-120}" -rss_limit_mb=4096 \
+        -print_final_stats=1 \
         "${dict[@]}" -artifact_prefix="$build/findings/$short-" "$corpus" "${seeds[@]}" \
         >"$log" 2>&1
     rc=$?
