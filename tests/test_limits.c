@@ -668,3 +668,22 @@ Test(limits, a_png_that_lies_about_its_size_is_a_clear_error)
     cr_assert(strstr(err.msg, "img.yaml:3:9: root.size: [4, 8] differs from the image size [8, 4]"),
               "%s", err.msg);
 }
+
+/* More copies over one pixel than a 16-bit count holds: a 300 x 300 child on the unit grid
+ * covers every pixel 90000 times; the average of 90000 ones is 1 (a wrapped count said 3.68). */
+Test(limits, an_average_of_more_than_65535_copies_counts_them_all)
+{
+    tsr_design *d = th_design("tessera: 1\n"
+                              "root:\n"
+                              "  size: [8, 8]\n"
+                              "  children:\n"
+                              "    - trait: repeat-vector\n"
+                              "      u: [1, 0]\n"
+                              "      v: [0, 1]\n"
+                              "      node: {size: [300, 300], fill: 1}\n");
+    float *px = render(d, tsr_rect_make(0, 0, 8, 8), 0, 1);
+    for (int i = 0; i < 64; i++)
+        cr_assert_eq(px[i], 1.0f, "pixel %d is %.9g", i, (double)px[i]);
+    free(px);
+    tsr_design_free(d);
+}
