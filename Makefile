@@ -46,9 +46,10 @@ asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE oracle
 
-# libFuzzer targets (tests/fuzz/fuzz_*.c), built with clang + ASan/UBSan in $(FUZZ_BUILD) and
-# run FUZZ_SECONDS each from their corpus ($(FUZZ_BUILD)/corpus/NAME, seeded from
-# tests/fuzz/regress/NAME and the design folders). Installs clang, libFuzzer and clang's
+# libFuzzer targets (tests/fuzz/fuzz_*.c: design = loader + dump + engine on small designs,
+# png = the image reader, frame = the framed stream's decoders), built with clang + ASan/UBSan
+# in $(FUZZ_BUILD) and run FUZZ_SECONDS each from their corpus ($(FUZZ_BUILD)/corpus/NAME,
+# seeded from tests/fuzz/regress/NAME, the design folders and the oracle's PNGs). Installs clang, libFuzzer and clang's
 # OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits non-zero on a finding, which is
 # saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under tests/fuzz/regress/NAME/, where
 # ctest (fuzz_regress_NAME, every build, no clang needed) replays it. Long runs:

@@ -20,6 +20,7 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     mkdir -p "$corpus" "$src/tests/fuzz/regress/$short"
     seeds=("$src/tests/fuzz/regress/$short")
     [ "$short" = design ] && seeds+=("${seeds_design[@]}")
+    [ "$short" = png ] && seeds+=("$src/tests/oracle/designs/img")
     dict=()
     [ -f "$src/tests/fuzz/$short.dict" ] && dict=(-dict="$src/tests/fuzz/$short.dict")
     log="$build/fuzz-$short.log"

@@ -1,0 +1,81 @@
+/* Fuzz target: the framed stream's decoders (DESIGN.md §3), as a receiver meets them: a
+ * 75-byte header, then frames (24-byte head + payload) until the input ends. Properties: a
+ * header that decodes encodes back to the same bytes and is self-consistent (depth 8|16,
+ * total = width * height * depth / 8, 1 <= swath width <= width); a frame head round-trips;
+ * a deflated payload either inflates to exactly its raw length or fails with a message.
+ * Payloads claiming more than 1 MiB raw are skipped (the receiver's TSR_FRAME_MAX_RAW check
+ * is its own; this is about the decoders).
+ *
+ * Not here yet: `tessera controller`'s reader itself (the socket loop: resume handshake,
+ * frame order, abort and trailer handling, state file). Once its parsing is a function over
+ * bytes (e.g. feed(state, buf, n) -> status), give it a target like this one, seeded from
+ * tests/stream/ transcripts, and replay its crashers in fuzz_regress_<name>. */
+#include "stream/stream.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROPERTY(cond, ...) \
+    do { \
+        if (!(cond)) { \
+            fprintf(stderr, "fuzz_frame: property violated: " __VA_ARGS__); \
+            fputc('\n', stderr); \
+            abort(); \
+        } \
+    } while (0)
+
+#define RAW_MAX ((uint32_t)1 << 20)
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < TSR_HEADER_SIZE)
+        return 0;
+    tsr_header h;
+    tsr_error err = {TSR_OK, ""};
+    if (tsr_header_decode(data, &h, &err) != TSR_OK) {
+        PROPERTY(err.status == TSR_EINVAL && err.msg[0], "header: status %d, '%s'", err.status,
+                 err.msg);
+    } else {
+        uint8_t again[TSR_HEADER_SIZE];
+        tsr_header_encode(&h, again);
+        PROPERTY(memcmp(again, data, TSR_HEADER_SIZE) == 0, "header does not round-trip");
+        PROPERTY(h.depth == 8 || h.depth == 16, "depth %u", h.depth);
+        PROPERTY(h.swath_width >= 1 && h.swath_width <= h.width, "swath width");
+        unsigned __int128 t = (unsigned __int128)h.width * h.height * (h.depth / 8);
+        PROPERTY(t == h.total, "total %llu", (unsigned long long)h.total);
+    }
+    size_t at = TSR_HEADER_SIZE;
+    uint8_t *out = NULL;
+    while (size - at >= TSR_FRAME_HEAD) {
+        tsr_frame f;
+        tsr_frame_decode(data + at, &f);
+        uint8_t again[TSR_FRAME_HEAD];
+        tsr_frame_encode(&f, again);
+        PROPERTY(memcmp(again, data + at, TSR_FRAME_HEAD) == 0, "frame head does not round-trip");
+        at += TSR_FRAME_HEAD;
+        if (f.wire > size - at)
+            break; /* truncated: a receiver waits for more */
+        const uint8_t *payload = data + at;
+        at += f.wire;
+        if (!(f.flags & TSR_FRAME_DEFLATE) || f.raw > RAW_MAX)
+            continue;
+        uint8_t *o = realloc(out, f.raw ? f.raw : 1);
+        if (!o)
+            break;
+        out = o;
+        err = (tsr_error){TSR_OK, ""};
+        tsr_status st = tsr_inflate(payload, f.wire, out, f.raw, &err);
+        if (st == TSR_OK)
+            (void)tsr_crc32(0, out, f.raw);
+        else
+            PROPERTY(st == err.status && err.msg[0], "inflate: status %d, '%s'", st, err.msg);
+    }
+    free(out);
+    return 0;
+}
