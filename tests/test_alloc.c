@@ -280,3 +280,35 @@ Test(alloc, every_allocation_of_a_preview_can_fail_cleanly)
     }
     unlink(out);
 }
+
+/* Two worker threads share the tile cache: a failure in one while the other waits for the
+ * same tile must hand the computation over or fail cleanly, never hang or leak. Which call is
+ * "the n-th" now depends on the schedule, so n runs over the count of a whole run. */
+Test(alloc, failures_on_two_threads_leave_the_cache_consistent)
+{
+    const char *rel[] = {"tests/oracle/designs/refs_nested.yaml",
+                         "designs/examples/microlens-sphere.yaml"};
+    for (size_t i = 0; i < 2; i++) {
+        char *path = th_src(rel[i]);
+        tsr_error err = {TSR_OK, ""};
+        tsr_design *d = tsr_engine_load(path, &err);
+        cr_assert(d != NULL, "%s: %s", path, err.msg);
+        tsr_engine_opts o = {.backend = "cpu", .threads = 2, .tile = 7};
+        tsr_rect r = small_rect(d);
+        float *want = render_ref(d, r, &o);
+        /* a whole run's calls, counted with a failure that never comes */
+        fa_arm(-1);
+        free(render_ref(d, r, &o));
+        long calls = fa_calls();
+        fa_disarm();
+        /* every 7th point: OpenMP's thread start-up per band makes each try slow */
+        long tried = 0;
+        for (long n = 1; n <= calls; n += 7, tried++)
+            render_failing(d, path, r, &o, want, n);
+        report("render2t", path, tried);
+        free(want);
+        tsr_design_free(d);
+        free(path);
+        NO_LEAKS(rel[i]);
+    }
+}
