@@ -1,0 +1,97 @@
+/* tiles: rects, grids with ragged edges, checked arithmetic, floor division. */
+#include "tiles/tiles.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+Test(tiles, intersect_of_disjoint_rects_is_empty)
+{
+    tsr_rect a = {0, 0, 10, 10}, b = {10, 0, 5, 5};
+    cr_assert(tsr_rect_empty(tsr_rect_intersect(a, b)));
+    tsr_rect c = tsr_rect_intersect(a, tsr_rect_make(-5, 3, 8, 100));
+    cr_assert(tsr_rect_equal(c, tsr_rect_make(0, 3, 3, 7)));
+}
+
+Test(tiles, union_ignores_empty_rects_and_grow_adds_a_margin)
+{
+    tsr_rect e = {5, 5, 0, 3}, a = {1, 2, 3, 4};
+    cr_assert(tsr_rect_equal(tsr_rect_union(e, a), a));
+    cr_assert(tsr_rect_equal(tsr_rect_union(a, tsr_rect_make(10, -1, 1, 1)), tsr_rect_make(1, -1, 10, 7)));
+    cr_assert(tsr_rect_equal(tsr_rect_grow(a, 2), tsr_rect_make(-1, 0, 7, 8)));
+    cr_assert(tsr_rect_contains(tsr_rect_grow(a, 2), a));
+    cr_assert(!tsr_rect_contains(a, tsr_rect_grow(a, 1)));
+}
+
+Test(tiles, grid_edges_are_ragged_and_tiles_cover_the_node_once)
+{
+    tsr_grid g = tsr_grid_make(1000, 7, 512);
+    cr_assert_eq(g.nx, 2);
+    cr_assert_eq(g.ny, 1);
+    cr_assert(tsr_rect_equal(tsr_grid_tile_rect(&g, 1, 0), tsr_rect_make(512, 0, 488, 7)));
+    int64_t area = 0;
+    for (int64_t ty = 0; ty < g.ny; ty++)
+        for (int64_t tx = 0; tx < g.nx; tx++) {
+            tsr_rect r = tsr_grid_tile_rect(&g, tx, ty);
+            area += r.w * r.h;
+        }
+    cr_assert_eq(area, 7000);
+}
+
+Test(tiles, tiles_of_a_rect_are_clipped_to_the_node)
+{
+    tsr_grid g = tsr_grid_make(100, 50, 7);
+    int64_t x0, y0, x1, y1;
+    tsr_grid_tiles_of(&g, tsr_rect_make(6, 13, 2, 2), &x0, &y0, &x1, &y1);
+    cr_assert(x0 == 0 && x1 == 2 && y0 == 1 && y1 == 3, "%lld %lld %lld %lld", (long long)x0,
+              (long long)x1, (long long)y0, (long long)y1);
+    tsr_grid_tiles_of(&g, tsr_rect_make(-50, -50, 10, 10), &x0, &y0, &x1, &y1);
+    cr_assert(x0 == x1, "a rect outside the node meets no tile");
+    tsr_grid_tiles_of(&g, tsr_rect_make(-5, 45, 500, 500), &x0, &y0, &x1, &y1);
+    cr_assert(x0 == 0 && x1 == 15 && y0 == 6 && y1 == 8);
+}
+
+Test(tiles, checked_arithmetic_refuses_overflow_and_leaves_the_output)
+{
+    int64_t out = 42;
+    cr_assert(!tsr_mul_checked(INT64_MAX / 2 + 1, 2, &out));
+    cr_assert(!tsr_add_checked(INT64_MAX, 1, &out));
+    cr_assert_eq(out, 42);
+    cr_assert(tsr_mul_checked((int64_t)1 << 40, (int64_t)1 << 22, &out));
+    cr_assert_eq(out, (int64_t)1 << 62);
+    cr_assert_eq(tsr_tile_bytes(tsr_rect_make(0, 0, INT64_MAX / 2, 4)), 0, "overflow gives 0 bytes");
+    cr_assert_null(tsr_tile_new(tsr_rect_make(0, 0, INT64_MAX / 2, 4)));
+}
+
+Test(tiles, floor_division_and_modulo_round_toward_minus_infinity)
+{
+    cr_assert_eq(tsr_floor_div(-1, 4), -1);
+    cr_assert_eq(tsr_floor_mod(-1, 4), 3);
+    cr_assert_eq(tsr_floor_div(-8, 4), -2);
+    cr_assert_eq(tsr_floor_mod(-8, 4), 0);
+    cr_assert_eq(tsr_floor_div(7, 4), 1);
+    cr_assert_eq(tsr_floor_mod(-1099511627776, 7), ((-1099511627776 % 7) + 7) % 7);
+}
+
+Test(tiles, errors_format_where_and_what_and_map_to_exit_codes)
+{
+    tsr_error err;
+    cr_assert_eq(tsr_fail(&err, TSR_EINVAL, "%s:%d: bad", "a.yaml", 3), TSR_EINVAL);
+    cr_assert_str_eq(err.msg, "a.yaml:3: bad");
+    cr_assert_eq(tsr_status_exit_code(TSR_EINVAL), 2);
+    cr_assert_eq(tsr_status_exit_code(TSR_EPLAN), 2);
+    cr_assert_eq(tsr_status_exit_code(TSR_EIO), 1);
+    cr_assert_eq(tsr_status_exit_code(TSR_OK), 0);
+    cr_assert_eq(tsr_fail(NULL, TSR_ENOMEM, "x"), TSR_ENOMEM, "a NULL error is allowed");
+}
+
+Test(tiles, tile_pixels_are_cache_line_aligned)
+{
+    tsr_tile *t = tsr_tile_new(tsr_rect_make(3, 4, 5, 6));
+    cr_assert_not_null(t);
+    cr_assert_eq((uintptr_t)t->px % 64, 0);
+    tsr_view v = tsr_tile_view(t);
+    t->px[1 * 5 + 2] = 7.0f;
+    cr_assert_eq(*tsr_view_row(&v, 5, 5), 7.0f);
+    tsr_tile_free(t);
+}
