@@ -8,8 +8,8 @@ mkdir -p out
 echo "== tessera check $design"
 "$tessera" check "$design" | tail -n 12
 echo
-echo "== tessera render $design --rows 0:2048 -o out/demo.raw"
-"$tessera" render "$design" --rows 0:2048 -o out/demo.raw
+echo "== tessera render $design --rows 0:512 -o out/demo.raw"
+"$tessera" render "$design" --rows 0:512 -o out/demo.raw
 ls -l out/demo.raw
 echo
 echo "== tessera preview $design --region 0,0,1200,900 -o out/demo.png"
