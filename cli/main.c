@@ -405,7 +405,7 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
         fprintf(f, "{\"design\":");
         json_str(f, a->design);
         fprintf(f, ",\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
-                   "\"mb_per_s\":%.3f,\"target_mb_per_s\":%.3f,\"headroom\":%.3f,"
+                   "\"mb_per_s\":%.6f,\"target_mb_per_s\":%.6f,\"headroom\":%.6f,"
                    "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
                    "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
                    "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
