@@ -25,19 +25,23 @@ root:
     - {trait: blur, sigma: 2, ref: field, blend: max}
     - {trait: distance, ref: field, dmax: 20, threshold: 0.5, offset: [7, -3], blend: add}
 Y
+# Under ASan a 280 MB render takes minutes and RSS is shadow memory: keep only the refusal.
+asan=0
+ldd "$TESSERA" 2>/dev/null | grep -q libasan && asan=1
 for m in 64M 4G; do
+    [ "$asan" -eq 1 ] && { echo "skip renders under a sanitizer build"; break; }
     if /usr/bin/time -f "%M" -o "$tmp/rss.$m" "$TESSERA" render "$tmp/wide.yaml" --memory "$m" \
         --progress none -o "$tmp/out.$m" 2>"$tmp/err.$m"; then ok "render --memory $m"
     else bad "render --memory $m: $(cat "$tmp/err.$m")"; fi
 done
-rss=$(tail -1 "$tmp/rss.64M")
-if ldd "$TESSERA" 2>/dev/null | grep -q libasan; then
-    echo "skip peak RSS: a sanitizer build's shadow memory is not the engine's"
-elif [ "$rss" -lt 128000 ]; then ok "peak RSS ${rss} KB < 128 MB with --memory 64M"
-else bad "peak RSS ${rss} KB with --memory 64M"; fi
-if cmp -s "$tmp/out.64M" "$tmp/out.4G" && [ "$(stat -c %s "$tmp/out.64M")" -eq $((400000 * 700)) ]; then
-    ok "same bytes with --memory 64M and 4G"
-else bad "bytes differ between --memory 64M and 4G"; fi
+if [ "$asan" -eq 0 ]; then
+    rss=$(tail -1 "$tmp/rss.64M")
+    if [ "$rss" -lt 128000 ]; then ok "peak RSS ${rss} KB < 128 MB with --memory 64M"
+    else bad "peak RSS ${rss} KB with --memory 64M"; fi
+    if cmp -s "$tmp/out.64M" "$tmp/out.4G" && [ "$(stat -c %s "$tmp/out.64M")" -eq $((400000 * 700)) ]; then
+        ok "same bytes with --memory 64M and 4G"
+    else bad "bytes differ between --memory 64M and 4G"; fi
+fi
 if "$TESSERA" render "$tmp/wide.yaml" --memory 8M -o "$tmp/none.raw" 2>"$tmp/err"; then
     bad "--memory 8M was not refused"
 elif [ $? -eq 2 ] && grep -q "needs at least" "$tmp/err" && [ ! -s "$tmp/none.raw" ]; then
