@@ -91,6 +91,14 @@ sat_mul(int64_t a, int64_t b)
     return tsr_mul_checked(a, b, &r) ? r : INT64_MAX;
 }
 
+/* Pixels of node n's largest tile: a node smaller than its tile edge is one small tile. */
+static int64_t
+tile_px(const tsr_engine *e, const tsr_node *n)
+{
+    int64_t t = e->tile[n->id];
+    return sat_mul(t < n->w ? t : n->w, t < n->h ? t : n->h);
+}
+
 /* Bytes one computation of node n over a rect of rw x rh holds itself: L, cov, fetched child
  * rects (assembled copies or pinned tiles, rounded out to whole tiles) and trait scratch. */
 static int64_t
@@ -106,10 +114,10 @@ node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
         const tsr_edge *ed = &n->edges[k];
         tsr_rect want[TSR_NEED_MAX];
         size_t nw = ed->trait->need(ed, r, want);
-        int64_t t = e->tile[ed->child->id], b = 0;
+        int64_t tb = tile_px(e, ed->child), b = 0;
         for (size_t i = 0; i < nw; i++) {
             /* assembled copy + the tile pinned while copying, or the pinned tile itself */
-            b = sat_add(b, sat_add(sat_mul(sat_mul(want[i].w, want[i].h), 4), sat_mul(sat_mul(t, t), 4)));
+            b = sat_add(b, sat_add(sat_mul(sat_mul(want[i].w, want[i].h), 4), sat_mul(tb, 4)));
         }
         if (ed->trait->scratch)
             b = sat_add(b, (int64_t)ed->trait->scratch(ed, rw, rh));
@@ -144,12 +152,11 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
         if (e->period[n->id][0]) /* the period tile, cached but counted as always held */
             p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(tsr_rect_make(0, 0, e->period[n->id][0], e->period[n->id][1])));
         int64_t t = e->tile[n->id];
-        int64_t rw = n == root ? (t < n->w ? t : n->w) : t, rh = n == root ? p->band_rows : t;
+        int64_t rw = t < n->w ? t : n->w, rh = n == root ? p->band_rows : (t < n->h ? t : n->h);
         int64_t deepest = 0;
         for (size_t k = 0; k < n->nedges; k++) {
             const tsr_node *c = n->edges[k].child;
-            int64_t tc = e->tile[c->id];
-            int64_t own = sat_add(sat_mul(sat_mul(tc, tc), 4), path[c->id]);
+            int64_t own = sat_add(sat_mul(tile_px(e, c), 4), path[c->id]);
             if (own > deepest)
                 deepest = own;
             if (strcmp(n->edges[k].trait->name, "distance") == 0) {

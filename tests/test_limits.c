@@ -687,3 +687,21 @@ Test(limits, an_average_of_more_than_65535_copies_counts_them_all)
     free(px);
     tsr_design_free(d);
 }
+
+/* The memory plan counts a node's real tile, not a whole tile edge squared: a 1000-deep chain
+ * of 3 x 2 px nodes needs kilobytes per thread (it asked for 6.5 GB, refusing the default). */
+Test(limits, a_chain_of_1000_small_nodes_plans_small)
+{
+    char *yaml = chain_yaml(1000, false);
+    tsr_design *d = th_design(yaml);
+    tsr_error err = {TSR_OK, ""};
+    tsr_engine_opts o = {.backend = "cpu", .threads = 2};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    const tsr_plan *p = tsr_engine_plan(e);
+    cr_assert_lt(p->per_thread, 1 << 20, "per thread %lld", (long long)p->per_thread);
+    cr_assert_lt(p->minimum, 64 << 20, "minimum %lld", (long long)p->minimum);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+    free(yaml);
+}
