@@ -30,16 +30,17 @@ test: tessera
 # `make check` = the suite in the normal build, then again under sanitizers.
 check: test asan
 
-# The suite under AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow, which
-# GCC leaves out of -fsanitize=undefined) + LeakSanitizer, in its own build dir, configured with -DTSR_CUDA=OFF (which also proves the CPU build never needs CUDA).
+# The suite under AddressSanitizer + UndefinedBehaviorSanitizer (with float-cast-overflow,
+# which GCC leaves out of -fsanitize=undefined) + LeakSanitizer, in its own build dir,
+# configured with -DTSR_CUDA=OFF (which also proves the CPU build never needs CUDA).
 # tests/CMakeLists.txt gives every test ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 (Criterion
 # ignores LSan's exit code 23 in its workers, not an abort) and fails any test whose output
 # holds a sanitizer report. Skipped here: label `oracle` (cli_oracle, cli_oracle_selftest), the
 # slowest tests and mostly Python (numpy renders, its own self-test), while the engine renders
 # the same tests/oracle/designs under ASan in test_engine (tile/thread invariance) and
 # fuzz_regress_design; label `rss` (cli_memory), whose peak-RSS bound ASan's shadow memory
-# breaks. Everything else runs, the alloc-failure and limits suites included: about 6 of the
-# ~12 minutes `make check` takes on 2 cores (docs/reliability.md has the measured times).
+# breaks. Everything else runs, the alloc-failure and limits suites included. This half is
+# about 60% of `make check`'s ~10 CPU-minutes (docs/reliability.md has the measured times).
 asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" -DCMAKE_C_FLAGS="-fsanitize=float-cast-overflow" \
@@ -50,8 +51,8 @@ asan: deps
 # libFuzzer targets (tests/fuzz/fuzz_*.c: design = loader + dump + engine on small designs,
 # png = the image reader, frame = the framed stream's decoders), built with clang + ASan/UBSan
 # in $(FUZZ_BUILD) and run FUZZ_SECONDS each from their corpus ($(FUZZ_BUILD)/corpus/NAME,
-# seeded from tests/fuzz/regress/NAME, the design folders and the oracle's PNGs). Installs clang, libFuzzer and clang's
-# OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits non-zero on a finding, which is
+# seeded from tests/fuzz/regress/NAME, the design folders and the oracle's PNGs). Installs
+# clang, libFuzzer and clang's OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits non-zero on a finding, which is
 # saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under tests/fuzz/regress/NAME/, where
 # ctest (fuzz_regress_NAME, every build, no clang needed) replays it. Long runs:
 #   nice -n 19 make fuzz FUZZ_SECONDS=1800
