@@ -52,9 +52,10 @@ asan: deps
 # png = the image reader, frame = the framed stream's decoders), built with clang + ASan/UBSan
 # in $(FUZZ_BUILD) and run FUZZ_SECONDS each from their corpus ($(FUZZ_BUILD)/corpus/NAME,
 # seeded from tests/fuzz/regress/NAME, the design folders and the oracle's PNGs). Installs
-# clang, libFuzzer and clang's OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits non-zero on a finding, which is
-# saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under tests/fuzz/regress/NAME/, where
-# ctest (fuzz_regress_NAME, every build, no clang needed) replays it. Long runs:
+# clang, libFuzzer and clang's OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits
+# non-zero on a finding, which is saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under
+# tests/fuzz/regress/NAME/, where ctest (fuzz_regress_NAME, every build, no clang needed)
+# replays it. Long runs:
 #   nice -n 19 make fuzz FUZZ_SECONDS=1800
 fuzz:
 	@TSR_DEPS_FUZZ=1 bash scripts/deps.sh
