@@ -18,6 +18,7 @@ static const char usage[] =
     "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
     "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
+    "                         [--stall-timeout S]\n"
     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png] [--depth 8|16]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
@@ -37,6 +38,7 @@ typedef struct args {
     int depth;
     double target; /* bytes/s */
     double rate;   /* --rate, bytes/s; 0 = unpaced */
+    double stall;  /* --stall-timeout, seconds; 0 = the sink's default */
     bool framed, deflate, have_resume;
     uint64_t resume_at;
     const char *progress; /* auto|bar|json|none */
@@ -105,7 +107,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS };
+           O_JOBS, O_STALL };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -115,7 +117,7 @@ parse_args(int argc, char **argv, args *a)
         {"rate", required_argument, 0, O_RATE},       {"framed", no_argument, 0, O_FRAMED},
         {"deflate", no_argument, 0, O_DEFLATE},       {"resume-at", required_argument, 0, O_RESUME},
         {"progress", required_argument, 0, O_PROGRESS}, {"listen", required_argument, 0, O_LISTEN},
-        {"jobs", required_argument, 0, O_JOBS},
+        {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -180,6 +182,13 @@ parse_args(int argc, char **argv, args *a)
             if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
                 return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
             break;
+        case O_STALL: {
+            char *end;
+            a->stall = strtod(optarg, &end);
+            if (end == optarg || *end || !(a->stall > 0) || a->stall > 1e9)
+                return usage_error("--stall-timeout %s: expected seconds > 0", optarg);
+            break;
+        }
         case O_FRAMED: a->framed = true; break;
         case O_DEFLATE: a->deflate = true; break;
         case O_RESUME: {
@@ -221,11 +230,14 @@ parse_args(int argc, char **argv, args *a)
         return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
     a->design = argv[optind];
     bool streaming = a->rate > 0 || a->framed || a->deflate || a->have_resume ||
-                     strcmp(a->progress, "auto") != 0;
+                     strcmp(a->progress, "auto") != 0 || a->stall > 0;
     if (streaming && strcmp(a->cmd, "render") != 0)
-        return usage_error("%s: --rate, --framed, --deflate, --resume-at and --progress are "
-                           "render options", a->cmd);
+        return usage_error("%s: --rate, --framed, --deflate, --resume-at, --progress and "
+                           "--stall-timeout are render options", a->cmd);
     bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
+    if (a->stall > 0 && !tcp)
+        return usage_error("--stall-timeout%s: only for a tcp:// output (files and pipes block "
+                           "as long as their reader does)", "");
     if (a->deflate && !a->framed && !tcp)
         return usage_error("--deflate%s: needs --framed or a tcp:// output", "");
     if (a->have_resume && tcp)
@@ -282,8 +294,10 @@ cmd_render(args *a, tsr_engine *e)
         return 2;
     }
     tsr_header hdr;
+    /* TSR_FAULT: the sink fault hook the reliability tests use (docs/reliability.md). */
     tsr_sink_opts so = {.start = a->resume_at, .framed = a->framed || tcp,
-                        .deflate = a->deflate, .rate = a->rate, .stop = &g_stop};
+                        .deflate = a->deflate, .rate = a->rate, .stop = &g_stop,
+                        .stall_s = a->stall, .fault = getenv("TSR_FAULT")};
     if (so.framed) {
         if (tsr_engine_header(e, &hdr, &err) != TSR_OK)
             return fail(&err);
@@ -323,7 +337,10 @@ cmd_render(args *a, tsr_engine *e)
             return 1;
         }
         int rc = fail(&err);
-        if (off > start && !tcp)
+        if (tcp)
+            fprintf(stderr, "tessera: stopped at byte %llu; run it again to resume (the "
+                    "controller answers the offset)\n", (unsigned long long)off);
+        else if (off > start)
             fprintf(stderr, "tessera: stopped at byte %llu; resume with --resume-at %llu\n",
                     (unsigned long long)off, (unsigned long long)off);
         return rc;

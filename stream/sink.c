@@ -46,6 +46,10 @@
  * given up (the receiver stopped reading): the stop must not hang. */
 #define STOP_GRACE_S 5.0
 
+/* A receiver that takes nothing this long (tsr_sink_opts.stall_s, --stall-timeout) is given
+ * up on: the controller's own silence limit (stream/controller.c) is the same. */
+#define STALL_DEFAULT_S 600.0
+
 #define CONNECT_TIMEOUT_S 10.0
 #define ANSWER_TIMEOUT_S 600.0 /* a controller serves one sender at a time: we may queue */
 #define CONFIRM_TIMEOUT_S 120.0
@@ -72,6 +76,12 @@ struct tsr_sink {
     size_t zcap;
     _Atomic uint64_t underruns;    /* times the paced sink waited for data */
     _Atomic uint64_t underrun_ns;  /* ... and for how long in all */
+    double stall_s;                /* tcp: give up on a receiver taking nothing this long */
+    uint64_t wpos;                 /* bytes of our output the medium took (heads included) */
+    uint64_t unit_end;             /* ... of them, those in whole units (header, frames) */
+    bool cuttable;                 /* a framed regular file: half a frame can be cut off */
+    uint64_t base;                 /* its file offset where our output begins */
+    tsr_fault fault;               /* the fault hook (tsr_sink_opts.fault) */
 };
 
 static bool
@@ -145,14 +155,22 @@ wait_fd(int fd, short events, int ms)
 
 /* ---- putting bytes on a descriptor ---------------------------------------------------- */
 
+/* The medium took k bytes. */
+static void
+took(tsr_sink *s, size_t k)
+{
+    s->wpos += k;
+    tsr_fault_took(&s->fault, k);
+}
+
 /* write(2) all n bytes to a file or pipe (blocking descriptors; a non-blocking one someone
  * handed us is waited on). With `count`, every byte taken is counted at once (raw sinks). */
 static tsr_status
 write_put(tsr_sink *s, const uint8_t *p, size_t n, bool count, tsr_error *err)
 {
     while (n > 0) {
-        size_t ask = n < WRITE_CHUNK ? n : WRITE_CHUNK;
-        ssize_t k = write(s->fd, p, ask);
+        size_t ask = tsr_fault_allow(&s->fault, n < WRITE_CHUNK ? n : WRITE_CHUNK);
+        ssize_t k = ask ? write(s->fd, p, ask) : -1; /* 0: the hook set errno */
         if (k < 0) {
             if (errno == EINTR)
                 continue;
@@ -167,6 +185,7 @@ write_put(tsr_sink *s, const uint8_t *p, size_t n, bool count, tsr_error *err)
              * will keep taking nothing; looping would spin forever. */
             return sink_fail(s, err, EIO);
         }
+        took(s, (size_t)k);
         if (count)
             atomic_fetch_add(&s->bytes, (uint64_t)k);
         p += k;
@@ -176,35 +195,40 @@ write_put(tsr_sink *s, const uint8_t *p, size_t n, bool count, tsr_error *err)
 }
 
 /* send(2) all n bytes of one unit (a header or frame part) on the non-blocking socket. A
- * stop request does not cut a unit, but after STOP_GRACE_S of a receiver that takes nothing
- * the connection is given up. */
+ * receiver that takes nothing for stall_s seconds is given up on (the connection is broken:
+ * whatever we queue would not get through either, an abort frame included). A stop request
+ * does not cut a unit, but then STOP_GRACE_S of a receiver taking nothing is enough. */
 static tsr_status
 net_put(tsr_sink *s, const uint8_t *p, size_t n, tsr_error *err)
 {
-    double stop_at = 0;
+    double last = tsr_mono_s(); /* when the receiver last took something */
     while (n > 0) {
-        ssize_t k = send(s->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        size_t ask = tsr_fault_allow(&s->fault, n);
+        ssize_t k = ask ? send(s->fd, p, ask, MSG_NOSIGNAL | MSG_DONTWAIT) : -1;
         if (k > 0) {
+            took(s, (size_t)k);
             p += k;
             n -= (size_t)k;
+            last = tsr_mono_s();
             continue;
         }
         if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return sink_fail(s, err, errno);
-        if (stopped(s)) {
-            double t = tsr_mono_s();
-            if (stop_at == 0)
-                stop_at = t;
-            else if (t - stop_at > STOP_GRACE_S) {
-                s->broken = true;
-                if (s->first.status == TSR_OK)
-                    tsr_fail(&s->first, TSR_EINTR,
-                             "%s: interrupted; the receiver took nothing for %.0f s", s->name,
-                             STOP_GRACE_S);
-                if (err)
-                    *err = s->first;
-                return s->first.status;
+        bool stop = stopped(s);
+        double limit = stop && s->stall_s > STOP_GRACE_S ? STOP_GRACE_S : s->stall_s;
+        if (tsr_mono_s() - last > limit) {
+            s->broken = true;
+            if (s->first.status == TSR_OK) {
+                if (stop)
+                    tsr_fail(&s->first, TSR_EINTR, "%s: interrupted; the receiver took "
+                             "nothing for %.0f s", s->name, limit);
+                else
+                    tsr_fail(&s->first, TSR_EIO, "%s: the receiver took nothing for %g s "
+                             "(--stall-timeout): giving up", s->name, limit);
             }
+            if (err)
+                *err = s->first;
+            return s->first.status;
         }
         if (!wait_fd(s->fd, POLLOUT, 100))
             return sink_fail(s, err, errno);
@@ -286,8 +310,8 @@ splice_pages(tsr_sink *s, uint8_t *p, size_t n, uint8_t **spliced_end, tsr_error
     while (body > 0) {
         if (stopped(s))
             return sink_interrupted(s, err);
-        struct iovec iov = {p, body};
-        ssize_t k = vmsplice(s->fd, &iov, 1, SPLICE_F_NONBLOCK);
+        struct iovec iov = {p, tsr_fault_allow(&s->fault, body)};
+        ssize_t k = iov.iov_len ? vmsplice(s->fd, &iov, 1, SPLICE_F_NONBLOCK) : -1;
         if (k < 0) {
             if (errno == EAGAIN || errno == EINTR) {
                 if (!wait_fd(s->fd, POLLOUT, 100))
@@ -299,16 +323,17 @@ splice_pages(tsr_sink *s, uint8_t *p, size_t n, uint8_t **spliced_end, tsr_error
             s->splice = false; /* EINVAL, ENOSYS, ...: not a pipe vmsplice can feed */
             break;
         }
-        size_t took = (size_t)k, rest = (PAGE - (took & (PAGE - 1))) & (PAGE - 1);
-        atomic_fetch_add(&s->bytes, (uint64_t)took);
+        size_t taken = (size_t)k, rest = (PAGE - (taken & (PAGE - 1))) & (PAGE - 1);
+        took(s, taken);
+        atomic_fetch_add(&s->bytes, (uint64_t)taken);
         /* The pipe holds a reference to the page the splice stopped in: finish that page by
          * copy before it is dropped, so no byte of it is lost and none is written twice. */
-        *spliced_end = p + took + rest; /* the pipe references these pages now */
-        if (rest && write_put(s, p + took, rest, true, err) != TSR_OK)
+        *spliced_end = p + taken + rest; /* the pipe references these pages now */
+        if (rest && write_put(s, p + taken, rest, true, err) != TSR_OK)
             return s->first.status;
-        p += took + rest;
-        body -= took + rest;
-        n -= took + rest;
+        p += taken + rest;
+        body -= taken + rest;
+        n -= taken + rest;
     }
     if (n && write_put(s, p, n, true, err) != TSR_OK)
         return s->first.status;
@@ -343,6 +368,7 @@ send_frame(tsr_sink *s, const tsr_frame *f, const uint8_t *payload, tsr_error *e
             return s->first.status;
         }
     }
+    s->unit_end = s->wpos;
     return TSR_OK;
 }
 
@@ -527,6 +553,7 @@ handshake(tsr_sink *s, const tsr_header *h, tsr_error *err)
     tsr_header_encode(h, buf);
     if (put_unit(s, buf, sizeof buf, err) != TSR_OK)
         return s->first.status;
+    s->unit_end = s->wpos;
     if (s->kind != SINK_TCP)
         return TSR_OK;
     uint8_t ans[8];
@@ -616,6 +643,13 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
         tsr_fail(err, TSR_EINVAL, "%s: rate must be positive", spec);
         return NULL;
     }
+    if (o->stall_s < 0 || o->stall_s != o->stall_s) {
+        tsr_fail(err, TSR_EINVAL, "%s: stall timeout must be positive", spec);
+        return NULL;
+    }
+    tsr_fault fault;
+    if (tsr_fault_parse(o->fault, &fault, err) != TSR_OK)
+        return NULL;
     if (framed && o->start > o->header->total) {
         tsr_fail(err, TSR_EINVAL, "%s: resume offset %llu is past the end (%llu bytes)", spec,
                  (unsigned long long)o->start, (unsigned long long)o->header->total);
@@ -671,6 +705,19 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
     s->rate = o->rate;
     tsr_bucket_init(&s->bucket, 0, 0);
     s->total = o->header ? o->header->total : 0;
+    s->stall_s = o->stall_s > 0 ? o->stall_s : STALL_DEFAULT_S;
+    s->fault = fault;
+    if (framed && (kind == SINK_FILE || kind == SINK_STDOUT)) {
+        /* A framed regular file can lose half a frame to ftruncate after a failed write and
+         * still end in an abort frame; where our output begins in it: */
+        struct stat st;
+        int fl = fcntl(fd, F_GETFL);
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fl >= 0) {
+            off_t at = (fl & O_APPEND) ? st.st_size : lseek(fd, 0, SEEK_CUR);
+            s->cuttable = at >= 0;
+            s->base = at >= 0 ? (uint64_t)at : 0;
+        }
+    }
 
     if (kind == SINK_STDOUT) {
         struct stat st;
@@ -766,11 +813,29 @@ tsr_sink_finish(tsr_sink *s, tsr_error *err)
     }
 }
 
+/* Cut a framed regular file back to its last whole unit (a failed write left part of one);
+ * true when it now ends there. Never before the header: a file without a whole header is
+ * plainly incomplete and an abort frame alone would be garbage. */
+static bool
+cut_back(tsr_sink *s)
+{
+    if (!s->cuttable || s->unit_end < TSR_HEADER_SIZE)
+        return false;
+    off_t at = (off_t)(s->base + s->unit_end);
+    if (ftruncate(s->fd, at) != 0 || lseek(s->fd, at, SEEK_SET) != at)
+        return false;
+    s->wpos = s->unit_end;
+    tsr_fault_seek(&s->fault, s->unit_end);
+    return true;
+}
+
 tsr_status
 tsr_sink_abort(tsr_sink *s, const char *reason, tsr_error *err)
 {
     if (!s || !s->framed)
         return TSR_OK;
+    if (s->broken && cut_back(s))
+        s->broken = false;
     if (s->broken) {
         if (err)
             *err = s->first;
@@ -787,6 +852,8 @@ tsr_sink_abort(tsr_sink *s, const char *reason, tsr_error *err)
     tsr_frame f = {tsr_sink_offset(s), (uint32_t)n, (uint32_t)n, tsr_crc32(0, p, n),
                    TSR_FRAME_ABORT};
     tsr_status st = send_frame(s, &f, p, err);
+    if (st != TSR_OK)
+        cut_back(s); /* no half abort frame either */
     if (st == TSR_OK && s->kind == SINK_TCP)
         shutdown(s->fd, SHUT_WR);
     s->broken = true; /* nothing may follow an abort */

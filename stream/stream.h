@@ -142,6 +142,11 @@ typedef struct tsr_sink_opts {
     const tsr_header *header;     /* borrowed; required when framed or tcp */
     volatile sig_atomic_t *stop;  /* borrowed, may be NULL: when non-zero, writes stop at the
                                    * next frame (framed) or chunk (raw) boundary, TSR_EINTR */
+    double stall_s;               /* tcp: seconds a receiver may take nothing before the sink
+                                   * gives up (TSR_EIO); 0 = 600 */
+    const char *fault;            /* test hook, NULL = none: "enospc@N", "epipe@N", "eio@N",
+                                   * "reset@N" fail the medium at its byte N; "short[:SEED]"
+                                   * makes every call take a random part (stream/fault.c) */
 } tsr_sink_opts;
 
 /* Open a sink by its -o spelling with streaming options. Beyond tsr_sink_open:
@@ -196,7 +201,10 @@ tsr_sink_finish(tsr_sink *s, tsr_error *err);
 
 /* End an incomplete stream: framed sinks send an abort frame (offset = tsr_sink_offset,
  * payload = `reason`, cut to TSR_ABORT_MAX bytes at a UTF-8 boundary) when the connection is
- * still whole (it is not after a failed write); raw sinks do nothing. Never a trailer. */
+ * still whole; raw sinks do nothing. Never a trailer. A framed regular file whose write failed
+ * is first cut back to its last whole frame, then gets the abort frame (if the medium takes
+ * it; if not, the file ends at that whole frame). A pipe or socket that failed gets nothing
+ * more: half a frame may be on its way already. */
 tsr_status
 tsr_sink_abort(tsr_sink *s, const char *reason, tsr_error *err);
 

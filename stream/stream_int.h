@@ -34,4 +34,33 @@ bool
 tsr_split_hostport(const char *hp, char *host, size_t hcap, char *port, size_t pcap,
                    int min_port);
 
+/* The sink fault hook (stream/fault.c, docs/reliability.md). Off when zeroed. */
+typedef struct tsr_fault {
+    bool on;       /* anything configured */
+    int err;       /* errno of the failure, 0 = none */
+    uint64_t at;   /* the medium byte it happens at (ENOSPC: the medium's capacity) */
+    bool failed;   /* it happened (errors other than ENOSPC stay) */
+    bool shorts;   /* every call takes a random 1..n bytes */
+    uint64_t rng;  /* their sequence */
+    uint64_t pos;  /* the medium byte the next call starts at */
+} tsr_fault;
+
+/* Parse "KIND@BYTE" (enospc, epipe, eio, reset) and "short[:SEED]", comma-separated; NULL or
+ * "" is no fault. TSR_EINVAL for anything else. */
+tsr_status
+tsr_fault_parse(const char *spec, tsr_fault *f, tsr_error *err);
+
+/* Before a call that would hand n bytes to the kernel: how many it may hand (1..n), or 0 with
+ * errno set when it must fail instead. */
+size_t
+tsr_fault_allow(tsr_fault *f, size_t n);
+
+/* After a call took k bytes. */
+void
+tsr_fault_took(tsr_fault *f, size_t k);
+
+/* The medium was cut back to byte pos (a framed file dropping half a frame). */
+void
+tsr_fault_seek(tsr_fault *f, uint64_t pos);
+
 #endif

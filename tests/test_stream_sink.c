@@ -84,80 +84,6 @@ header_for(uint64_t total)
     return h;
 }
 
-/* A framed transcript parsed back: header, frames (payloads inflated), end. */
-typedef struct parsed {
-    tsr_header h;
-    uint8_t *data;     /* samples from the first frame's offset */
-    uint64_t first;    /* the first frame's offset */
-    uint64_t bytes;    /* samples */
-    size_t frames, deflated;
-    bool trailer, abort;
-    uint32_t trailer_crc;
-    char reason[TSR_ABORT_MAX + 1];
-    uint64_t abort_offset;
-} parsed;
-
-static parsed
-parse_file(const char *path)
-{
-    size_t n;
-    uint8_t *f = th_read_file(path, &n);
-    cr_assert_not_null(f);
-    parsed p;
-    memset(&p, 0, sizeof p);
-    tsr_error err = {0};
-    cr_assert_geq(n, TSR_HEADER_SIZE);
-    cr_assert_eq(tsr_header_decode(f, &p.h, &err), TSR_OK, "%s", err.msg);
-    p.data = malloc(p.h.total + 1);
-    size_t at = TSR_HEADER_SIZE;
-    uint64_t pos = 0;
-    bool first = true;
-    while (at < n) {
-        cr_assert_leq(at + TSR_FRAME_HEAD, n, "half a frame head");
-        tsr_frame fr;
-        tsr_frame_decode(f + at, &fr);
-        at += TSR_FRAME_HEAD;
-        cr_assert(!p.trailer && !p.abort, "a frame after the end");
-        if (first) {
-            pos = p.first = fr.offset;
-            first = false;
-        }
-        cr_assert_leq(at + fr.wire, n, "half a payload");
-        if (fr.flags & TSR_FRAME_TRAILER) {
-            cr_assert_eq(fr.wire, 0);
-            cr_assert_eq(fr.raw, 0);
-            cr_assert_eq(fr.offset, pos);
-            p.trailer = true;
-            p.trailer_crc = fr.crc;
-        } else if (fr.flags & TSR_FRAME_ABORT) {
-            cr_assert_eq(fr.raw, fr.wire);
-            cr_assert_eq(fr.crc, tsr_crc32(0, f + at, fr.wire));
-            memcpy(p.reason, f + at, fr.wire);
-            p.reason[fr.wire] = '\0';
-            p.abort = true;
-            p.abort_offset = fr.offset;
-        } else {
-            cr_assert_eq(fr.offset, pos, "frames contiguous");
-            cr_assert_leq(pos + fr.raw, p.h.total);
-            if (fr.flags & TSR_FRAME_DEFLATE) {
-                cr_assert_eq(tsr_inflate(f + at, fr.wire, p.data + p.bytes, fr.raw, &err), TSR_OK,
-                             "%s", err.msg);
-                p.deflated++;
-            } else {
-                cr_assert_eq(fr.wire, fr.raw);
-                memcpy(p.data + p.bytes, f + at, fr.raw);
-            }
-            cr_assert_eq(tsr_crc32(0, p.data + p.bytes, fr.raw), fr.crc, "frame crc");
-            p.bytes += fr.raw;
-            pos += fr.raw;
-            p.frames++;
-        }
-        at += fr.wire;
-    }
-    free(f);
-    return p;
-}
-
 TestSuite(stream_sink, .init = make_dir, .fini = remove_dir);
 
 Test(stream_sink, framed_file_is_header_frames_and_a_trailer)
@@ -174,7 +100,7 @@ Test(stream_sink, framed_file_is_header_frames_and_a_trailer)
     cr_assert_eq(tsr_sink_offset(s), n);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK, "%s", err.msg);
     cr_assert_eq(tsr_sink_close(s, &err), TSR_OK);
-    parsed p = parse_file(in_dir("t.tsr"));
+    th_transcript p = th_parse_transcript_file(in_dir("t.tsr"));
     cr_assert(memcmp(p.h.fingerprint, h.fingerprint, 32) == 0);
     cr_assert(p.trailer && !p.abort);
     cr_assert_eq(p.first, 0);
@@ -199,7 +125,7 @@ Test(stream_sink, framed_resume_starts_at_b_and_the_trailer_covers_only_what_was
     cr_assert_eq(tsr_sink_write(s, b + B, n - B, &err), TSR_OK);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    parsed p = parse_file(in_dir("r.tsr"));
+    th_transcript p = th_parse_transcript_file(in_dir("r.tsr"));
     cr_assert_eq(p.first, B);
     cr_assert_eq(p.bytes, n - B);
     cr_assert(memcmp(p.data, b + B, n - B) == 0);
@@ -229,7 +155,7 @@ Test(stream_sink, incompressible_payloads_go_raw_under_deflate)
     cr_assert_eq(tsr_sink_write(s, b, n, &err), TSR_OK);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    parsed p = parse_file(in_dir("z.tsr"));
+    th_transcript p = th_parse_transcript_file(in_dir("z.tsr"));
     cr_assert_eq(p.deflated, 0);
     cr_assert(memcmp(p.data, b, n) == 0);
     free(p.data);
@@ -251,7 +177,7 @@ Test(stream_sink, abort_frame_carries_the_next_byte_and_the_reason_never_a_trail
     strcpy(reason + TSR_ABORT_MAX - 1, "\xc3\xa9tail");
     cr_assert_eq(tsr_sink_abort(s, reason, &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    parsed p = parse_file(in_dir("a.tsr"));
+    th_transcript p = th_parse_transcript_file(in_dir("a.tsr"));
     cr_assert(p.abort && !p.trailer);
     cr_assert_eq(p.abort_offset, 40000);
     cr_assert_eq(strlen(p.reason), TSR_ABORT_MAX - 1);
@@ -261,7 +187,7 @@ Test(stream_sink, abort_frame_carries_the_next_byte_and_the_reason_never_a_trail
     cr_assert_eq(tsr_sink_write(s, b, 10, &err), TSR_OK);
     cr_assert_eq(tsr_sink_abort(s, "render failed: out of memory", &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    p = parse_file(in_dir("a2.tsr"));
+    p = th_parse_transcript_file(in_dir("a2.tsr"));
     cr_assert_str_eq(p.reason, "render failed: out of memory");
     cr_assert_eq(p.abort_offset, 10);
     free(p.data);
@@ -340,7 +266,7 @@ Test(stream_sink, stop_request_ends_writes_with_eintr_and_exact_accounting)
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_EINTR, "no trailer after a stop");
     cr_assert_eq(tsr_sink_abort(s, "interrupted by SIGINT", &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    parsed p = parse_file(in_dir("stop.tsr"));
+    th_transcript p = th_parse_transcript_file(in_dir("stop.tsr"));
     cr_assert(p.abort && !p.trailer);
     cr_assert_eq(p.abort_offset, 1000);
     free(p.data);

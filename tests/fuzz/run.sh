@@ -3,6 +3,7 @@
 # BUILD/corpus/NAME (grows), seeded from tests/fuzz/regress/NAME and, for `design`, the design
 # folders. Findings go to BUILD/findings/NAME-*; the script exits 1 if any target found one.
 # Prints executions and corpus size per target (docs/reliability.md keeps the figures).
+# FUZZ_TARGETS="design frame" runs only those targets (default: all).
 set -uo pipefail
 build=${1:?usage: run.sh BUILD SECONDS}
 secs=${2:?usage: run.sh BUILD SECONDS}
@@ -16,6 +17,7 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     case $name in *_replay|*.*) continue ;; esac
     [ -x "$bin" ] || continue
     short=${name#fuzz_}
+    if [ -n "${FUZZ_TARGETS:-}" ] && [[ " $FUZZ_TARGETS " != *" $short "* ]]; then continue; fi
     corpus="$build/corpus/$short"
     mkdir -p "$corpus" "$src/tests/fuzz/regress/$short"
     seeds=("$src/tests/fuzz/regress/$short")

@@ -106,3 +106,78 @@ th_glob_free(char **v)
         free(v[i]);
     free(v);
 }
+
+th_transcript
+th_parse_transcript(const uint8_t *f, size_t n, bool allow_cut)
+{
+    th_transcript p;
+    memset(&p, 0, sizeof p);
+    tsr_error err = {0};
+    cr_assert_geq(n, TSR_HEADER_SIZE);
+    cr_assert_eq(tsr_header_decode(f, &p.h, &err), TSR_OK, "%s", err.msg);
+    p.data = malloc(p.h.total + 1);
+    size_t at = TSR_HEADER_SIZE;
+    uint64_t pos = 0;
+    bool first = true;
+    while (at < n) {
+        tsr_frame fr = {0};
+        if (at + TSR_FRAME_HEAD <= n)
+            tsr_frame_decode(f + at, &fr);
+        if (at + TSR_FRAME_HEAD > n || at + TSR_FRAME_HEAD + fr.wire > n) {
+            cr_assert(allow_cut, "half a frame at byte %zu of %zu", at, n);
+            cr_assert(!p.trailer && !p.abort, "a frame after the end");
+            p.cut = true;
+            break;
+        }
+        at += TSR_FRAME_HEAD;
+        cr_assert(!p.trailer && !p.abort, "a frame after the end");
+        if (first) {
+            pos = p.first = fr.offset;
+            first = false;
+        }
+        if (fr.flags & TSR_FRAME_TRAILER) {
+            cr_assert_eq(fr.wire, 0);
+            cr_assert_eq(fr.raw, 0);
+            cr_assert_eq(fr.offset, pos);
+            p.trailer = true;
+            p.trailer_crc = fr.crc;
+        } else if (fr.flags & TSR_FRAME_ABORT) {
+            cr_assert_eq(fr.raw, fr.wire);
+            cr_assert_leq(fr.wire, TSR_ABORT_MAX);
+            cr_assert_eq(fr.crc, tsr_crc32(0, f + at, fr.wire));
+            cr_assert_eq(fr.offset, pos, "abort offset = the next undelivered byte");
+            memcpy(p.reason, f + at, fr.wire);
+            p.reason[fr.wire] = '\0';
+            p.abort = true;
+            p.abort_offset = fr.offset;
+        } else {
+            cr_assert_eq(fr.offset, pos, "frames contiguous");
+            cr_assert_leq(pos + fr.raw, p.h.total);
+            if (fr.flags & TSR_FRAME_DEFLATE) {
+                cr_assert_eq(tsr_inflate(f + at, fr.wire, p.data + p.bytes, fr.raw, &err), TSR_OK,
+                             "%s", err.msg);
+                p.deflated++;
+            } else {
+                cr_assert_eq(fr.wire, fr.raw);
+                memcpy(p.data + p.bytes, f + at, fr.raw);
+            }
+            cr_assert_eq(tsr_crc32(0, p.data + p.bytes, fr.raw), fr.crc, "frame crc");
+            p.bytes += fr.raw;
+            pos += fr.raw;
+            p.frames++;
+        }
+        at += fr.wire;
+    }
+    return p;
+}
+
+th_transcript
+th_parse_transcript_file(const char *path)
+{
+    size_t n = 0;
+    uint8_t *f = th_read_file(path, &n);
+    cr_assert_not_null(f, "%s unreadable", path);
+    th_transcript p = th_parse_transcript(f, n, false);
+    free(f);
+    return p;
+}

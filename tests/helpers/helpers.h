@@ -3,6 +3,9 @@
 #define TSR_TEST_HELPERS_H
 
 #include "engine/engine.h"
+#include "stream/stream.h"
+
+#include <stdbool.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -27,5 +30,27 @@ float *th_rect(const tsr_design *d, tsr_rect r, int64_t tile, int threads);
 /* The files matching a glob pattern under the source tree, NULL-terminated, malloc'd. */
 char **th_glob(const char *rel_pattern);
 void th_glob_free(char **v);
+
+/* A framed transcript (DESIGN.md §3) parsed back and checked: header, frames contiguous with
+ * good crcs (payloads inflated), then a trailer or an abort frame or nothing. */
+typedef struct th_transcript {
+    tsr_header h;
+    uint8_t *data;     /* samples from the first frame's offset (malloc'd, h.total + 1) */
+    uint64_t first;    /* the first frame's offset */
+    uint64_t bytes;    /* samples */
+    size_t frames, deflated;
+    bool trailer, abort;
+    bool cut;          /* ended inside a frame (only with allow_cut) */
+    uint32_t trailer_crc;
+    char reason[TSR_ABORT_MAX + 1];
+    uint64_t abort_offset;
+} th_transcript;
+
+/* Parse n bytes; asserts (fails the test) on anything malformed, and on a cut frame unless
+ * allow_cut (a stream whose pipe broke may end inside one). */
+th_transcript th_parse_transcript(const uint8_t *f, size_t n, bool allow_cut);
+
+/* The same over a whole file, no cut allowed. */
+th_transcript th_parse_transcript_file(const char *path);
 
 #endif
