@@ -5,7 +5,11 @@
  * before it is recorded: the output's data is fdatasync'd up to an offset, then the state
  * file naming that offset is written to a temporary, fsync'd and renamed over the old one
  * (and the folder fsync'd), so a controller killed at any instant restarts from a state whose
- * bytes are really on disk, and the sender it answers resends exactly the rest. */
+ * bytes are really on disk, and the sender it answers resends exactly the rest.
+ *
+ * A connection is read through a `conn` (a socket, or a buffer for the fuzz target and tests:
+ * tsr_ctl_mem_*), so the reader that checks every byte a sender sends is the same code either
+ * way. */
 #include "stream/stream_int.h"
 
 #include <arpa/inet.h>
@@ -41,14 +45,28 @@ typedef struct state {
 
 typedef struct ctl {
     const tsr_controller_opts *o;
-    char *state_path, *state_tmp; /* NULL when discarding */
+    char *state_path, *state_tmp; /* NULL when the state lives in memory only */
     int out;                      /* output descriptor, -1 when discarding */
     state st;                     /* durable state */
     tsr_bucket bucket;            /* consumption pace */
-    uint8_t *wire, *raw;          /* frame buffers, TSR_FRAME_MAX_RAW-ish each */
-    size_t wire_cap;
+    uint8_t *wire, *raw;          /* frame buffers, grown to the largest frame seen */
+    size_t wire_len, raw_len;     /* their sizes */
+    size_t wire_cap;              /* the largest deflated payload accepted */
     int64_t jobs_done;
 } ctl;
+
+/* One sender's bytes: read exactly n (*eof when the sender is gone; TSR_EINTR when stopped;
+ * TSR_EIO on errors), and write the 8-byte answer. */
+typedef struct conn conn;
+struct conn {
+    tsr_status (*get)(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err);
+    bool (*put)(conn *k, const uint8_t *p, size_t n);
+    ctl *c;
+    int fd;              /* the socket */
+    const uint8_t *buf;  /* ... or bytes in memory */
+    size_t len, at;
+    uint64_t answered;   /* the last answer put (memory) */
+};
 
 typedef enum outcome { CONN_DONE, CONN_DROPPED, CONN_FAILED } outcome;
 
@@ -168,8 +186,10 @@ state_save(ctl *c, const state *s, tsr_error *err)
 /* Read exactly n bytes. TSR_OK; or *eof when the sender went away (at a clean boundary when
  * nothing was read); TSR_EINTR when stopped; TSR_EIO for errors and the idle timeout. */
 static tsr_status
-get(ctl *c, int fd, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err)
+sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err)
 {
+    ctl *c = k->c;
+    int fd = k->fd;
     double end = tsr_mono_s() + timeout;
     *eof = false;
     while (n > 0) {
@@ -201,8 +221,9 @@ get(ctl *c, int fd, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *
 }
 
 static bool
-put(int fd, const uint8_t *p, size_t n)
+sock_put(conn *k, const uint8_t *p, size_t n)
 {
+    int fd = k->fd;
     double end = tsr_mono_s() + HEADER_TIMEOUT_S;
     while (n > 0) {
         ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -221,13 +242,53 @@ put(int fd, const uint8_t *p, size_t n)
     return true;
 }
 
+/* Bytes in memory: the sender sent buf[0, len) and closed. */
+static tsr_status
+mem_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err)
+{
+    (void)timeout;
+    (void)err;
+    *eof = n > k->len - k->at;
+    if (*eof) {
+        k->at = k->len;
+        return TSR_OK;
+    }
+    memcpy(p, k->buf + k->at, n);
+    k->at += n;
+    return TSR_OK;
+}
+
 static bool
-answer(int fd, uint64_t v)
+mem_put(conn *k, const uint8_t *p, size_t n)
+{
+    k->answered = 0;
+    for (size_t i = n; i-- > 0;)
+        k->answered = (k->answered << 8) | p[i];
+    return true;
+}
+
+static bool
+answer(conn *k, uint64_t v)
 {
     uint8_t b[8];
     for (int i = 0; i < 8; i++)
         b[i] = (uint8_t)(v >> (8 * i));
-    return put(fd, b, sizeof b);
+    return k->put(k, b, sizeof b);
+}
+
+/* Grow a frame buffer to n bytes (frames are at most TSR_FRAME_MAX_RAW, checked before). */
+static bool
+reserve(uint8_t **b, size_t *len, size_t n)
+{
+    if (n <= *len)
+        return true;
+    size_t want = n < 2 * *len ? 2 * *len : n;
+    uint8_t *nb = realloc(*b, want);
+    if (!nb)
+        return false;
+    *b = nb;
+    *len = want;
+    return true;
 }
 
 /* ---- one connection ----------------------------------------------------------------------- */
@@ -286,11 +347,11 @@ conn_failed(ctl *c, const state *cur, tsr_error *err)
 }
 
 static outcome
-serve(ctl *c, int fd, tsr_error *err)
+serve(ctl *c, conn *k, tsr_error *err)
 {
     uint8_t hb[TSR_HEADER_SIZE];
     bool eof;
-    if (get(c, fd, hb, sizeof hb, HEADER_TIMEOUT_S, &eof, err) != TSR_OK)
+    if (k->get(k, hb, sizeof hb, HEADER_TIMEOUT_S, &eof, err) != TSR_OK)
         return CONN_FAILED;
     if (eof) {
         logf_(c, "a connection closed before sending a header");
@@ -300,17 +361,17 @@ serve(ctl *c, int fd, tsr_error *err)
     tsr_error herr;
     if (tsr_header_decode(hb, &h, &herr) != TSR_OK) {
         /* Not our protocol: refuse this connection, keep serving. */
-        answer(fd, TSR_RESUME_REFUSED);
+        answer(k, TSR_RESUME_REFUSED);
         logf_(c, "refused a connection: %s", herr.msg);
         return CONN_DROPPED;
     }
     uint64_t r = 0;
     if (resume_offset(c, &h, &r, err) != TSR_OK) {
         if (r == TSR_RESUME_REFUSED)
-            answer(fd, TSR_RESUME_REFUSED);
+            answer(k, TSR_RESUME_REFUSED);
         return CONN_FAILED;
     }
-    if (!answer(fd, r)) {
+    if (!answer(k, r)) {
         logf_(c, "the sender went away before the resume offset was answered");
         return CONN_DROPPED;
     }
@@ -332,12 +393,12 @@ serve(ctl *c, int fd, tsr_error *err)
          * underrun (the first frame of a connection is not due yet). */
         bool starving = false;
         double t0 = 0;
-        if (paced && cur.offset > r) {
-            struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (paced && cur.offset > r && k->fd >= 0) {
+            struct pollfd pf = {.fd = k->fd, .events = POLLIN};
             starving = poll(&pf, 1, 0) == 0;
             t0 = tsr_mono_s();
         }
-        if (get(c, fd, fh, sizeof fh, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
+        if (k->get(k, fh, sizeof fh, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
             return conn_failed(c, &cur, err);
         if (eof)
             break;
@@ -355,7 +416,7 @@ serve(ctl *c, int fd, tsr_error *err)
         if (f.flags & TSR_FRAME_ABORT) {
             char reason[TSR_ABORT_MAX + 1] = "";
             if (f.wire <= TSR_ABORT_MAX &&
-                get(c, fd, (uint8_t *)reason, f.wire, IDLE_TIMEOUT_S, &eof, err) == TSR_OK &&
+                k->get(k, (uint8_t *)reason, f.wire, IDLE_TIMEOUT_S, &eof, err) == TSR_OK &&
                 !eof)
                 reason[f.wire] = '\0';
             else
@@ -412,8 +473,14 @@ serve(ctl *c, int fd, tsr_error *err)
                      cur.offset);
             return conn_failed(c, &cur, err);
         }
+        if (!reserve(&c->raw, &c->raw_len, f.raw) ||
+            (z && !reserve(&c->wire, &c->wire_len, f.wire))) {
+            tsr_fail(err, TSR_ENOMEM, "frame at byte %" PRIu64 ": out of memory for %u bytes",
+                     f.offset, (unsigned)f.raw);
+            return conn_failed(c, &cur, err);
+        }
         uint8_t *payload = z ? c->wire : c->raw;
-        if (get(c, fd, payload, f.wire, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
+        if (k->get(k, payload, f.wire, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
             return conn_failed(c, &cur, err);
         if (eof)
             break; /* half a frame: dropped, resent by the next sender */
@@ -564,12 +631,6 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
     if (o->rate < 0 || o->rate != o->rate)
         return tsr_fail(err, TSR_EINVAL, "--rate: must be positive");
     c.wire_cap = tsr_deflate_bound(TSR_FRAME_MAX_RAW);
-    c.wire = malloc(c.wire_cap);
-    c.raw = malloc(TSR_FRAME_MAX_RAW);
-    if (!c.wire || !c.raw) {
-        st = tsr_fail(err, TSR_ENOMEM, "out of memory");
-        goto done;
-    }
     /* The bucket holds 1/20 s of the rate (at least 512 bytes); a frame is consumed in
      * pieces of at most that, so no burst beyond it ever passes. */
     tsr_bucket_init(&c.bucket, o->rate, o->rate / 20 > 512 ? o->rate / 20 : 512);
@@ -611,7 +672,8 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             continue;
-        outcome oc = serve(&c, fd, err);
+        conn k = {.get = sock_get, .put = sock_put, .c = &c, .fd = fd};
+        outcome oc = serve(&c, &k, err);
         close(fd);
         if (oc == CONN_FAILED) {
             st = err && err->status != TSR_OK ? err->status : TSR_EIO;
@@ -630,4 +692,59 @@ done:
     free(c.wire);
     free(c.raw);
     return st;
+}
+
+/* ---- the reader over bytes in memory (fuzzing, tests) ------------------------------------- */
+
+struct tsr_ctl_mem {
+    tsr_controller_opts o;
+    ctl c;
+};
+
+tsr_ctl_mem *
+tsr_ctl_mem_new(int out_fd)
+{
+    tsr_ctl_mem *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->o.out = out_fd >= 0 ? "(memory output)" : NULL; /* for messages only */
+    m->o.jobs = 1;
+    m->c.o = &m->o;
+    m->c.out = out_fd;
+    m->c.wire_cap = tsr_deflate_bound(TSR_FRAME_MAX_RAW);
+    tsr_bucket_init(&m->c.bucket, 0, 0);
+    return m;
+}
+
+int
+tsr_ctl_mem_serve(tsr_ctl_mem *m, const uint8_t *buf, size_t n, uint64_t *answered,
+                  tsr_error *err)
+{
+    conn k = {.get = mem_get, .put = mem_put, .c = &m->c, .fd = -1, .buf = buf, .len = n};
+    if (err)
+        err->status = TSR_OK;
+    outcome oc = serve(&m->c, &k, err);
+    *answered = k.answered;
+    if (oc == CONN_DONE)
+        m->c.jobs_done++;
+    return oc == CONN_DONE ? 0 : oc == CONN_DROPPED ? 1 : 2;
+}
+
+bool
+tsr_ctl_mem_state(const tsr_ctl_mem *m, uint64_t *offset, uint64_t *total, uint32_t *crc)
+{
+    *offset = m->c.st.offset;
+    *total = m->c.st.total;
+    *crc = m->c.st.crc;
+    return m->c.st.valid;
+}
+
+void
+tsr_ctl_mem_free(tsr_ctl_mem *m)
+{
+    if (!m)
+        return;
+    free(m->c.wire);
+    free(m->c.raw);
+    free(m);
 }

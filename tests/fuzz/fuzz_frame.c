@@ -6,10 +6,8 @@
  * Payloads claiming more than 1 MiB raw are skipped (the receiver's TSR_FRAME_MAX_RAW check
  * is its own; this is about the decoders).
  *
- * Not here yet: `tessera controller`'s reader itself (the socket loop: resume handshake,
- * frame order, abort and trailer handling, state file). Once its parsing is a function over
- * bytes (e.g. feed(state, buf, n) -> status), give it a target like this one, seeded from
- * tests/stream/ transcripts, and replay its crashers in fuzz_regress_<name>. */
+ * The controller's reader itself (resume answers, frame order, abort and trailer handling,
+ * what it holds) has a target of its own: fuzz_controller.c. */
 #include "stream/stream.h"
 
 #include <stdint.h>

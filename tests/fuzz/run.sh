@@ -23,6 +23,7 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     seeds=("$src/tests/fuzz/regress/$short")
     [ "$short" = design ] && seeds+=("${seeds_design[@]}")
     [ "$short" = png ] && seeds+=("$src/tests/oracle/designs/img")
+    [ "$short" = controller ] && seeds+=("$src/tests/fuzz/regress/frame")
     dict=()
     [ -f "$src/tests/fuzz/$short.dict" ] && dict=(-dict="$src/tests/fuzz/$short.dict")
     log="$build/fuzz-$short.log"

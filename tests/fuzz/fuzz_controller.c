@@ -1,0 +1,109 @@
+/* Fuzz target: `tessera controller`'s reader (stream/controller.c) over the bytes a sender
+ * sends after connecting: header, frames, abort or trailer, as one connection that then closes.
+ * Each input is served twice: once discarding (no output), once into a memfd output, followed
+ * by a second connection sending the same bytes again (a resume against what the first one
+ * left: the state's offset is the answer, or a refusal).
+ *
+ * Properties beyond "no sanitizer report, no leak": the answer is 0, a held offset <= the
+ * job's total, or a refusal; a failure has a message; what the controller holds is what it
+ * checked: the output's bytes [0, offset) have the state's crc32; a completed job holds
+ * exactly its total. Seeds: tests/fuzz/regress/controller (transcripts tessera wrote: raw,
+ * deflated, 16 bit, swath, cropped, aborted, cut) and tests/fuzz/regress/frame. */
+#include "stream/stream_int.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PROPERTY(cond, ...) \
+    do { \
+        if (!(cond)) { \
+            fprintf(stderr, "fuzz_controller: property violated: " __VA_ARGS__); \
+            fputc('\n', stderr); \
+            abort(); \
+        } \
+    } while (0)
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The crc32 of the first n bytes of fd. */
+static uint32_t
+crc_of(int fd, uint64_t n)
+{
+    uint8_t buf[65536];
+    uint32_t crc = 0;
+    for (uint64_t at = 0; at < n;) {
+        size_t want = n - at < sizeof buf ? (size_t)(n - at) : sizeof buf;
+        ssize_t k = pread(fd, buf, want, (off_t)at);
+        PROPERTY(k > 0, "output shorter than the held offset %llu (at %llu)",
+                 (unsigned long long)n, (unsigned long long)at);
+        crc = tsr_crc32(crc, buf, (size_t)k);
+        at += (uint64_t)k;
+    }
+    return crc;
+}
+
+/* One connection, then the checks that hold after any connection. */
+static void
+serve_and_check(tsr_ctl_mem *m, int out, const uint8_t *data, size_t size)
+{
+    uint64_t answered = 0, offset, total;
+    uint32_t crc;
+    tsr_error err = {TSR_OK, ""};
+    int rc = tsr_ctl_mem_serve(m, data, size, &answered, &err);
+    PROPERTY(rc >= 0 && rc <= 2, "outcome %d", rc);
+    if (rc == 2)
+        PROPERTY(err.status != TSR_OK && err.msg[0], "a failure without a message");
+    bool valid = tsr_ctl_mem_state(m, &offset, &total, &crc);
+    if (getenv("FUZZ_VERBOSE")) /* what a replayed input did, for a person reading along */
+        fprintf(stderr, "  %s: outcome %d, answered %llu, holds %llu of %llu%s%s\n",
+                out >= 0 ? "memfd" : "discard", rc, (unsigned long long)answered,
+                (unsigned long long)offset, (unsigned long long)total, rc == 2 ? ": " : "",
+                rc == 2 ? err.msg : "");
+    PROPERTY(answered == TSR_RESUME_REFUSED || !valid || answered <= total,
+             "answered %llu for a job of %llu bytes", (unsigned long long)answered,
+             (unsigned long long)total);
+    if (!valid)
+        return;
+    PROPERTY(offset <= total, "holds %llu of %llu bytes", (unsigned long long)offset,
+             (unsigned long long)total);
+    if (rc == 0)
+        PROPERTY(offset == total, "a completed job holds %llu of %llu bytes",
+                 (unsigned long long)offset, (unsigned long long)total);
+    if (out < 0)
+        return;
+    PROPERTY(crc_of(out, offset) == crc, "the output's first %llu bytes do not have the "
+             "state's crc %08x", (unsigned long long)offset, (unsigned)crc);
+    if (rc == 0) {
+        struct stat sb;
+        PROPERTY(fstat(out, &sb) == 0 && (uint64_t)sb.st_size == total,
+                 "a completed job's output is not %llu bytes", (unsigned long long)total);
+    }
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    if (!m)
+        return 0;
+    serve_and_check(m, -1, data, size);
+    tsr_ctl_mem_free(m);
+
+    int out = memfd_create("fuzz_controller", MFD_CLOEXEC);
+    if (out < 0)
+        return 0;
+    m = tsr_ctl_mem_new(out);
+    if (m) {
+        serve_and_check(m, out, data, size);
+        serve_and_check(m, out, data, size);
+        tsr_ctl_mem_free(m);
+    }
+    close(out);
+    return 0;
+}
