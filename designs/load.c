@@ -923,7 +923,9 @@ tsr_design_load(const char *path, const tsr_design_opts *opts, tsr_error *err)
     tsr_design *d = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        tsr_fail(err, TSR_EIO, "%s: cannot open: %s", path, strerror(errno));
+        /* A design that is not there (or not readable) is bad input like a bad key: exit 2,
+         * before anything is written. A read failing half-way is an I/O error (1). */
+        tsr_fail(err, TSR_EINVAL, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     for (;;) {
@@ -941,7 +943,9 @@ tsr_design_load(const char *path, const tsr_design_opts *opts, tsr_error *err)
         len += got;
         if (got == 0) {
             if (ferror(f)) {
-                tsr_fail(err, TSR_EIO, "%s: read error: %s", path, strerror(errno));
+                int e = errno;
+                tsr_fail(err, e == EISDIR ? TSR_EINVAL : TSR_EIO, "%s: read error: %s", path,
+                         strerror(e));
                 goto fail;
             }
             break;

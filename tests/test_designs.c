@@ -409,11 +409,11 @@ Test(designs_bad, every_fixture_has_a_case)
 
 /* ---- errors built in the test ---------------------------------------------------------------- */
 
-Test(designs_errors, missing_file_is_an_io_error)
+Test(designs_errors, missing_file_is_bad_input)
 {
     tsr_error err = {0};
     cr_assert_null(tsr_design_load(BAD_DIR "no-such-file.yaml", NULL, &err));
-    cr_assert_eq(err.status, TSR_EIO);
+    cr_assert_eq(err.status, TSR_EINVAL);
     cr_assert(strstr(err.msg, "no-such-file.yaml: cannot open"), "%s", err.msg);
     NO_LEAKS();
 }

@@ -64,7 +64,8 @@ expect 2 "--depth 12" -- preview "$tmp/small.yaml" --region 0,0,8,8 --depth 12 -
 expect 2 "--backend fpga" -- render "$tmp/small.yaml" --backend fpga -o null
 expect 1 "No such file or directory" -- render "$tmp/small.yaml" -o "$tmp/no/such/dir/out.raw"
 expect 1 "No space left on device" -- render "$tmp/small.yaml" -o /dev/full
-expect 1 "$tmp/missing.yaml" -- render "$tmp/missing.yaml" -o null
+expect 2 "$tmp/missing.yaml: cannot open" -- render "$tmp/missing.yaml" -o null
+expect 2 "$tmp: read error: Is a directory" -- check "$tmp"
 
 # a failed preview leaves no PNG behind
 "$TESSERA" preview "$tmp/small.yaml" --region 0,0,99,99 -o "$tmp/none.png" 2>/dev/null
