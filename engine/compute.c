@@ -121,24 +121,59 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     return TSR_OK;
 }
 
+/* The child rects of one edge layer, from need() until the layer is computed. */
+typedef struct fetches {
+    size_t n;                      /* child rects */
+    tsr_view *views;               /* [n] what layer() reads; views[i].r is need()'s rect
+                                    * until fetched */
+    tsr_cache_entry **pins;        /* [n] the pinned tile a view reads, or NULL */
+    float **bufs;                  /* [n] the assembled copy a view reads (owned), or NULL */
+    void *heap;                    /* the block the arrays live in when n > TSR_FETCH_INLINE */
+    tsr_view view_in[TSR_FETCH_INLINE];
+    tsr_cache_entry *pin_in[TSR_FETCH_INLINE];
+    float *buf_in[TSR_FETCH_INLINE];
+} fetches;
+
+/* need() of edge ed over r into f. need() writes up to TSR_NEED_MAX rects: they stay in this
+ * frame, which is gone before any child computes. */
+static __attribute__((noinline)) tsr_status
+need_rects(const tsr_edge *ed, tsr_rect r, fetches *f, tsr_error *err)
+{
+    tsr_rect want[TSR_NEED_MAX];
+    size_t n = ed->trait->need(ed, r, want);
+    f->n = n;
+    f->heap = NULL;
+    f->views = f->view_in;
+    f->pins = f->pin_in;
+    f->bufs = f->buf_in;
+    if (n > TSR_FETCH_INLINE) {
+        f->heap = malloc(n * TSR_FETCH_BYTES);
+        if (!f->heap)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory (layer of %s)", ed->child->name);
+        f->views = f->heap;
+        f->pins = (tsr_cache_entry **)(f->views + n);
+        f->bufs = (float **)(f->pins + n);
+    }
+    for (size_t i = 0; i < n; i++)
+        f->views[i].r = want[i];
+    return TSR_OK;
+}
+
 /* Fetch what edge `ed` needs over r and compute its layer into L/cov. *nothing is set when the
  * layer does not reach r at all (cov untouched). */
 static tsr_status
 edge_layer(tsr_engine *e, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov, bool *nothing,
            uint64_t *child_ns, tsr_error *err)
 {
-    tsr_rect want[TSR_NEED_MAX];
-    tsr_view views[TSR_NEED_MAX];
-    tsr_cache_entry *pins[TSR_NEED_MAX];
-    float *bufs[TSR_NEED_MAX];
-    size_t nw = ed->trait->need(ed, r, want), got = 0;
-    *nothing = nw == 0;
-    if (nw == 0)
-        return TSR_OK;
-    tsr_status st = TSR_OK;
+    fetches f;
+    tsr_status st = need_rects(ed, r, &f, err);
+    size_t got = 0;
+    *nothing = st == TSR_OK && f.n == 0;
+    if (st != TSR_OK || f.n == 0)
+        return st;
     uint64_t c0 = tsr_now_ns();
-    for (; got < nw; got++) {
-        st = fetch(e, ed->child, want[got], &views[got], &pins[got], &bufs[got], err);
+    for (; got < f.n; got++) {
+        st = fetch(e, ed->child, f.views[got].r, &f.views[got], &f.pins[got], &f.bufs[got], err);
         if (st != TSR_OK)
             break;
     }
@@ -146,14 +181,15 @@ edge_layer(tsr_engine *e, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov
     *child_ns += l0 - c0;
     if (st == TSR_OK) {
         memset(cov, 0, (size_t)r.w * (size_t)r.h);
-        st = ed->trait->layer(ed, r, views, nw, L, cov, err);
+        st = ed->trait->layer(ed, r, f.views, f.n, L, cov, err);
         atomic_fetch_add(&e->trait_ns[trait_index(ed->trait)], tsr_now_ns() - l0);
     }
     for (size_t i = 0; i < got; i++) {
-        if (pins[i])
-            tsr_cache_release(e->cache, pins[i]);
-        free(bufs[i]);
+        if (f.pins[i])
+            tsr_cache_release(e->cache, f.pins[i]);
+        free(f.bufs[i]);
     }
+    free(f.heap);
     return st;
 }
 
@@ -221,9 +257,51 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
     return tsr_cpu_compute_direct(e, n, r, px, err);
 }
 
+/* Nodes on the design's longest chain, the root included; 0 when out of memory. Only the
+ * stack guard's message asks, so it is not kept. */
+static int64_t
+deepest_chain(const tsr_design *d)
+{
+    int64_t *levels = calloc(d->nnodes, sizeof *levels);
+    if (!levels)
+        return 0;
+    for (size_t i = 0; i < d->nnodes; i++) { /* children come before parents */
+        const tsr_node *m = d->nodes[i];
+        int64_t deepest = 0;
+        for (size_t k = 0; k < m->nedges; k++)
+            if (levels[m->edges[k].child->id] > deepest)
+                deepest = levels[m->edges[k].child->id];
+        levels[m->id] = deepest + 1;
+    }
+    int64_t root = levels[d->root->id];
+    free(levels);
+    return root;
+}
+
+/* The recursion would outgrow this thread's stack: say how deep the design goes and how to
+ * give threads more (libgomp reads OMP_STACKSIZE when it loads; the main thread's stack is
+ * ulimit -s). */
+static tsr_status
+out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
+{
+    bool main_thread = false;
+    size_t size = tsr_stack_size(&main_thread);
+    return tsr_fail(err, TSR_ENOMEM,
+                    "node %s: out of thread stack (%zu KiB on the %s thread) in a chain of "
+                    "nested nodes %lld deep; give threads more stack: OMP_STACKSIZE=%zuM for "
+                    "worker threads, ulimit -s %zu for the main thread",
+                    n->name, size >> 10, main_thread ? "main" : "worker",
+                    (long long)deepest_chain(e->d), TSR_THREAD_STACK >> 20,
+                    TSR_THREAD_STACK >> 10);
+}
+
 tsr_status
 tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
+    /* every node level of the recursion passes here: fail cleanly before the stack runs out
+     * (a leaf does not recurse, and the margin covers it) */
+    if (n->nedges && tsr_stack_low())
+        return out_of_stack(e, n, err);
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;
     float *L = NULL;

@@ -24,6 +24,13 @@ struct tsr_engine {
                                  * (plan.c: tsr_plan_make fills it) */
 };
 
+/* Child rects of one edge layer that compute.c keeps in its own frame; more (up to
+ * TSR_NEED_MAX) take TSR_FETCH_BYTES each on the heap (the plan counts them). That frame is on
+ * the stack once per node level while children compute (docs/reliability.md, "Deep chains and
+ * thread stacks"), and most edges need one to four rects. */
+#define TSR_FETCH_INLINE 4
+#define TSR_FETCH_BYTES (sizeof(tsr_view) + 2 * sizeof(void *)) /* view, pin, copy */
+
 /* Compute node `n` over rect r (inside the node) into px (r.w * r.h floats). Thread-safe;
  * recursive through the cache for children. CPU backend. */
 tsr_status
@@ -46,5 +53,23 @@ tsr_plan_make(tsr_engine *e, tsr_error *err);
 
 uint64_t
 tsr_now_ns(void);
+
+/* ---- thread stacks (stack.c) ---------------------------------------------------------- */
+
+/* Stack the recursion leaves free below its last check: one more node level (a few KiB), a
+ * leaf's layer() (blur keeps 4 KiB), malloc, libgomp and, under ASan, its runtime. */
+#define TSR_STACK_MARGIN ((size_t)128 << 10)
+
+/* True when the caller's frame lies within TSR_STACK_MARGIN of the end of its thread's stack,
+ * so recursing further could overflow it. The first call on a thread learns the stack's
+ * bounds (pthread_getattr_np, cached thread-locally); a thread whose bounds cannot be learned
+ * is never low. Thread-safe; no allocation after the first call. */
+bool
+tsr_stack_low(void);
+
+/* The calling thread's stack size as tsr_stack_low counts it (0 when unknown); *main_thread
+ * (may be NULL) tells whether it is the process's initial thread, whose stack is ulimit -s. */
+size_t
+tsr_stack_size(bool *main_thread);
 
 #endif

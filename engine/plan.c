@@ -100,7 +100,8 @@ tile_px(const tsr_engine *e, const tsr_node *n)
 }
 
 /* Bytes one computation of node n over a rect of rw x rh holds itself: L, cov, fetched child
- * rects (assembled copies or pinned tiles, rounded out to whole tiles) and trait scratch. */
+ * rects (assembled copies or pinned tiles, rounded out to whole tiles, and their bookkeeping
+ * when it does not fit compute.c's frame) and trait scratch. */
 static int64_t
 node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
 {
@@ -119,6 +120,8 @@ node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
             /* assembled copy + the tile pinned while copying, or the pinned tile itself */
             b = sat_add(b, sat_add(sat_mul(sat_mul(want[i].w, want[i].h), 4), sat_mul(tb, 4)));
         }
+        if (nw > TSR_FETCH_INLINE) /* their views, pins and copies' pointers */
+            b = sat_add(b, (int64_t)(nw * TSR_FETCH_BYTES));
         if (ed->trait->scratch)
             b = sat_add(b, (int64_t)ed->trait->scratch(ed, rw, rh));
         if (b > edges)

@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -423,7 +424,7 @@ Test(limits, a_chain_of_1000_nodes_loads_and_renders_on_worker_threads)
 }
 
 /* Written leaves first, the chain never makes the loader recurse; it is refused all the same
- * (the engine recurses once per level: ~2.4 KiB of stack each, ~4.2 KiB under ASan). */
+ * (the engine recurses once per level: ~1.2 KiB of stack each, ~2.8 KiB under ASan). */
 Test(limits, a_chain_deeper_than_the_limit_is_a_design_error_in_any_order)
 {
     char *yaml = chain_yaml(TSR_DESIGN_MAX_DEPTH + 2, false);
@@ -439,6 +440,157 @@ Test(limits, a_chain_deeper_than_the_limit_is_a_design_error_in_any_order)
     yaml = chain_yaml(TSR_DESIGN_MAX_DEPTH - 1, false); /* + root = the limit */
     d = tsr_design_load_string(yaml, strlen(yaml), "deep.yaml", NULL, NULL, &err);
     cr_assert(d != NULL, "%s", err.msg);
+    tsr_design_free(d);
+    free(yaml);
+}
+
+/* ---- thread stacks (docs/reliability.md, "Deep chains and thread stacks") ------------------- */
+
+typedef struct stack_run {
+    tsr_engine *e;
+    tsr_rect r;
+    float *px;
+    tsr_status st;
+    tsr_error err;
+} stack_run;
+
+static void *
+stack_run_main(void *arg)
+{
+    stack_run *s = arg;
+    s->st = tsr_engine_render_rect(s->e, s->r, s->px, &s->err);
+    return NULL;
+}
+
+/* Render r on a thread of our own whose stack is `stack` bytes, as the OpenMP master: the
+ * recursion runs there (alone when the engine has one thread). */
+static tsr_status
+render_on_stack(tsr_engine *e, tsr_rect r, float *px, size_t stack, tsr_error *err)
+{
+    stack_run s = {e, r, px, TSR_OK, {TSR_OK, ""}};
+    pthread_attr_t a;
+    pthread_t t;
+    cr_assert_eq(pthread_attr_init(&a), 0);
+    cr_assert_eq(pthread_attr_setstacksize(&a, stack), 0);
+    cr_assert_eq(pthread_create(&t, &a, stack_run_main, &s), 0, "a %zu-byte thread", stack);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&a);
+    *err = s.err;
+    return s.st;
+}
+
+static size_t
+default_stack(void)
+{
+    pthread_attr_t a;
+    size_t size = 0;
+    cr_assert_eq(pthread_getattr_default_np(&a), 0);
+    pthread_attr_getstacksize(&a, &size);
+    pthread_attr_destroy(&a);
+    return size;
+}
+
+/* What glibc gives new threads under `ulimit -s unlimited`. */
+static void
+set_default_stack(size_t size)
+{
+    pthread_attr_t a;
+    cr_assert_eq(pthread_getattr_default_np(&a), 0);
+    cr_assert_eq(pthread_attr_setstacksize(&a, size), 0);
+    cr_assert_eq(pthread_setattr_default_np(&a), 0);
+    pthread_attr_destroy(&a);
+}
+
+/* A stack too small for the chain (160 KiB: less than the guard's margin once glibc's TLS is
+ * in; 512 KiB: a few hundred levels) is an out-of-memory error naming the depth and the
+ * remedy, not SIGSEGV; the computations it abandoned leave the cache consistent, so the same
+ * engine then renders the chain on a thread with room. */
+Test(limits, a_chain_too_deep_for_its_thread_stack_fails_cleanly_and_the_engine_goes_on)
+{
+    char *yaml = chain_yaml(1000, false);
+    tsr_design *d = th_design(yaml);
+    tsr_error err = {TSR_OK, ""};
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1, .memory = BIG_MEMORY};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    tsr_rect r = tsr_rect_make(0, 0, 3, 2);
+    float px[6];
+    const size_t small[] = {160 << 10, 512 << 10};
+    for (size_t i = 0; i < 2; i++) {
+        tsr_status st = render_on_stack(e, r, px, small[i], &err);
+        cr_assert_eq(st, TSR_ENOMEM, "%zu KiB: %s (%s)", small[i] >> 10, tsr_status_name(st),
+                     err.msg);
+        cr_assert(strstr(err.msg, "out of thread stack") &&
+                      strstr(err.msg, "in a chain of nested nodes 1001 deep") &&
+                      strstr(err.msg, "OMP_STACKSIZE=32M"),
+                  "%s", err.msg);
+    }
+    cr_assert_eq(render_on_stack(e, r, px, (size_t)64 << 20, &err), TSR_OK, "%s", err.msg);
+    float want = 0.5f + 999.0f * 0.0009765625f;
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(px[i], want, "pixel %d is %.9g, want %.9g", i, (double)px[i], (double)want);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+    free(yaml);
+}
+
+Test(limits, an_engine_raises_the_default_thread_stack_and_never_lowers_it)
+{
+    set_default_stack((size_t)2 << 20);
+    char *yaml = chain_yaml(3, false);
+    tsr_design *d = th_design(yaml);
+    tsr_error err = {TSR_OK, ""};
+    tsr_engine_opts o = {.backend = "cpu", .threads = 2};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert_eq(default_stack(), TSR_THREAD_STACK);
+    cr_assert_eq(tsr_engine_thread_stacks((size_t)64 << 20, &err), TSR_OK, "%s", err.msg);
+    cr_assert_eq(default_stack(), (size_t)64 << 20);
+    cr_assert_eq(tsr_engine_thread_stacks((size_t)1 << 20, &err), TSR_OK, "%s", err.msg);
+    cr_assert_eq(default_stack(), (size_t)64 << 20, "lowered to %zu", default_stack());
+    tsr_engine_free(e);
+    tsr_design_free(d);
+    free(yaml);
+}
+
+/* A chain at the loader's limit, 3000 px wide in 256 px root rects so both threads compute
+ * parts of it, with glibc's default at the 2 MiB it is under `ulimit -s unlimited`: libgomp's
+ * workers, started after tsr_engine_new, get its larger stacks. The master runs on a thread
+ * of our own with room, so only the workers' stacks are in question. Which thread computes
+ * the chain is a race: three engines. */
+Test(limits, a_chain_at_the_depth_limit_renders_on_workers_started_under_a_2_mib_default)
+{
+    set_default_stack((size_t)2 << 20);
+    const int nodes = TSR_DESIGN_MAX_DEPTH - 1; /* + the root */
+    size_t cap = (size_t)nodes * 128 + 256, len = 0;
+    char *yaml = malloc(cap);
+    len += (size_t)snprintf(yaml + len, cap - len,
+                            "tessera: 1\nnodes:\n  n0: {size: [3000, 2], fill: 0}\n");
+    for (int i = 1; i < nodes; i++)
+        len += (size_t)snprintf(yaml + len, cap - len,
+                                "  n%d: {size: [3000, 2], fill: 0.00048828125, children: "
+                                "[{trait: pattern, ref: n%d, blend: add}]}\n",
+                                i, i - 1);
+    snprintf(yaml + len, cap - len,
+             "root: {size: [3000, 2], tile: 256, children: [{trait: repeat, ref: n%d}]}\n",
+             nodes - 1);
+    tsr_design *d = th_design(yaml);
+    tsr_rect r = tsr_rect_make(0, 0, 3000, 2);
+    float *px = malloc(6000 * sizeof *px);
+    float want = (float)(nodes - 1) * 0.00048828125f; /* exact: 2^-11 steps below 1 */
+    for (int run = 0; run < 3; run++) {
+        tsr_error err = {TSR_OK, ""};
+        tsr_engine_opts o = {.backend = "cpu", .threads = 2, .memory = BIG_MEMORY};
+        tsr_engine *e = tsr_engine_new(d, &o, &err);
+        cr_assert(e != NULL, "%s", err.msg);
+        cr_assert_eq(render_on_stack(e, r, px, (size_t)64 << 20, &err), TSR_OK, "run %d: %s",
+                     run, err.msg);
+        for (int i = 0; i < 6000; i++)
+            cr_assert_eq(px[i], want, "run %d: pixel %d is %.9g, want %.9g", run, i,
+                         (double)px[i], (double)want);
+        tsr_engine_free(e);
+    }
+    free(px);
     tsr_design_free(d);
     free(yaml);
 }
