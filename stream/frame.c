@@ -269,14 +269,23 @@ tsr_sha256_file(const char *path, uint8_t out[32], tsr_error *err)
         close(fd);
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (sha256)", path);
     }
-    static _Thread_local uint8_t buf[1 << 16];
+    /* On the heap: a static thread-local buffer would sit in every thread's stack (glibc puts
+     * static TLS there), 64 KiB less for deep node chains (docs/reliability.md). */
+    enum { BUF = 1 << 16 };
+    uint8_t *buf = malloc(BUF);
+    if (!buf) {
+        tsr_sha256_free(h);
+        close(fd);
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (read buffer)", path);
+    }
     for (;;) {
-        ssize_t k = read(fd, buf, sizeof buf);
+        ssize_t k = read(fd, buf, BUF);
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0) {
             int e = errno;
             tsr_sha256_free(h);
+            free(buf);
             close(fd);
             return tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(e));
         }
@@ -284,6 +293,7 @@ tsr_sha256_file(const char *path, uint8_t out[32], tsr_error *err)
             break;
         tsr_sha256_update(h, buf, (size_t)k);
     }
+    free(buf);
     close(fd);
     tsr_sha256_final(h, out);
     return TSR_OK;
