@@ -87,6 +87,7 @@ tsr_engine_free(tsr_engine *e)
     tsr_cache_free(e->cache);
     free(e->tile);
     free(e->period);
+    free(e->root_period);
     free(e->grid);
     free(e->node_ns);
     free(e->node_seconds);
@@ -109,6 +110,15 @@ int
 tsr_engine_threads(const tsr_engine *e)
 {
     return e->threads;
+}
+
+bool
+tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2])
+{
+    bool periodic = e->period && e->period[n->id][0];
+    p[0] = periodic ? e->period[n->id][0] : 0;
+    p[1] = periodic ? e->period[n->id][1] : 0;
+    return periodic;
 }
 
 tsr_engine_stats
@@ -225,6 +235,103 @@ emit_quant(void *ctx, size_t k, const float *px)
     }
 }
 
+/* ---- a periodic root ------------------------------------------------------------------
+ * When the root itself repeats (engine/plan.c finds its period Px x Py: a motif repeated over
+ * the whole root), every output sample is the converted value of one pixel of its period, and
+ * the conversion is per pixel. So the period is computed and converted once, and every band is
+ * filled by copying sample rows: no per-band tile computation, float copy or conversion at all
+ * (the bits are the same: tsr_convert of a value does not depend on its neighbours). */
+
+static tsr_status
+root_period_samples(tsr_engine *e, tsr_error *err)
+{
+    if (e->root_period)
+        return TSR_OK;
+    const tsr_node *root = e->d->root;
+    int64_t pw = e->period[root->id][0], ph = e->period[root->id][1], bps = e->d->out.depth / 8;
+    tsr_tile *t = tsr_tile_new(tsr_rect_make(0, 0, pw, ph));
+    uint8_t *s = malloc((size_t)(pw * ph * bps));
+    tsr_status st = TSR_OK;
+    if (!t || !s)
+        st = tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", root->name);
+    else
+        st = tsr_cpu_compute_direct(e, root, t->r, t->px, err);
+    if (st == TSR_OK)
+        for (int64_t y = 0; y < ph; y++)
+            tsr_convert(&e->d->out, t->px + y * pw, (size_t)pw, s + y * pw * bps);
+    tsr_tile_free(t);
+    if (st != TSR_OK) {
+        free(s);
+        return st;
+    }
+    e->root_period = s;
+    return TSR_OK;
+}
+
+/* Band b (root columns [b.x, b.x + b.w), root rows from root_y) of a periodic root. */
+static void
+fill_periodic(const tsr_engine *e, band b, int64_t root_y, int64_t bps, uint8_t *buf)
+{
+    const tsr_node *root = e->d->root;
+    int64_t pw = e->period[root->id][0], ph = e->period[root->id][1];
+    int64_t x0 = tsr_floor_mod(b.x, pw), py = tsr_floor_mod(root_y, ph);
+    size_t row = (size_t)(b.w * bps), prow = (size_t)(pw * bps);
+    for (int64_t j = 0; j < b.h; j++) {
+        uint8_t *dst = buf + (size_t)(b.up ? b.h - 1 - j : j) * row;
+        if (j >= ph) {
+            /* a row Py above (in root order) is this row: one long copy */
+            int64_t same = b.up ? b.h - 1 - (j - ph) : j - ph;
+            memcpy(dst, buf + (size_t)same * row, row);
+        } else {
+            /* one period from phase x0, then doubling copies of what is already there (a
+             * whole number of periods each time) */
+            const uint8_t *src = e->root_period + (size_t)py * prow;
+            size_t first = (size_t)((pw - x0) * bps), done;
+            if (first > row)
+                first = row;
+            memcpy(dst, src + x0 * bps, first);
+            done = first;
+            if (done < row) {
+                size_t more = prow - first < row - done ? prow - first : row - done;
+                memcpy(dst + done, src, more);
+                done += more;
+            }
+            while (done < row) {
+                size_t n = done < row - done ? done : row - done;
+                memcpy(dst + done, dst, n);
+                done += n;
+            }
+        }
+        if (++py == ph)
+            py = 0;
+    }
+}
+
+/* Fill one band: the periodic shortcut, or the root's tiles computed in parallel and
+ * quantized into place. */
+static tsr_status
+fill_band(tsr_engine *e, band b, int64_t root_y, int64_t bps, uint8_t *buf, tsr_error *err)
+{
+    if (e->period && e->period[e->d->root->id][0]) {
+        tsr_status st = root_period_samples(e, err); /* counts its own compute time */
+        if (st != TSR_OK)
+            return st;
+        uint64_t t0 = tsr_now_ns();
+        fill_periodic(e, b, root_y, bps, buf);
+        /* the copies are the root's own time too (profile's per-node seconds) */
+        atomic_fetch_add(&e->node_ns[e->d->root->id], tsr_now_ns() - t0);
+        return TSR_OK;
+    }
+    tsr_rect *rects;
+    size_t n = cut_rects(e, tsr_rect_make(b.x, root_y, b.w, b.h), &rects);
+    if (!n)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    quant_ctx q = {e, rects, b, root_y, bps, buf};
+    tsr_status st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
+    free(rects);
+    return st;
+}
+
 uint64_t
 tsr_engine_stream_bytes(const tsr_engine *e)
 {
@@ -302,16 +409,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
             uint8_t *buf = tsr_writer_acquire(wr);
             if (!buf)
                 break; /* the writer failed: its error comes from finish */
-            tsr_rect *rects;
-            tsr_rect area = tsr_rect_make(b.x, e->rows0 + b.y, b.w, b.h);
-            size_t n = cut_rects(e, area, &rects);
-            if (!n) {
-                st = tsr_fail(err, TSR_ENOMEM, "out of memory");
-                break;
-            }
-            quant_ctx q = {e, rects, b, e->rows0 + b.y, bps, buf};
-            st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
-            free(rects);
+            st = fill_band(e, b, e->rows0 + b.y, bps, buf, err);
             if (st != TSR_OK)
                 break;
             uint64_t skip = start > pos ? start - pos : 0;
@@ -349,15 +447,7 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
     *bytes = 0;
     for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK; y += bh) {
         band b = {r.x, r.w, y, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh, false};
-        tsr_rect *rects;
-        size_t n = cut_rects(e, tsr_rect_make(b.x, b.y, b.w, b.h), &rects);
-        if (!n) {
-            st = tsr_fail(err, TSR_ENOMEM, "out of memory");
-            break;
-        }
-        quant_ctx q = {e, rects, b, b.y, bps, buf};
-        st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
-        free(rects);
+        st = fill_band(e, b, b.y, bps, buf, err);
         *bytes += (uint64_t)(b.w * b.h * bps);
     }
     free(buf);

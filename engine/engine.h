@@ -90,6 +90,11 @@ tsr_engine_backend(const tsr_engine *e);
 int
 tsr_engine_threads(const tsr_engine *e);
 
+/* Whether node n is periodic (engine/plan.c): true with its period in p[0] x p[1]. One period
+ * is computed and the rest copied; a periodic root's stream copies sample rows. */
+bool
+tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2]);
+
 /* Root values of rect r (root coordinates, inside the root) into out (r.w * r.h floats,
  * row-major). The crop of opts->rows does not apply. */
 tsr_status

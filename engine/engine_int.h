@@ -22,6 +22,8 @@ struct tsr_engine {
     int64_t rows0, rows1;       /* the crop: stream rows [rows0, rows1) of the root */
     int64_t (*period)[2];       /* per node id: [px, py] when the node is periodic, else 0s
                                  * (plan.c: tsr_plan_make fills it) */
+    uint8_t *root_period;       /* a periodic root's period as output samples, made by the
+                                 * first band that needs it (engine.c), else NULL */
 };
 
 /* Child rects of one edge layer that compute.c keeps in its own frame; more (up to

@@ -152,8 +152,12 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     p->fixed = 0;
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
-        if (e->period[n->id][0]) /* the period tile, cached but counted as always held */
+        if (e->period[n->id][0]) { /* the period tile, cached but counted as always held */
+            int64_t ppx = sat_mul(e->period[n->id][0], e->period[n->id][1]);
             p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(tsr_rect_make(0, 0, e->period[n->id][0], e->period[n->id][1])));
+            if (n == root) /* and, for the root, its samples (engine.c, fill_periodic) */
+                p->fixed = sat_add(p->fixed, sat_mul(ppx, bps));
+        }
         int64_t t = e->tile[n->id];
         int64_t rw = t < n->w ? t : n->w, rh = n == root ? p->band_rows : (t < n->h ? t : n->h);
         int64_t deepest = 0;

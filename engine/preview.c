@@ -92,9 +92,15 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
         const tsr_grid *g = &e->grid[n->id];
         char b[32];
         human(b, sizeof b, (double)n->w * (double)n->h * 4.0);
-        fprintf(f, "  %-32s %lld x %lld px, tile %lld, %lld x %lld tiles, %s as float32\n", n->name,
+        fprintf(f, "  %-32s %lld x %lld px, tile %lld, %lld x %lld tiles, %s as float32", n->name,
                 (long long)n->w, (long long)n->h, (long long)g->t, (long long)g->nx,
                 (long long)g->ny, b);
+        int64_t per[2];
+        if (tsr_engine_period(e, n, per))
+            fprintf(f, "; periodic %lld x %lld: one period computed, the rest copied%s",
+                    (long long)per[0], (long long)per[1],
+                    n == d->root ? " as output samples" : "");
+        fputc('\n', f);
     }
     const tsr_plan *p = &e->plan;
     char a[32], b[32], c[32], dd[32], m[32], bu[32];

@@ -238,6 +238,93 @@ Test(engine, swath_orders_follow_start_corner_and_serpentine)
     free(raster);
 }
 
+/* A periodic root streams by copying rows of its converted period (engine.c, fill_periodic):
+ * checked against its pixels computed tile by tile (render_rect, the cached period tile's own
+ * path) and converted one by one, in every order, crop and depth, at periods that divide
+ * neither the root nor the swath nor the band. */
+static const char *periodic_yaml =
+    "tessera: 1\n"
+    "output: %s\n"
+    "nodes:\n"
+    "  dot:\n"
+    "    size: [13, 9]\n"
+    "    source: {gradient: linear, from: [0, 0], to: [13, 9], values: [0.05, 0.95]}\n"
+    "    children: [{trait: pattern, node: {size: [5, 5], source: {shape: circle, center: [2.5, "
+    "2.5], radius: 2, aa: 3}}, offset: [4, 2]}]\n"
+    "root:\n"
+    "  size: [101, 47]\n"
+    "  children: [{trait: repeat, ref: dot, offset: [-5, 4]}]\n";
+
+Test(engine, periodic_root_streams_the_samples_of_its_pixels)
+{
+    const int W = 101, H = 47;
+    const char *corners[] = {"top-left", "bottom-right", "top-right", "bottom-left"};
+    int widths[] = {30, 101, 7};
+    int crops[][2] = {{0, 47}, {3, 44}, {20, 21}};
+    for (int depth = 8; depth <= 16; depth += 8) {
+        for (int c = 0; c < 4; c++) {
+            for (int wi = 0; wi < 3; wi++) {
+                int sw = widths[wi], s = (c + wi) & 1, *crop = crops[(c + wi) % 3];
+                char out[160], y[1024];
+                if (wi == 1) /* raster: the start corner is swath order's */
+                    snprintf(out, sizeof out, "{depth: %d}", depth);
+                else
+                    snprintf(out, sizeof out, "{depth: %d, order: swath, swath: {width: %d, "
+                             "serpentine: %s, start: %s}}", depth, sw, s ? "true" : "false",
+                             corners[c]);
+                snprintf(y, sizeof y, periodic_yaml, out);
+                tsr_design *d = th_design(y);
+                float *px = th_rect(d, tsr_rect_make(0, 0, W, H), 7, 2);
+                tsr_error err = {0};
+                tsr_engine_opts o = {.backend = "cpu", .threads = 2, .tile = 16,
+                                     .rows = {crop[0], crop[1]}};
+                tsr_engine *e = tsr_engine_new(d, &o, &err);
+                cr_assert_not_null(e, "%s", err.msg);
+                int64_t per[2];
+                cr_assert(tsr_engine_period(e, d->root, per), "the root is periodic");
+                cr_assert(per[0] == 13 && per[1] == 9, "period %lld x %lld", (long long)per[0],
+                          (long long)per[1]);
+                char path[] = "/tmp/tsr-periodic-XXXXXX";
+                close(mkstemp(path));
+                tsr_sink *sk = tsr_sink_open(path, &err);
+                cr_assert(tsr_engine_stream(e, sk, 0, NULL, NULL, &err) == TSR_OK, "%s", err.msg);
+                cr_assert(tsr_sink_close(sk, &err) == TSR_OK);
+                size_t n;
+                uint8_t *got = th_read_file(path, &n);
+                unlink(path);
+                int h = crop[1] - crop[0], bps = depth / 8;
+                cr_assert_eq(n, (size_t)(W * h * bps));
+                /* the expected order, as in swath_orders_follow_start_corner_and_serpentine */
+                size_t at = 0;
+                int eff = wi == 1 || sw > W ? W : sw, ns = (W + eff - 1) / eff;
+                bool right = wi != 1 && (c == 1 || c == 2);
+                bool bottom = wi != 1 && (c == 1 || c == 3);
+                for (int k = 0; k < ns; k++) {
+                    int a = k * eff, b = a + eff < W ? a + eff : W;
+                    int x0 = right ? W - b : a, x1 = right ? W - a : b;
+                    bool up = bottom ^ (wi != 1 && s && (k & 1));
+                    for (int i = 0; i < h; i++) {
+                        int row = crop[0] + (up ? h - 1 - i : i);
+                        for (int x = x0; x < x1; x++, at++) {
+                            uint32_t want = tsr_convert_one(&d->out, px[row * W + x]);
+                            uint32_t have = bps == 1 ? got[at]
+                                                     : (uint32_t)got[2 * at] |
+                                                           (uint32_t)got[2 * at + 1] << 8;
+                            cr_assert_eq(have, want, "depth %d corner %s width %d crop %d:%d: "
+                                         "sample %zu (x %d, row %d)", depth, corners[c], sw,
+                                         crop[0], crop[1], at, x, row);
+                        }
+                    }
+                }
+                free(got);
+                free(px);
+                tsr_engine_free(e);
+                tsr_design_free(d);
+            }
+        }
+    }
+}
+
 Test(engine, rows_crop_streams_the_matching_rows)
 {
     tsr_design *d = th_design(raster_yaml);
