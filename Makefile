@@ -49,8 +49,9 @@ asan: deps
 	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'oracle|rss'
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c: design = loader + dump + engine on small designs,
-# png = the image reader, frame = the framed stream's decoders), built with clang + ASan/UBSan
-# in $(FUZZ_BUILD) and run FUZZ_SECONDS each from their corpus ($(FUZZ_BUILD)/corpus/NAME,
+# png = the image reader, frame = the framed stream's decoders, controller = the controller's
+# reader), built with clang + ASan/UBSan in $(FUZZ_BUILD) and run FUZZ_SECONDS each
+# (FUZZ_TARGETS="design controller" for some) from their corpus ($(FUZZ_BUILD)/corpus/NAME,
 # seeded from tests/fuzz/regress/NAME, the design folders and the oracle's PNGs). Installs
 # clang, libFuzzer and clang's OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits
 # non-zero on a finding, which is saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under
