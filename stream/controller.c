@@ -421,8 +421,12 @@ serve(ctl *c, conn *k, tsr_error *err)
                 reason[f.wire] = '\0';
             else
                 snprintf(reason, sizeof reason, "(no readable reason)");
-            tsr_fail(err, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
-                     f.offset, reason);
+            if (f.offset == cur.offset)
+                tsr_fail(err, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
+                         f.offset, reason);
+            else /* its word against what arrived: say both */
+                tsr_fail(err, TSR_EIO, "the sender aborted the job at byte %" PRIu64 " (%" PRIu64
+                         " bytes held): %s", f.offset, cur.offset, reason);
             return conn_failed(c, &cur, err);
         }
         if (f.flags & TSR_FRAME_TRAILER) {

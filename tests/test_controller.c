@@ -1,0 +1,240 @@
+/* controller: the reference controller's reader (stream/controller.c) over bytes in memory
+ * (tsr_ctl_mem_*, the same code the socket loop runs): what it holds, answers and reports
+ * for complete, resumed, aborted, cut, reordered and corrupted streams. The socket side is
+ * tested in test_stream_sink.c and tests/cli/stream_*.sh. */
+#include <criterion/criterion.h>
+
+#include "stream/stream_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TOTAL 3000
+
+/* A transcript being built: header, then frames. */
+typedef struct tx {
+    uint8_t b[16384];
+    size_t n;
+    uint32_t since; /* crc of the data frames so far */
+} tx;
+
+static uint8_t data[TOTAL];
+
+static void
+init_data(void)
+{
+    for (int i = 0; i < TOTAL; i++)
+        data[i] = (uint8_t)(i * 7 + i / 13);
+}
+
+TestSuite(controller, .init = init_data);
+
+static void
+header(tx *t, uint8_t fp0)
+{
+    tsr_header h = {.version = 1, .depth = 8, .width = TOTAL, .height = 1,
+                    .swath_width = TOTAL, .total = TOTAL};
+    h.fingerprint[0] = fp0;
+    tsr_header_encode(&h, t->b);
+    t->n = TSR_HEADER_SIZE;
+    t->since = 0;
+}
+
+static void
+frame(tx *t, uint64_t off, uint32_t len, uint32_t flags, const void *payload)
+{
+    tsr_frame f = {off, len, len, tsr_crc32(0, payload, len), flags};
+    if (flags & TSR_FRAME_TRAILER)
+        f = (tsr_frame){off, 0, 0, t->since, flags};
+    else if (!(flags & TSR_FRAME_ABORT))
+        t->since = tsr_crc32_combine(t->since, f.crc, len);
+    tsr_frame_encode(&f, t->b + t->n);
+    t->n += TSR_FRAME_HEAD;
+    if (f.wire)
+        memcpy(t->b + t->n, payload, f.wire);
+    t->n += f.wire;
+}
+
+/* data[from, to) in frames of `step` */
+static void
+frames(tx *t, uint64_t from, uint64_t to, uint32_t step)
+{
+    for (uint64_t o = from; o < to; o += step)
+        frame(t, o, (uint32_t)(to - o < step ? to - o : step), 0, data + o);
+}
+
+typedef struct run {
+    int rc;
+    uint64_t answered, offset, total;
+    uint32_t crc;
+    bool valid;
+    tsr_error err;
+} run;
+
+static run
+serve(tsr_ctl_mem *m, const tx *t)
+{
+    run r = {0};
+    r.rc = tsr_ctl_mem_serve(m, t->b, t->n, &r.answered, &r.err);
+    r.valid = tsr_ctl_mem_state(m, &r.offset, &r.total, &r.crc);
+    return r;
+}
+
+static void
+assert_output(int fd, uint64_t n)
+{
+    uint8_t got[TOTAL];
+    cr_assert_eq(pread(fd, got, n, 0), (ssize_t)n);
+    cr_assert(memcmp(got, data, n) == 0, "the output's first %llu bytes", (unsigned long long)n);
+}
+
+Test(controller, a_whole_job_is_held_and_its_output_is_the_samples)
+{
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd);
+    tx t;
+    header(&t, 1);
+    frames(&t, 0, TOTAL, 700);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    cr_assert_eq(r.answered, 0);
+    cr_assert(r.valid && r.offset == TOTAL && r.total == TOTAL);
+    cr_assert_eq(r.crc, tsr_crc32(0, data, TOTAL));
+    struct stat sb;
+    fstat(fd, &sb);
+    cr_assert_eq(sb.st_size, TOTAL);
+    assert_output(fd, TOTAL);
+    tsr_ctl_mem_free(m);
+    close(fd);
+}
+
+Test(controller, a_cut_stream_is_held_to_its_last_whole_frame_and_resumed_there)
+{
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd);
+    tx t;
+    header(&t, 2);
+    frames(&t, 0, 1400, 700);
+    frame(&t, 1400, 700, 0, data + 1400);
+    t.n -= 300; /* half the third frame */
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 1, "a sender gone is not a failure: %s", r.err.msg);
+    cr_assert_eq(r.offset, 1400);
+    /* the next connection is answered 1400 and completes from there */
+    header(&t, 2);
+    frames(&t, 1400, TOTAL, 500);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 1400);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    cr_assert_eq(r.crc, tsr_crc32(0, data, TOTAL));
+    assert_output(fd, TOTAL);
+    /* a different design while nothing is half done starts over */
+    header(&t, 3);
+    frames(&t, 0, 10, 10);
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 0);
+    cr_assert_eq(r.offset, 10);
+    tsr_ctl_mem_free(m);
+    close(fd);
+}
+
+Test(controller, a_different_design_is_refused_while_one_is_half_held)
+{
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    tx t;
+    header(&t, 4);
+    frames(&t, 0, 1000, 1000);
+    cr_assert_eq(serve(m, &t).rc, 1);
+    header(&t, 5);
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 2);
+    cr_assert_eq(r.answered, TSR_RESUME_REFUSED);
+    cr_assert(strstr(r.err.msg, "refused a job") && strstr(r.err.msg, "holds 1000 of 3000"),
+              "%s", r.err.msg);
+    cr_assert_eq(r.offset, 1000, "what it held is kept");
+    tsr_ctl_mem_free(m);
+}
+
+Test(controller, an_abort_fails_the_job_and_names_its_offset_and_what_is_held)
+{
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    tx t;
+    header(&t, 6);
+    frames(&t, 0, 1000, 500);
+    const char *why = "out.raw: No space left on device";
+    frame(&t, 1000, (uint32_t)strlen(why), TSR_FRAME_ABORT, why);
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 2);
+    cr_assert_str_eq(r.err.msg, "the sender aborted the job at byte 1000: out.raw: No space "
+                     "left on device");
+    cr_assert_eq(r.offset, 1000);
+    /* an abort whose offset is not the next byte: both are named */
+    header(&t, 6);
+    frames(&t, 1000, 1500, 500);
+    frame(&t, 200, (uint32_t)strlen(why), TSR_FRAME_ABORT, why);
+    r = serve(m, &t);
+    cr_assert_eq(r.rc, 2);
+    cr_assert(strstr(r.err.msg, "aborted the job at byte 200 (1500 bytes held)"), "%s",
+              r.err.msg);
+    tsr_ctl_mem_free(m);
+}
+
+Test(controller, bad_frames_fail_naming_the_frame_and_keep_what_was_checked)
+{
+    struct {
+        const char *name, *msg;
+    } cases[] = {
+        {"gap", "frame at byte 900 (wire 100, raw 100): not the next byte (expected byte 700)"},
+        {"crc", "frame at byte 700: crc mismatch"},
+        {"past the end", "runs past the end of the job"},
+        {"flags", "frame at byte 700: unknown flags 0x10"},
+        {"trailer early", "trailer at byte 700 (lengths 0/0): the job ends at 3000 and 700 "
+                          "bytes are held"},
+        {"trailer crc", "does not match"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+        tx t;
+        header(&t, 7);
+        frames(&t, 0, 700, 700);
+        switch (i) {
+        case 0: frame(&t, 900, 100, 0, data + 900); break;
+        case 1:
+            frame(&t, 700, 100, 0, data + 700);
+            t.b[t.n - 1] ^= 1;
+            break;
+        case 2: frame(&t, 700, TOTAL, 0, data); break;
+        case 3: frame(&t, 700, 100, 16, data + 700); break;
+        case 4: frame(&t, 700, 0, TSR_FRAME_TRAILER, ""); break;
+        case 5:
+            frames(&t, 700, TOTAL, 1000);
+            t.since ^= 1;
+            frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+            break;
+        }
+        run r = serve(m, &t);
+        cr_assert_eq(r.rc, 2, "%s", cases[i].name);
+        cr_assert(strstr(r.err.msg, cases[i].msg), "%s: %s", cases[i].name, r.err.msg);
+        cr_assert_eq(r.offset, i == 5 ? TOTAL : 700, "%s: holds %llu", cases[i].name,
+                     (unsigned long long)r.offset);
+        tsr_ctl_mem_free(m);
+    }
+}
+
+Test(controller, a_header_that_is_not_ours_is_refused_and_serving_goes_on)
+{
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    tx t;
+    header(&t, 8);
+    t.b[0] = 'X';
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 1);
+    cr_assert_eq(r.answered, TSR_RESUME_REFUSED);
+    cr_assert(!r.valid);
+    tsr_ctl_mem_free(m);
+}
