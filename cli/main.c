@@ -361,7 +361,8 @@ cmd_controller(args *a)
 {
     tsr_error err = {0};
     tsr_controller_opts o = {.listen = a->listen, .rate = a->rate, .out = a->out,
-                             .jobs = a->jobs, .stop = &g_stop, .log = stderr};
+                             .jobs = a->jobs, .stop = &g_stop, .log = stderr,
+                             .fault = getenv("TSR_FAULT")}; /* docs/reliability.md */
     if (tsr_controller_run(&o, &err) != TSR_OK)
         return fail(&err);
     return 0;

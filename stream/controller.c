@@ -53,6 +53,7 @@ typedef struct ctl {
     size_t wire_len, raw_len;     /* their sizes */
     size_t wire_cap;              /* the largest deflated payload accepted */
     int64_t jobs_done;
+    tsr_fault fault;              /* the output's fault hook (tsr_controller_opts.fault) */
 } ctl;
 
 /* One sender's bytes: read exactly n (*eof when the sender is gone; TSR_EINTR when stopped;
@@ -502,8 +503,11 @@ serve(ctl *c, conn *k, tsr_error *err)
         if (c->out >= 0) {
             size_t done = 0;
             while (done < f.raw) {
-                ssize_t k = pwrite(c->out, c->raw + done, f.raw - done,
-                                   (off_t)(f.offset + done));
+                /* the hook's position is the file offset: enospc@N = a file of N bytes */
+                tsr_fault_seek(&c->fault, f.offset + done);
+                size_t ask = tsr_fault_allow(&c->fault, f.raw - done);
+                ssize_t k = ask ? pwrite(c->out, c->raw + done, ask, (off_t)(f.offset + done))
+                                : -1;
                 if (k < 0 && errno == EINTR)
                     continue;
                 if (k <= 0) {
@@ -634,6 +638,8 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "--jobs %lld: must be at least 1", (long long)o->jobs);
     if (o->rate < 0 || o->rate != o->rate)
         return tsr_fail(err, TSR_EINVAL, "--rate: must be positive");
+    if (tsr_fault_parse(o->fault, &c.fault, err) != TSR_OK)
+        return TSR_EINVAL;
     c.wire_cap = tsr_deflate_bound(TSR_FRAME_MAX_RAW);
     /* The bucket holds 1/20 s of the rate (at least 512 bytes); a frame is consumed in
      * pieces of at most that, so no burst beyond it ever passes. */

@@ -269,6 +269,8 @@ typedef struct tsr_controller_opts {
     int64_t jobs;                /* complete jobs before it returns, >= 1 */
     volatile sig_atomic_t *stop; /* borrowed, may be NULL: stop, keeping the state */
     FILE *log;                   /* messages ("tessera controller: ..."), e.g. stderr */
+    const char *fault;           /* test hook, NULL = none: as tsr_sink_opts.fault, on the
+                                  * output file (N = its size in bytes) */
 } tsr_controller_opts;
 
 /* Run the reference receiver of DESIGN.md §3: accept one sender at a time, answer the resume

@@ -3,10 +3,11 @@
 # the sink's medium fail at a chosen byte (a full disk, a dead device, a reader gone, a reset
 # connection) or take random short writes, while the engine renders. Each run must exit 1 (not
 # crash), name the error and the exact resume point, leave a framed file ending in an abort
-# frame (never a trailer), and a resume must complete the job byte-identically. Then a
-# controller that stalls: briefly (the job completes), and for good (the sender gives up after
-# --stall-timeout and the next run resumes). Fault points are random; the seed is printed, and
-# SEED=N replays a run.
+# frame (never a trailer), and a resume must complete the job byte-identically. Then the
+# controller's own disk filling up (it exits 1, keeps what it wrote, resumes when restarted),
+# and a controller that stalls: briefly (the job completes), and for good (the sender gives up
+# after --stall-timeout and the next run resumes). Fault points are random; the seed is
+# printed, and SEED=N replays a run.
 source "$SRC/tests/stream/lib.sh"
 
 SEED=${SEED:-$RANDOM}
@@ -156,6 +157,29 @@ reap "$CPID"
 check "tcp: the controller exits 0 after the job ($(tail -n 2 "$tmp/ctl.log"))" test "$REAPED" -eq 0
 check "tcp: it resumed rather than restarting" grep -q "resuming at byte" "$tmp/ctl.log"
 check "tcp: the controller's output is identical" cmp -s "$tmp/c.raw" "$FULL"
+
+# ---- the controller's own disk fills up ----------------------------------------------------
+# TSR_FAULT on the controller: its output file holds N bytes. It must exit 1 naming the error,
+# keep (durably) what it checked and wrote, and, restarted with room, resume the job.
+n=$(( 100000 + $(rand_below 2000000) ))
+TSR_FAULT="enospc@$n" start_controller "$tmp/ctl3.log" -o "$tmp/d.raw" || exit 1
+"$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --progress none 2>"$tmp/err"
+src=$?
+reap "$CPID"
+what="controller disk full at byte $n"
+check "$what: the controller exits 1 ($(tail -n 1 "$tmp/ctl3.log"))" test "$REAPED" -eq 1
+check "$what: it names the error" grep -q "d.raw: No space left on device" "$tmp/ctl3.log"
+check "$what: the sender exits 1 ($(head -c 200 "$tmp/err"))" test "$src" -eq 1
+held=$(sed -n 's/^offset //p' "$tmp/d.raw.tsrstate")
+check "$what: its state holds ${held:-?} <= $n bytes" test "${held:-x}" -le "$n"
+check "$what: and they are on disk, right" cmp -s <(head -c "$held" "$tmp/d.raw") <(head -c "$held" "$FULL")
+start_controller "$tmp/ctl3.log" -o "$tmp/d.raw" || exit 1
+"$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --progress none 2>"$tmp/err"
+check "$what: with room again the rerun exits 0" test $? -eq 0
+reap "$CPID"
+check "$what: the restarted controller exits 0" test "$REAPED" -eq 0
+check "$what: it resumed at byte $held" grep -q "resuming at byte $held" "$tmp/ctl3.log"
+check "$what: its output is identical" cmp -s "$tmp/d.raw" "$FULL"
 
 # ---- a controller that stalls --------------------------------------------------------------
 # A job larger than the loopback socket buffers (48 MB), so a stopped controller stops the
