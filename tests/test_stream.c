@@ -5,12 +5,12 @@
  * the spec's formula, not from the reader. */
 #include <criterion/criterion.h>
 
+#include "helpers/helpers.h"
 #include "stream/stream.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <png.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,42 +21,6 @@
 #include <unistd.h>
 
 /* ---- helpers ---------------------------------------------------------------------------- */
-
-static char dir[64];
-
-static void
-make_dir(void)
-{
-    strcpy(dir, "/tmp/tsr_stream_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static int
-rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-static void
-remove_dir(void)
-{
-    if (dir[0])
-        nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-/* A path inside the test's private directory (static storage, one per call slot). */
-static const char *
-in_dir(const char *name)
-{
-    static char buf[4][256];
-    static int slot;
-    char *p = buf[slot++ % 4];
-    snprintf(p, 256, "%s/%s", dir, name);
-    return p;
-}
 
 static uint8_t *
 slurp(const char *path, size_t *n)
@@ -87,7 +51,7 @@ spit(const char *path, const void *b, size_t n)
 static int
 count_entries(void)
 {
-    DIR *d = opendir(dir);
+    DIR *d = opendir(th_dir());
     cr_assert_not_null(d);
     int n = 0;
     struct dirent *e;
@@ -247,7 +211,7 @@ read_fails(const char *path, tsr_status want, const char *what)
 
 /* ---- sinks ------------------------------------------------------------------------------ */
 
-TestSuite(sink, .init = make_dir, .fini = remove_dir);
+TestSuite(sink, .init = th_dir_make, .fini = th_dir_remove);
 
 Test(sink, null_sink_discards_and_counts_bytes)
 {
@@ -265,7 +229,7 @@ Test(sink, null_sink_discards_and_counts_bytes)
 
 Test(sink, file_sink_writes_exact_bytes_and_truncates)
 {
-    const char *path = in_dir("out.raw");
+    const char *path = th_in_dir("out.raw");
     spit(path, "an older, longer file that must disappear entirely", 51);
 
     tsr_error err = {0};
@@ -298,7 +262,7 @@ Test(sink, file_sink_writes_exact_bytes_and_truncates)
 
 Test(sink, file_sink_failure_to_open_names_the_path)
 {
-    const char *path = in_dir("no/such/dir/out.raw");
+    const char *path = th_in_dir("no/such/dir/out.raw");
     tsr_error err = {0};
     cr_assert_null(tsr_sink_open(path, &err));
     cr_assert_eq(err.status, TSR_EIO);
@@ -413,11 +377,11 @@ Test(sink, stdout_pipe_gets_the_bytes_and_a_larger_pipe)
 
 /* ---- writer thread ---------------------------------------------------------------------- */
 
-TestSuite(writer, .init = make_dir, .fini = remove_dir);
+TestSuite(writer, .init = th_dir_make, .fini = th_dir_remove);
 
 Test(writer, many_buffers_are_written_in_submission_order)
 {
-    const char *path = in_dir("band.raw");
+    const char *path = th_in_dir("band.raw");
     tsr_error err = {0};
     tsr_sink *s = tsr_sink_open(path, &err);
     cr_assert_not_null(s);
@@ -531,11 +495,11 @@ Test(writer, new_refuses_empty_pools)
 
 /* ---- PNG write ------------------------------------------------------------------------- */
 
-TestSuite(png, .init = make_dir, .fini = remove_dir);
+TestSuite(png, .init = th_dir_make, .fini = th_dir_remove);
 
 Test(png, round_trip_8bit_is_exact)
 {
-    const char *path = in_dir("p8.png");
+    const char *path = th_in_dir("p8.png");
     const int64_t w = 37, h = 23;
     uint8_t *s = malloc(w * h);
     float *want = malloc(w * h * sizeof(float));
@@ -564,7 +528,7 @@ Test(png, round_trip_8bit_is_exact)
 
 Test(png, round_trip_16bit_host_order_is_exact)
 {
-    const char *path = in_dir("p16.png");
+    const char *path = th_in_dir("p16.png");
     const int64_t w = 300, h = 5;
     uint16_t *s = malloc(w * h * 2);
     float *want = malloc(w * h * sizeof(float));
@@ -597,7 +561,7 @@ Test(png, round_trip_16bit_host_order_is_exact)
 
 Test(png, write_replaces_an_existing_file)
 {
-    const char *path = in_dir("p.png");
+    const char *path = th_in_dir("p.png");
     spit(path, "old", 3);
     uint8_t s[4] = {1, 2, 3, 4};
     cr_assert_eq(tsr_png_write(path, 2, 2, 8, s, NULL), TSR_OK);
@@ -610,9 +574,9 @@ Test(png, write_replaces_an_existing_file)
 
 Test(png, failed_write_leaves_no_file_and_keeps_the_old_one)
 {
-    const char *path = in_dir("big.png");
+    const char *path = th_in_dir("big.png");
     spit(path, "old", 3);
-    const char *fresh = in_dir("fresh.png");
+    const char *fresh = th_in_dir("fresh.png");
 
     /* Incompressible samples and a 4 KiB file size limit: the write fails part way. */
     const int64_t w = 512, h = 512;
@@ -647,20 +611,20 @@ Test(png, write_errors_name_the_path)
 {
     uint8_t s[4] = {0};
     tsr_error err = {0};
-    const char *missing = in_dir("nodir/x.png");
+    const char *missing = th_in_dir("nodir/x.png");
     cr_assert_eq(tsr_png_write(missing, 2, 2, 8, s, &err), TSR_EIO);
     char want[512];
     snprintf(want, sizeof want, "%s: No such file or directory", missing);
     cr_assert_str_eq(err.msg, want);
 
-    cr_assert_eq(tsr_png_write(in_dir("x.png"), 2, 2, 12, s, &err), TSR_EINVAL);
+    cr_assert_eq(tsr_png_write(th_in_dir("x.png"), 2, 2, 12, s, &err), TSR_EINVAL);
     cr_assert(strstr(err.msg, "depth must be 8 or 16"), "%s", err.msg);
-    cr_assert_eq(tsr_png_write(in_dir("x.png"), 0, 2, 8, s, &err), TSR_EINVAL);
-    cr_assert_eq(tsr_png_write(in_dir("x.png"), (int64_t)1 << 31, 1, 8, s, &err), TSR_EINVAL);
+    cr_assert_eq(tsr_png_write(th_in_dir("x.png"), 0, 2, 8, s, &err), TSR_EINVAL);
+    cr_assert_eq(tsr_png_write(th_in_dir("x.png"), (int64_t)1 << 31, 1, 8, s, &err), TSR_EINVAL);
 
     /* A directory in the way of the rename: the temporary is removed again. */
-    cr_assert_eq(mkdir(in_dir("adir"), 0755), 0);
-    cr_assert_eq(tsr_png_write(in_dir("adir"), 2, 2, 8, s, &err), TSR_EIO);
+    cr_assert_eq(mkdir(th_in_dir("adir"), 0755), 0);
+    cr_assert_eq(tsr_png_write(th_in_dir("adir"), 2, 2, 8, s, &err), TSR_EIO);
     cr_assert(strstr(err.msg, "Is a directory"), "%s", err.msg);
     cr_assert_eq(count_entries(), 1);
 }
@@ -688,9 +652,9 @@ Test(png, gray_1_2_4_bit_values_are_sample_over_max)
         char name[32];
         snprintf(name, sizeof name, "g%d.png", bd);
         uint8_t **rows = row_table(data, h, rowbytes);
-        write_png_file(in_dir(name), w, h, bd, PNG_COLOR_TYPE_GRAY, rows, NULL);
+        write_png_file(th_in_dir(name), w, h, bd, PNG_COLOR_TYPE_GRAY, rows, NULL);
         float *px = NULL;
-        read_ok(in_dir(name), w, h, &px);
+        read_ok(th_in_dir(name), w, h, &px);
         assert_same_floats(px, want, w * h);
         if (bd == 2)
             cr_assert_eq(px[1], (float)(1.0 / 3.0)); /* x=1: sample 5 % 4 = 1 */
@@ -713,9 +677,9 @@ Test(png, palette_is_expanded_to_luma_and_trns_is_ignored)
     }
     uint8_t **rows = row_table(data, h, w);
     struct extras x = {.pal = pal, .npal = 5, .trns = alphas, .ntrns = 5};
-    write_png_file(in_dir("pal8.png"), w, h, 8, PNG_COLOR_TYPE_PALETTE, rows, &x);
+    write_png_file(th_in_dir("pal8.png"), w, h, 8, PNG_COLOR_TYPE_PALETTE, rows, &x);
     float *px = NULL;
-    read_ok(in_dir("pal8.png"), w, h, &px);
+    read_ok(th_in_dir("pal8.png"), w, h, &px);
     assert_same_floats(px, want, 14);
     cr_assert_eq(px[1], (float)(0.299 * 255.0 / 255.0));
     free(px);
@@ -729,8 +693,8 @@ Test(png, palette_is_expanded_to_luma_and_trns_is_ignored)
         want2[i] = spec_rgb(pal[idx[i]].red, pal[idx[i]].green, pal[idx[i]].blue, 8);
     uint8_t *prow[2] = {packed, packed + 1};
     struct extras x2 = {.pal = pal, .npal = 4};
-    write_png_file(in_dir("pal2.png"), 4, 2, 2, PNG_COLOR_TYPE_PALETTE, prow, &x2);
-    read_ok(in_dir("pal2.png"), 4, 2, &px);
+    write_png_file(th_in_dir("pal2.png"), 4, 2, 2, PNG_COLOR_TYPE_PALETTE, prow, &x2);
+    read_ok(th_in_dir("pal2.png"), 4, 2, &px);
     assert_same_floats(px, want2, 8);
     free(px);
 }
@@ -763,9 +727,9 @@ Test(png, rgb_8_and_16_bit_use_luma_weights_in_double)
         char name[32];
         snprintf(name, sizeof name, "rgb%d.png", bd);
         uint8_t **rows = row_table(data, h, rowbytes);
-        write_png_file(in_dir(name), w, h, bd, PNG_COLOR_TYPE_RGB, rows, NULL);
+        write_png_file(th_in_dir(name), w, h, bd, PNG_COLOR_TYPE_RGB, rows, NULL);
         float *px = NULL;
-        read_ok(in_dir(name), w, h, &px);
+        read_ok(th_in_dir(name), w, h, &px);
         assert_same_floats(px, want, w * h);
         /* White: 0.299 + 0.587 + 0.114 in double is not exactly 1, but rounds to 1.0f. */
         cr_assert_eq(px[0], 1.0f);
@@ -790,9 +754,9 @@ Test(png, rgba_and_gray_alpha_ignore_alpha)
         want[i] = spec_rgb(r, g, b, 8);
     }
     uint8_t **rows = row_table(rgba, h, w * 4);
-    write_png_file(in_dir("rgba.png"), w, h, 8, PNG_COLOR_TYPE_RGB_ALPHA, rows, NULL);
+    write_png_file(th_in_dir("rgba.png"), w, h, 8, PNG_COLOR_TYPE_RGB_ALPHA, rows, NULL);
     float *px = NULL;
-    read_ok(in_dir("rgba.png"), w, h, &px);
+    read_ok(th_in_dir("rgba.png"), w, h, &px);
     assert_same_floats(px, want, 18);
     free(px);
     free(rows);
@@ -808,8 +772,8 @@ Test(png, rgba_and_gray_alpha_ignore_alpha)
         want[i] = spec_gray(g, 16);
     }
     rows = row_table(ga, h, w * 4);
-    write_png_file(in_dir("ga16.png"), w, h, 16, PNG_COLOR_TYPE_GRAY_ALPHA, rows, NULL);
-    read_ok(in_dir("ga16.png"), w, h, &px);
+    write_png_file(th_in_dir("ga16.png"), w, h, 16, PNG_COLOR_TYPE_GRAY_ALPHA, rows, NULL);
+    read_ok(th_in_dir("ga16.png"), w, h, &px);
     assert_same_floats(px, want, 18);
     free(px);
     free(rows);
@@ -822,8 +786,8 @@ Test(png, rgba_and_gray_alpha_ignore_alpha)
         want[i] = spec_gray((unsigned)i * 15, 8);
     }
     rows = row_table(ga8, h, w * 2);
-    write_png_file(in_dir("ga8.png"), w, h, 8, PNG_COLOR_TYPE_GRAY_ALPHA, rows, NULL);
-    read_ok(in_dir("ga8.png"), w, h, &px);
+    write_png_file(th_in_dir("ga8.png"), w, h, 8, PNG_COLOR_TYPE_GRAY_ALPHA, rows, NULL);
+    read_ok(th_in_dir("ga8.png"), w, h, &px);
     assert_same_floats(px, want, 18);
     free(px);
     free(rows);
@@ -840,9 +804,9 @@ Test(png, gamma_sbit_and_gray_trns_are_ignored)
     }
     uint8_t **rows = row_table(data, h, w);
     struct extras x = {.gamma_sbit = true, .trns_gray = true};
-    write_png_file(in_dir("gamma.png"), w, h, 8, PNG_COLOR_TYPE_GRAY, rows, &x);
+    write_png_file(th_in_dir("gamma.png"), w, h, 8, PNG_COLOR_TYPE_GRAY, rows, &x);
     float *px = NULL;
-    read_ok(in_dir("gamma.png"), w, h, &px);
+    read_ok(th_in_dir("gamma.png"), w, h, &px);
     assert_same_floats(px, want, 256);
     free(px);
     free(rows);
@@ -862,9 +826,9 @@ Test(png, interlaced_images_read_like_progressive_ones)
     }
     uint8_t **rows = row_table(be, h, w * 2);
     struct extras x = {.interlace = true};
-    write_png_file(in_dir("adam7.png"), w, h, 16, PNG_COLOR_TYPE_GRAY, rows, &x);
+    write_png_file(th_in_dir("adam7.png"), w, h, 16, PNG_COLOR_TYPE_GRAY, rows, &x);
     float *px = NULL;
-    read_ok(in_dir("adam7.png"), w, h, &px);
+    read_ok(th_in_dir("adam7.png"), w, h, &px);
     assert_same_floats(px, want, w * h);
     free(px);
     free(rows);
@@ -874,21 +838,21 @@ Test(png, interlaced_images_read_like_progressive_ones)
 
 Test(png, missing_file_is_einval)
 {
-    read_fails(in_dir("nope.png"), TSR_EINVAL, "No such file or directory");
-    read_fails(dir, TSR_EINVAL, "Is a directory");
+    read_fails(th_in_dir("nope.png"), TSR_EINVAL, "No such file or directory");
+    read_fails(th_dir(), TSR_EINVAL, "Is a directory");
 }
 
 Test(png, non_png_and_empty_files_are_einval)
 {
-    spit(in_dir("text.png"), "hello, this is not an image\n", 28);
-    read_fails(in_dir("text.png"), TSR_EINVAL, "not a PNG file");
-    spit(in_dir("empty.png"), "", 0);
-    read_fails(in_dir("empty.png"), TSR_EINVAL, "not a PNG file");
+    spit(th_in_dir("text.png"), "hello, this is not an image\n", 28);
+    read_fails(th_in_dir("text.png"), TSR_EINVAL, "not a PNG file");
+    spit(th_in_dir("empty.png"), "", 0);
+    read_fails(th_in_dir("empty.png"), TSR_EINVAL, "not a PNG file");
 }
 
 Test(png, truncated_files_are_einval_at_every_cut)
 {
-    const char *full = in_dir("full.png");
+    const char *full = th_in_dir("full.png");
     uint8_t s[64 * 64];
     for (int i = 0; i < 64 * 64; i++)
         s[i] = (uint8_t)(i * 31 + i / 64);
@@ -899,7 +863,7 @@ Test(png, truncated_files_are_einval_at_every_cut)
     /* Inside the signature, inside IHDR, right after it, inside IDAT, and missing IEND. */
     size_t cuts[] = {4, 7, 8, 20, 33, 40, n / 2, n - 13, n - 12, n - 1};
     for (size_t k = 0; k < sizeof cuts / sizeof cuts[0]; k++) {
-        const char *cut = in_dir("cut.png");
+        const char *cut = th_in_dir("cut.png");
         spit(cut, b, cuts[k]);
         read_fails(cut, TSR_EINVAL, "truncated PNG");
     }
@@ -908,7 +872,7 @@ Test(png, truncated_files_are_einval_at_every_cut)
 
 Test(png, corrupt_data_is_einval_with_a_reason)
 {
-    const char *full = in_dir("ok.png");
+    const char *full = th_in_dir("ok.png");
     uint8_t s[32 * 32];
     for (int i = 0; i < 32 * 32; i++)
         s[i] = (uint8_t)(i * 7);
@@ -918,8 +882,8 @@ Test(png, corrupt_data_is_einval_with_a_reason)
 
     /* A flipped bit in IHDR's data breaks its CRC. */
     b[20] ^= 0x10;
-    spit(in_dir("crc.png"), b, n);
-    read_fails(in_dir("crc.png"), TSR_EINVAL, "corrupt PNG (");
+    spit(th_in_dir("crc.png"), b, n);
+    read_fails(th_in_dir("crc.png"), TSR_EINVAL, "corrupt PNG (");
     b[20] ^= 0x10;
 
     /* A bad colour type with a recomputed, valid CRC: libpng's own validation. */
@@ -929,14 +893,14 @@ Test(png, corrupt_data_is_einval_with_a_reason)
     b[30] = (uint8_t)(crc >> 16);
     b[31] = (uint8_t)(crc >> 8);
     b[32] = (uint8_t)crc;
-    spit(in_dir("ct.png"), b, n);
-    read_fails(in_dir("ct.png"), TSR_EINVAL, "corrupt PNG (");
+    spit(th_in_dir("ct.png"), b, n);
+    read_fails(th_in_dir("ct.png"), TSR_EINVAL, "corrupt PNG (");
     free(b);
 }
 
 Test(png, read_size_reads_only_the_header)
 {
-    const char *path = in_dir("sz.png");
+    const char *path = th_in_dir("sz.png");
     uint8_t s[6 * 4] = {0};
     cr_assert_eq(tsr_png_write(path, 6, 4, 8, s, NULL), TSR_OK);
     size_t n;
@@ -957,7 +921,7 @@ Test(png, read_size_reads_only_the_header)
 
 Test(png, absurd_header_size_is_refused_before_allocating)
 {
-    const char *path = in_dir("huge.png");
+    const char *path = th_in_dir("huge.png");
     uint8_t s[4] = {0};
     cr_assert_eq(tsr_png_write(path, 2, 2, 8, s, NULL), TSR_OK);
     size_t n;
@@ -986,5 +950,5 @@ Test(png, read_rejects_missing_outputs)
 {
     tsr_error err = {0};
     int64_t w, h;
-    cr_assert_eq(tsr_png_read_gray(in_dir("x.png"), &w, &h, NULL, &err), TSR_EINTERNAL);
+    cr_assert_eq(tsr_png_read_gray(th_in_dir("x.png"), &w, &h, NULL, &err), TSR_EINTERNAL);
 }

@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,26 +23,7 @@
 #define PIECE_MAX 200000 /* the largest piece handed to the sink at once */
 #define POINTS 24 /* random fault points per sink and kind */
 
-static char dir[64];
-
-static void
-make_dir(void)
-{
-    strcpy(dir, "/tmp/tsr_stream_faults_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void
-remove_dir(void)
-{
-    char cmd[128];
-    if (dir[0]) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        cr_assert_eq(system(cmd), 0);
-    }
-}
-
-TestSuite(stream_faults, .init = make_dir, .fini = remove_dir);
+TestSuite(stream_faults, .init = th_dir_make, .fini = th_dir_remove);
 
 static uint64_t
 rnd(uint64_t *s)
@@ -98,30 +78,11 @@ is_framed(sinkkind k)
     return k != RAW_FILE && k != RAW_PIPE;
 }
 
-/* A thread that reads a pipe to its end. */
-typedef struct drain {
-    int fd;
-    uint8_t *got;
-    size_t n, cap;
-    pthread_t t;
-} drain;
-
-static void *
-drain_main(void *arg)
-{
-    drain *d = arg;
-    ssize_t k;
-    while (d->n < d->cap && (k = read(d->fd, d->got + d->n, d->cap - d->n)) > 0)
-        d->n += (size_t)k;
-    return NULL;
-}
-
-/* Where a sink writes: a file in dir, or stdout redirected to a pipe that `d` drains. */
+/* Where a sink writes: a file in the scratch folder, or stdout redirected to a pipe. */
 typedef struct target {
     sinkkind kind;
-    char path[128];
-    int saved_stdout;
-    drain d;
+    const char *path;
+    th_stdout_pipe pipe;
 } target;
 
 static const char *
@@ -129,20 +90,11 @@ target_open(target *t, sinkkind kind, const char *name)
 {
     memset(t, 0, sizeof *t);
     t->kind = kind;
-    t->saved_stdout = -1;
     if (!is_pipe(kind)) {
-        snprintf(t->path, sizeof t->path, "%s/%s", dir, name);
+        t->path = th_in_dir(name);
         return t->path;
     }
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    t->saved_stdout = dup(1);
-    dup2(p[1], 1);
-    close(p[1]);
-    t->d.fd = p[0];
-    t->d.cap = 2 * TOTAL + 4096;
-    t->d.got = malloc(t->d.cap);
-    pthread_create(&t->d.t, NULL, drain_main, &t->d);
+    th_stdout_pipe_start(&t->pipe, 2 * TOTAL + 4096);
     return "-";
 }
 
@@ -155,13 +107,9 @@ target_bytes(target *t, size_t *n)
         cr_assert_not_null(b);
         return b;
     }
-    /* The sink closed its own descriptor; fd 1 is the pipe's last writer. */
-    dup2(t->saved_stdout, 1);
-    close(t->saved_stdout);
-    pthread_join(t->d.t, NULL);
-    close(t->d.fd);
-    *n = t->d.n;
-    return t->d.got;
+    th_stdout_pipe_finish(&t->pipe);
+    *n = t->pipe.n;
+    return t->pipe.got;
 }
 
 /* Write ref[start, TOTAL) in random pieces: plain writes, or donated page-aligned copies for a
@@ -348,11 +296,9 @@ sweep(sinkkind kind, const char *errname)
     uint64_t len = TOTAL, ends[64];
     size_t nends = 0;
     if (is_framed(kind)) {
-        char p[160];
-        snprintf(p, sizeof p, "%s/a.out", dir);
         if (!is_pipe(kind)) {
             size_t n = 0;
-            uint8_t *f = th_read_file(p, &n);
+            uint8_t *f = th_read_file(th_in_dir("a.out"), &n);
             len = n;
             nends = unit_ends(f, n, ends, 64);
             free(f);

@@ -23,35 +23,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-static char dir[64];
-
-static void
-make_dir(void)
-{
-    strcpy(dir, "/tmp/tsr_stream_sink_XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-}
-
-static void
-remove_dir(void)
-{
-    char cmd[128];
-    if (dir[0]) {
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-        cr_assert_eq(system(cmd), 0);
-    }
-}
-
-static const char *
-in_dir(const char *name)
-{
-    static char buf[4][256];
-    static int slot;
-    char *p = buf[slot++ % 4];
-    snprintf(p, 256, "%s/%s", dir, name);
-    return p;
-}
-
 static double
 mono(void)
 {
@@ -84,7 +55,7 @@ header_for(uint64_t total)
     return h;
 }
 
-TestSuite(stream_sink, .init = make_dir, .fini = remove_dir);
+TestSuite(stream_sink, .init = th_dir_make, .fini = th_dir_remove);
 
 Test(stream_sink, framed_file_is_header_frames_and_a_trailer)
 {
@@ -93,14 +64,14 @@ Test(stream_sink, framed_file_is_header_frames_and_a_trailer)
     tsr_header h = header_for(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h};
-    tsr_sink *s = tsr_sink_open_ex(in_dir("t.tsr"), &o, &err);
+    tsr_sink *s = tsr_sink_open_ex(th_in_dir("t.tsr"), &o, &err);
     cr_assert_not_null(s, "%s", err.msg);
     cr_assert_eq(tsr_sink_write(s, b, 1000, &err), TSR_OK);
     cr_assert_eq(tsr_sink_write(s, b + 1000, n - 1000, &err), TSR_OK);
     cr_assert_eq(tsr_sink_offset(s), n);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK, "%s", err.msg);
     cr_assert_eq(tsr_sink_close(s, &err), TSR_OK);
-    th_transcript p = th_parse_transcript_file(in_dir("t.tsr"));
+    th_transcript p = th_parse_transcript_file(th_in_dir("t.tsr"));
     cr_assert(memcmp(p.h.fingerprint, h.fingerprint, 32) == 0);
     cr_assert(p.trailer && !p.abort);
     cr_assert_eq(p.first, 0);
@@ -119,13 +90,13 @@ Test(stream_sink, framed_resume_starts_at_b_and_the_trailer_covers_only_what_was
     tsr_header h = header_for(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h, .start = B, .deflate = true};
-    tsr_sink *s = tsr_sink_open_ex(in_dir("r.tsr"), &o, &err);
+    tsr_sink *s = tsr_sink_open_ex(th_in_dir("r.tsr"), &o, &err);
     cr_assert_not_null(s, "%s", err.msg);
     cr_assert_eq(tsr_sink_start(s), B);
     cr_assert_eq(tsr_sink_write(s, b + B, n - B, &err), TSR_OK);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    th_transcript p = th_parse_transcript_file(in_dir("r.tsr"));
+    th_transcript p = th_parse_transcript_file(th_in_dir("r.tsr"));
     cr_assert_eq(p.first, B);
     cr_assert_eq(p.bytes, n - B);
     cr_assert(memcmp(p.data, b + B, n - B) == 0);
@@ -134,7 +105,7 @@ Test(stream_sink, framed_resume_starts_at_b_and_the_trailer_covers_only_what_was
     free(p.data);
 
     o.start = n + 1;
-    cr_assert_null(tsr_sink_open_ex(in_dir("r2.tsr"), &o, &err));
+    cr_assert_null(tsr_sink_open_ex(th_in_dir("r2.tsr"), &o, &err));
     cr_assert_eq(err.status, TSR_EINVAL);
     free(b);
 }
@@ -151,11 +122,11 @@ Test(stream_sink, incompressible_payloads_go_raw_under_deflate)
     tsr_header h = header_for(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .deflate = true, .header = &h};
-    tsr_sink *s = tsr_sink_open_ex(in_dir("z.tsr"), &o, &err);
+    tsr_sink *s = tsr_sink_open_ex(th_in_dir("z.tsr"), &o, &err);
     cr_assert_eq(tsr_sink_write(s, b, n, &err), TSR_OK);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    th_transcript p = th_parse_transcript_file(in_dir("z.tsr"));
+    th_transcript p = th_parse_transcript_file(th_in_dir("z.tsr"));
     cr_assert_eq(p.deflated, 0);
     cr_assert(memcmp(p.data, b, n) == 0);
     free(p.data);
@@ -169,7 +140,7 @@ Test(stream_sink, abort_frame_carries_the_next_byte_and_the_reason_never_a_trail
     tsr_header h = header_for(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h};
-    tsr_sink *s = tsr_sink_open_ex(in_dir("a.tsr"), &o, &err);
+    tsr_sink *s = tsr_sink_open_ex(th_in_dir("a.tsr"), &o, &err);
     cr_assert_eq(tsr_sink_write(s, b, 40000, &err), TSR_OK);
     /* a long reason is cut at 4096 bytes, never inside a UTF-8 sequence */
     char reason[TSR_ABORT_MAX + 8];
@@ -177,17 +148,17 @@ Test(stream_sink, abort_frame_carries_the_next_byte_and_the_reason_never_a_trail
     strcpy(reason + TSR_ABORT_MAX - 1, "\xc3\xa9tail");
     cr_assert_eq(tsr_sink_abort(s, reason, &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    th_transcript p = th_parse_transcript_file(in_dir("a.tsr"));
+    th_transcript p = th_parse_transcript_file(th_in_dir("a.tsr"));
     cr_assert(p.abort && !p.trailer);
     cr_assert_eq(p.abort_offset, 40000);
     cr_assert_eq(strlen(p.reason), TSR_ABORT_MAX - 1);
     free(p.data);
 
-    s = tsr_sink_open_ex(in_dir("a2.tsr"), &o, &err);
+    s = tsr_sink_open_ex(th_in_dir("a2.tsr"), &o, &err);
     cr_assert_eq(tsr_sink_write(s, b, 10, &err), TSR_OK);
     cr_assert_eq(tsr_sink_abort(s, "render failed: out of memory", &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    p = th_parse_transcript_file(in_dir("a2.tsr"));
+    p = th_parse_transcript_file(th_in_dir("a2.tsr"));
     cr_assert_str_eq(p.reason, "render failed: out of memory");
     cr_assert_eq(p.abort_offset, 10);
     free(p.data);
@@ -207,7 +178,7 @@ Test(stream_sink, a_failed_framed_write_sends_neither_abort_nor_trailer)
 
 Test(stream_sink, raw_file_resume_keeps_the_bytes_before_b_and_cuts_the_rest)
 {
-    const char *path = in_dir("res.raw");
+    const char *path = th_in_dir("res.raw");
     uint8_t old[5000];
     memset(old, 'M', sizeof old);
     FILE *f = fopen(path, "wb");
@@ -246,7 +217,7 @@ Test(stream_sink, stop_request_ends_writes_with_eintr_and_exact_accounting)
     volatile sig_atomic_t stop = 0;
     tsr_error err = {0};
     tsr_sink_opts o = {.stop = &stop};
-    tsr_sink *s = tsr_sink_open_ex(in_dir("stop.raw"), &o, &err);
+    tsr_sink *s = tsr_sink_open_ex(th_in_dir("stop.raw"), &o, &err);
     uint8_t b[1000] = {0};
     cr_assert_eq(tsr_sink_write(s, b, sizeof b, &err), TSR_OK);
     stop = 1;
@@ -259,14 +230,14 @@ Test(stream_sink, stop_request_ends_writes_with_eintr_and_exact_accounting)
     stop = 0;
     tsr_header h = header_for(5000);
     tsr_sink_opts of = {.framed = true, .header = &h, .stop = &stop};
-    s = tsr_sink_open_ex(in_dir("stop.tsr"), &of, &err);
+    s = tsr_sink_open_ex(th_in_dir("stop.tsr"), &of, &err);
     cr_assert_eq(tsr_sink_write(s, b, sizeof b, &err), TSR_OK);
     stop = 1;
     cr_assert_eq(tsr_sink_write(s, b, sizeof b, &err), TSR_EINTR);
     cr_assert_eq(tsr_sink_finish(s, &err), TSR_EINTR, "no trailer after a stop");
     cr_assert_eq(tsr_sink_abort(s, "interrupted by SIGINT", &err), TSR_OK);
     tsr_sink_close(s, NULL);
-    th_transcript p = th_parse_transcript_file(in_dir("stop.tsr"));
+    th_transcript p = th_parse_transcript_file(th_in_dir("stop.tsr"));
     cr_assert(p.abort && !p.trailer);
     cr_assert_eq(p.abort_offset, 1000);
     free(p.data);
@@ -330,34 +301,12 @@ Test(stream_sink, a_paced_writer_that_waits_for_the_producer_counts_underruns)
 
 /* ---- stdout pipes: vmsplice --------------------------------------------------------------- */
 
-typedef struct drain {
-    int fd;
-    uint8_t *got;
-    size_t n, cap;
-} drain;
-
-static void *
-drain_main(void *arg)
-{
-    drain *d = arg;
-    ssize_t k;
-    while (d->n < d->cap && (k = read(d->fd, d->got + d->n, d->cap - d->n)) > 0)
-        d->n += (size_t)k;
-    return NULL;
-}
-
 /* Donate `len` bytes at page offset `skew` of a mapped buffer to a stdout pipe. */
 static void
 donate_through_pipe(size_t len, size_t skew)
 {
-    int p[2];
-    cr_assert_eq(pipe(p), 0);
-    int saved = dup(1);
-    dup2(p[1], 1);
-    close(p[1]);
-    drain d = {p[0], malloc(len + 1), 0, len + 1};
-    pthread_t t;
-    pthread_create(&t, NULL, drain_main, &d);
+    th_stdout_pipe d;
+    th_stdout_pipe_start(&d, len + 1);
 
     tsr_error err = {0};
     tsr_sink *s = tsr_sink_open("-", &err);
@@ -370,10 +319,7 @@ donate_through_pipe(size_t len, size_t skew)
     memset(m, 0xAB, map);
     uint64_t bytes = tsr_sink_bytes(s);
     tsr_status c = tsr_sink_close(s, &err);
-    dup2(saved, 1);
-    close(saved);
-    pthread_join(t, NULL);
-    close(p[0]);
+    th_stdout_pipe_finish(&d);
     cr_assert_eq(w, TSR_OK, "%s", err.msg);
     cr_assert_eq(c, TSR_OK, "%s", err.msg);
     cr_assert_eq(bytes, len);
@@ -550,7 +496,7 @@ Test(stream_sink, controller_receives_a_job_and_records_it_durably)
     size_t n = 2500000;
     uint8_t *b = pattern(n, 6);
     tsr_header h = header_for(n);
-    ctl_run r = {.o = {.listen = "127.0.0.1:0", .out = in_dir("c.raw"), .jobs = 1}};
+    ctl_run r = {.o = {.listen = "127.0.0.1:0", .out = th_in_dir("c.raw"), .jobs = 1}};
     pthread_t t;
     FILE *log;
     int port = ctl_start(&r, &t, &log);
@@ -571,11 +517,11 @@ Test(stream_sink, controller_receives_a_job_and_records_it_durably)
     pthread_join(t, NULL);
     cr_assert_eq(r.st, TSR_OK, "%s", r.err.msg);
     size_t got;
-    uint8_t *out = th_read_file(in_dir("c.raw"), &got);
+    uint8_t *out = th_read_file(th_in_dir("c.raw"), &got);
     cr_assert_eq(got, n);
     cr_assert(memcmp(out, b, n) == 0);
     free(out);
-    char *state = (char *)th_read_file(in_dir("c.raw.tsrstate"), &got);
+    char *state = (char *)th_read_file(th_in_dir("c.raw.tsrstate"), &got);
     char want[400];
     snprintf(want, sizeof want,
              "tessera-controller-state 1\nfingerprint "
@@ -585,7 +531,7 @@ Test(stream_sink, controller_receives_a_job_and_records_it_durably)
     cr_assert_eq(got, strlen(want));
     cr_assert(memcmp(state, want, got) == 0, "%.*s", (int)got, state);
     free(state);
-    cr_assert_eq(access(in_dir("c.raw.tsrstate.tmp"), F_OK), -1, "no temporary left");
+    cr_assert_eq(access(th_in_dir("c.raw.tsrstate.tmp"), F_OK), -1, "no temporary left");
     free(b);
 }
 
@@ -616,7 +562,7 @@ Test(stream_sink, controller_stops_on_request_and_refuses_bad_options)
     cr_assert_eq(tsr_controller_run(&o, &err), TSR_EINVAL);
     cr_assert_str_eq(err.msg, "--jobs 0: must be at least 1");
     o.jobs = 1;
-    o.out = in_dir("nodir/x.raw");
+    o.out = th_in_dir("nodir/x.raw");
     cr_assert_eq(tsr_controller_run(&o, &err), TSR_EIO);
 }
 

@@ -2,6 +2,7 @@
 #include "designs/designs.h"
 
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,4 +181,84 @@ th_parse_transcript_file(const char *path)
     th_transcript p = th_parse_transcript(f, n, false);
     free(f);
     return p;
+}
+
+/* ---- scratch folder ------------------------------------------------------------------------ */
+
+static char scratch[64];
+
+void
+th_dir_make(void)
+{
+    strcpy(scratch, "/tmp/tsr_test_XXXXXX");
+    cr_assert_not_null(mkdtemp(scratch));
+}
+
+static int
+remove_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
+void
+th_dir_remove(void)
+{
+    if (scratch[0])
+        nftw(scratch, remove_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+const char *
+th_dir(void)
+{
+    return scratch;
+}
+
+const char *
+th_in_dir(const char *name)
+{
+    static char buf[4][256];
+    static int slot;
+    char *p = buf[slot++ % 4];
+    snprintf(p, 256, "%s/%s", scratch, name);
+    return p;
+}
+
+/* ---- stdout into a pipe -------------------------------------------------------------------- */
+
+static void *
+drain_main(void *arg)
+{
+    th_stdout_pipe *p = arg;
+    ssize_t k;
+    while (p->n < p->cap && (k = read(p->fd, p->got + p->n, p->cap - p->n)) > 0)
+        p->n += (size_t)k;
+    return NULL;
+}
+
+void
+th_stdout_pipe_start(th_stdout_pipe *p, size_t cap)
+{
+    int fds[2];
+    cr_assert_eq(pipe(fds), 0);
+    p->saved = dup(1);
+    dup2(fds[1], 1);
+    close(fds[1]);
+    p->fd = fds[0];
+    p->got = malloc(cap ? cap : 1);
+    p->n = 0;
+    p->cap = cap;
+    cr_assert_not_null(p->got);
+    cr_assert_eq(pthread_create(&p->t, NULL, drain_main, p), 0);
+}
+
+void
+th_stdout_pipe_finish(th_stdout_pipe *p)
+{
+    dup2(p->saved, 1);
+    close(p->saved);
+    pthread_join(p->t, NULL);
+    close(p->fd);
 }

@@ -5,8 +5,8 @@
 #include "engine/engine.h"
 #include "stream/stream.h"
 
+#include <pthread.h>
 #include <stdbool.h>
-
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +30,29 @@ float *th_rect(const tsr_design *d, tsr_rect r, int64_t tile, int threads);
 /* The files matching a glob pattern under the source tree, NULL-terminated, malloc'd. */
 char **th_glob(const char *rel_pattern);
 void th_glob_free(char **v);
+
+/* A scratch folder for a suite's tests (Criterion `.init = th_dir_make, .fini =
+ * th_dir_remove`; each test runs in its own process, so each gets a fresh one): th_dir() is its
+ * path, th_in_dir(name) a path inside it (static storage, 4 slots in turn). */
+void th_dir_make(void);
+void th_dir_remove(void);
+const char *th_dir(void);
+const char *th_in_dir(const char *name);
+
+/* stdout redirected into a pipe that a thread reads to its end, for sinks opened as "-". */
+typedef struct th_stdout_pipe {
+    int saved, fd;   /* the real stdout; the pipe's read end */
+    uint8_t *got;    /* what came through (malloc'd, cap bytes; the caller frees it) */
+    size_t n, cap;
+    pthread_t t;
+} th_stdout_pipe;
+
+/* Redirect; the reader keeps at most cap bytes. */
+void th_stdout_pipe_start(th_stdout_pipe *p, size_t cap);
+
+/* Restore stdout (the pipe's last writer, once the sink closed its own copy) and wait for the
+ * reader: p->got and p->n then hold everything written. */
+void th_stdout_pipe_finish(th_stdout_pipe *p);
 
 /* A framed transcript (DESIGN.md §3) parsed back and checked: header, frames contiguous with
  * good crcs (payloads inflated), then a trailer or an abort frame or nothing. */
