@@ -3,15 +3,14 @@
  * replays tests/fuzz/regress/ and the seed corpus with it in every build, so a crasher found
  * once stays fixed and CI needs no clang. Exit status 0 when every input ran; a finding aborts
  * (sanitizers, PROPERTY) and so fails the test. */
+#include "tests/fuzz/fuzz.h"
+
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int
 run_file(const char *path)

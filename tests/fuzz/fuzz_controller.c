@@ -14,6 +14,9 @@
  * deflated, 16 bit, swath, cropped, aborted, cut) and tests/fuzz/regress/frame. */
 #include "stream/stream_int.h"
 
+#define FUZZ_TARGET "fuzz_controller"
+#include "tests/fuzz/fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,18 +24,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define PROPERTY(cond, ...) \
-    do { \
-        if (!(cond)) { \
-            fprintf(stderr, "fuzz_controller: property violated: " __VA_ARGS__); \
-            fputc('\n', stderr); \
-            abort(); \
-        } \
-    } while (0)
-
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The crc32 of the first n bytes of fd. */
 static uint32_t

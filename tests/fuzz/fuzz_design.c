@@ -20,6 +20,9 @@
 #include "engine/engine.h"
 #include "stream/stream.h"
 
+#define FUZZ_TARGET "fuzz_design"
+#include "tests/fuzz/fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,15 +40,6 @@
 #define FUZZ_MAX_IMAGE_PX (1 << 20)
 
 /* A finding: say what property broke, then abort so libFuzzer (or the replay) stops here. */
-#define PROPERTY(cond, ...) \
-    do { \
-        if (!(cond)) { \
-            fprintf(stderr, "fuzz_design: property violated: " __VA_ARGS__); \
-            fputc('\n', stderr); \
-            abort(); \
-        } \
-    } while (0)
-
 /* Images: only regular files (a design may name /dev/stdin or a FIFO, which would block
  * the fuzzer, not the loader), and only small ones (the size is read before decoding). */
 static tsr_status
@@ -160,9 +154,6 @@ exercise_engine(const tsr_design *d, uint64_t h, FILE *devnull)
     if (w * ht <= 64 * 64)
         stream_null(d);
 }
-
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -10,24 +10,15 @@
  * what it holds) has a target of its own: fuzz_controller.c. */
 #include "stream/stream.h"
 
+#define FUZZ_TARGET "fuzz_frame"
+#include "tests/fuzz/fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define PROPERTY(cond, ...) \
-    do { \
-        if (!(cond)) { \
-            fprintf(stderr, "fuzz_frame: property violated: " __VA_ARGS__); \
-            fputc('\n', stderr); \
-            abort(); \
-        } \
-    } while (0)
-
 #define RAW_MAX ((uint32_t)1 << 20)
-
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

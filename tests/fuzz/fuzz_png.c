@@ -7,24 +7,15 @@
  * tests/test_limits.c's). Seeds: tests/oracle/designs/img/ (every PNG colour type and depth). */
 #include "stream/stream.h"
 
+#define FUZZ_TARGET "fuzz_png"
+#include "tests/fuzz/fuzz.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define PROPERTY(cond, ...) \
-    do { \
-        if (!(cond)) { \
-            fprintf(stderr, "fuzz_png: property violated: " __VA_ARGS__); \
-            fputc('\n', stderr); \
-            abort(); \
-        } \
-    } while (0)
-
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
