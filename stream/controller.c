@@ -57,16 +57,16 @@ typedef struct ctl {
 } ctl;
 
 /* One sender's bytes: read exactly n (*eof when the sender is gone; TSR_EINTR when stopped;
- * TSR_EIO on errors), and write the 8-byte answer. */
+ * TSR_EIO on errors), and answer the header with a resume offset (false: it did not go). */
 typedef struct conn conn;
 struct conn {
     tsr_status (*get)(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err);
-    bool (*put)(conn *k, const uint8_t *p, size_t n);
+    bool (*answer)(conn *k, uint64_t offset);
     ctl *c;
     int fd;              /* the socket */
     const uint8_t *buf;  /* ... or bytes in memory */
     size_t len, at;
-    uint64_t answered;   /* the last answer put (memory) */
+    uint64_t answered;   /* the last answer (memory) */
 };
 
 typedef enum outcome { CONN_DONE, CONN_DROPPED, CONN_FAILED } outcome;
@@ -222,18 +222,21 @@ sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *er
 }
 
 static bool
-sock_put(conn *k, const uint8_t *p, size_t n)
+sock_answer(conn *k, uint64_t offset)
 {
+    uint8_t b[8], *p = b;
+    size_t n = sizeof b;
+    tsr_put_le64(b, offset);
     int fd = k->fd;
     double end = tsr_mono_s() + HEADER_TIMEOUT_S;
     while (n > 0) {
-        ssize_t k = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k > 0) {
-            p += k;
-            n -= (size_t)k;
+        ssize_t sent = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (sent > 0) {
+            p += sent;
+            n -= (size_t)sent;
             continue;
         }
-        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+        if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return false;
         if (tsr_mono_s() > end)
             return false;
@@ -260,21 +263,10 @@ mem_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err
 }
 
 static bool
-mem_put(conn *k, const uint8_t *p, size_t n)
+mem_answer(conn *k, uint64_t offset)
 {
-    k->answered = 0;
-    for (size_t i = n; i-- > 0;)
-        k->answered = (k->answered << 8) | p[i];
+    k->answered = offset;
     return true;
-}
-
-static bool
-answer(conn *k, uint64_t v)
-{
-    uint8_t b[8];
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-    return k->put(k, b, sizeof b);
 }
 
 /* Grow a frame buffer to n bytes (frames are at most TSR_FRAME_MAX_RAW, checked before). */
@@ -362,17 +354,17 @@ serve(ctl *c, conn *k, tsr_error *err)
     tsr_error herr;
     if (tsr_header_decode(hb, &h, &herr) != TSR_OK) {
         /* Not our protocol: refuse this connection, keep serving. */
-        answer(k, TSR_RESUME_REFUSED);
+        k->answer(k, TSR_RESUME_REFUSED);
         logf_(c, "refused a connection: %s", herr.msg);
         return CONN_DROPPED;
     }
     uint64_t r = 0;
     if (resume_offset(c, &h, &r, err) != TSR_OK) {
         if (r == TSR_RESUME_REFUSED)
-            answer(k, TSR_RESUME_REFUSED);
+            k->answer(k, TSR_RESUME_REFUSED);
         return CONN_FAILED;
     }
-    if (!answer(k, r)) {
+    if (!k->answer(k, r)) {
         logf_(c, "the sender went away before the resume offset was answered");
         return CONN_DROPPED;
     }
@@ -682,7 +674,7 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
         int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             continue;
-        conn k = {.get = sock_get, .put = sock_put, .c = &c, .fd = fd};
+        conn k = {.get = sock_get, .answer = sock_answer, .c = &c, .fd = fd};
         outcome oc = serve(&c, &k, err);
         close(fd);
         if (oc == CONN_FAILED) {
@@ -730,7 +722,7 @@ int
 tsr_ctl_mem_serve(tsr_ctl_mem *m, const uint8_t *buf, size_t n, uint64_t *answered,
                   tsr_error *err)
 {
-    conn k = {.get = mem_get, .put = mem_put, .c = &m->c, .fd = -1, .buf = buf, .len = n};
+    conn k = {.get = mem_get, .answer = mem_answer, .c = &m->c, .fd = -1, .buf = buf, .len = n};
     if (err)
         err->status = TSR_OK;
     outcome oc = serve(&m->c, &k, err);

@@ -3,7 +3,7 @@
  *
  * Fields are written byte by byte in little-endian order, so the layout never depends on the
  * host's byte order or on struct padding. */
-#include "stream/stream.h"
+#include "stream/stream_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -28,8 +28,8 @@ put32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void
-put64(uint8_t *p, uint64_t v)
+void
+tsr_put_le64(uint8_t *p, uint64_t v)
 {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
@@ -50,8 +50,8 @@ get32(const uint8_t *p)
     return v;
 }
 
-static uint64_t
-get64(const uint8_t *p)
+uint64_t
+tsr_get_le64(const uint8_t *p)
 {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
@@ -65,14 +65,14 @@ tsr_header_encode(const tsr_header *h, uint8_t out[TSR_HEADER_SIZE])
     memcpy(out, "TSRA", 4);
     put16(out + 4, h->version);
     put16(out + 6, h->depth);
-    put64(out + 8, h->width);
-    put64(out + 16, h->height);
+    tsr_put_le64(out + 8, h->width);
+    tsr_put_le64(out + 16, h->height);
     out[24] = h->order;
     out[25] = h->serpentine;
     out[26] = h->start;
-    put64(out + 27, h->swath_width);
+    tsr_put_le64(out + 27, h->swath_width);
     memcpy(out + 35, h->fingerprint, 32);
-    put64(out + 67, h->total);
+    tsr_put_le64(out + 67, h->total);
 }
 
 tsr_status
@@ -83,14 +83,14 @@ tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *e
         return tsr_fail(err, TSR_EINVAL, "header: bad magic (not a tessera stream)");
     v.version = get16(in + 4);
     v.depth = get16(in + 6);
-    v.width = get64(in + 8);
-    v.height = get64(in + 16);
+    v.width = tsr_get_le64(in + 8);
+    v.height = tsr_get_le64(in + 16);
     v.order = in[24];
     v.serpentine = in[25];
     v.start = in[26];
-    v.swath_width = get64(in + 27);
+    v.swath_width = tsr_get_le64(in + 27);
     memcpy(v.fingerprint, in + 35, 32);
-    v.total = get64(in + 67);
+    v.total = tsr_get_le64(in + 67);
     if (v.version != 1)
         return tsr_fail(err, TSR_EINVAL, "header: version %u: only version 1 is known",
                         (unsigned)v.version);
@@ -123,7 +123,7 @@ tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *e
 void
 tsr_frame_encode(const tsr_frame *f, uint8_t out[TSR_FRAME_HEAD])
 {
-    put64(out, f->offset);
+    tsr_put_le64(out, f->offset);
     put32(out + 8, f->wire);
     put32(out + 12, f->raw);
     put32(out + 16, f->crc);
@@ -133,7 +133,7 @@ tsr_frame_encode(const tsr_frame *f, uint8_t out[TSR_FRAME_HEAD])
 void
 tsr_frame_decode(const uint8_t in[TSR_FRAME_HEAD], tsr_frame *f)
 {
-    f->offset = get64(in);
+    f->offset = tsr_get_le64(in);
     f->wire = get32(in + 8);
     f->raw = get32(in + 12);
     f->crc = get32(in + 16);

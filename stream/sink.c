@@ -561,9 +561,7 @@ handshake(tsr_sink *s, const tsr_header *h, tsr_error *err)
                             err);
     if (st != TSR_OK)
         return st;
-    uint64_t r = 0;
-    for (int i = 7; i >= 0; i--)
-        r = (r << 8) | ans[i];
+    uint64_t r = tsr_get_le64(ans);
     if (r == TSR_RESUME_REFUSED)
         return tsr_fail(err, TSR_EIO,
                         "%s: the controller refused the job (it holds part of a different "

@@ -8,6 +8,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* A u64 on the wire: 8 bytes, little-endian (header fields, frame offsets, the resume answer). */
+void
+tsr_put_le64(uint8_t *p, uint64_t v);
+
+uint64_t
+tsr_get_le64(const uint8_t *p);
+
 /* Monotonic seconds. */
 double
 tsr_mono_s(void);
