@@ -309,6 +309,26 @@ fill_periodic(const tsr_engine *e, band b, int64_t root_y, int64_t bps, uint8_t 
     }
 }
 
+/* Freed tiles stay in malloc's heap (compute.c, tune_malloc: no mmap/munmap per tile), and
+ * tiles, layers and scratch of many sizes, freed and allocated by different threads, leave
+ * holes malloc does not give back by itself: measured, the heap held 2.3x what was live
+ * (wafer-fields at --memory 128M: 88 MB in use, 199 MB of heap, 209 MB resident), so the plan
+ * would bound what is live but not the process. Between bands, when the resident size passes
+ * 7/8 of the budget, the free holes' whole pages go back to the kernel (malloc_trim). Below
+ * that nothing is given back: reusing resident holes is what keeps tiles cheap. */
+static void
+heap_within_budget(const tsr_engine *e)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long long size, resident;
+    if (!f)
+        return;
+    bool got = fscanf(f, "%llu %llu", &size, &resident) == 2;
+    fclose(f);
+    if (got && (double)resident * (double)sysconf(_SC_PAGESIZE) > (double)e->plan.budget * 0.875)
+        malloc_trim(0);
+}
+
 /* Fill one band: the periodic shortcut, or the root's tiles computed in parallel and
  * quantized into place. */
 static tsr_status
@@ -331,27 +351,8 @@ fill_band(tsr_engine *e, band b, int64_t root_y, int64_t bps, uint8_t *buf, tsr_
     quant_ctx q = {e, rects, b, root_y, bps, buf};
     tsr_status st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
     free(rects);
+    heap_within_budget(e); /* between bands: no tile is being computed */
     return st;
-}
-
-/* Freed tiles stay in malloc's heap (compute.c, tune_malloc: no mmap/munmap per tile), and
- * tiles, layers and scratch of many sizes, freed and allocated by different threads, leave
- * holes malloc does not give back by itself: measured, the heap held 2.3x what was live
- * (wafer-fields at --memory 128M: 88 MB in use, 199 MB of heap, 209 MB resident), so the plan
- * would bound what is live but not the process. Between bands, when the resident size passes
- * 7/8 of the budget, the free holes' whole pages go back to the kernel (malloc_trim). Below
- * that nothing is given back: reusing resident holes is what keeps tiles cheap. */
-static void
-heap_within_budget(const tsr_engine *e)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size, resident;
-    if (!f)
-        return;
-    bool got = fscanf(f, "%llu %llu", &size, &resident) == 2;
-    fclose(f);
-    if (got && (double)resident * (double)sysconf(_SC_PAGESIZE) > (double)e->plan.budget * 0.875)
-        malloc_trim(0);
 }
 
 uint64_t
@@ -438,7 +439,6 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
             if (skip)
                 memmove(buf, buf + skip, (size_t)(len - skip));
             tsr_writer_submit(wr, buf, (size_t)(len - skip));
-            heap_within_budget(e);
             pos += len;
             if (progress)
                 progress(ctx, pos, total);
@@ -471,7 +471,6 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
     for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK; y += bh) {
         band b = {r.x, r.w, y, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh, false};
         st = fill_band(e, b, b.y, bps, buf, err);
-        heap_within_budget(e);
         *bytes += (uint64_t)(b.w * b.h * bps);
     }
     free(buf);
