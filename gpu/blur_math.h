@@ -73,6 +73,22 @@ tsr_bm_child(const tsr_bm_src *s, int64_t x, int64_t y)
     return s->px[(y - s->y0) * s->stride + (x - s->x0)];
 }
 
+/* Child pixel (x, y), which must be inside the child. */
+TSR_HD static inline const float *
+tsr_bm_at(const tsr_bm_src *s, int64_t x, int64_t y)
+{
+    return s->px + (y - s->y0) * s->stride + (x - s->x0);
+}
+
+/* True when the window [x0, x1] x [y0, y1] lies inside the child, where every edge mode reads
+ * the pixels as they are: the fast paths below skip the per-read mapping there, and read the
+ * same values in the same order. */
+TSR_HD static inline int
+tsr_bm_inside(const tsr_bm_src *s, int64_t x0, int64_t y0, int64_t x1, int64_t y1)
+{
+    return x0 >= 0 && y0 >= 0 && x1 < s->cw && y1 < s->ch;
+}
+
 /* ---- explicit kernel ------------------------------------------------------------------------- */
 
 /* L at child (x, y): sum over j, i of K[j][i] C(x + i - rx, y + j - ry), from 0, j then i
@@ -83,6 +99,13 @@ tsr_bm_kernel_px(const tsr_bm_src *s, const float *k, int64_t kw, int64_t kh, in
 {
     int64_t rx = (kw - 1) / 2, ry = (kh - 1) / 2;
     float t = 0.0f;
+    if (tsr_bm_inside(s, x - rx, y - ry, x + rx, y + ry)) {
+        const float *c = tsr_bm_at(s, x - rx, y - ry);
+        for (int64_t j = 0; j < kh; j++, c += s->stride)
+            for (int64_t i = 0; i < kw; i++)
+                t = TSR_BM_FADD(t, TSR_BM_FMUL(k[j * kw + i], c[i]));
+        return t;
+    }
     for (int64_t j = 0; j < kh; j++)
         for (int64_t i = 0; i < kw; i++)
             t = TSR_BM_FADD(t, TSR_BM_FMUL(k[j * kw + i], tsr_bm_child(s, x + i - rx, y + j - ry)));
@@ -105,6 +128,8 @@ tsr_bm_fir(const float *c, int64_t step, const float *w, int64_t r)
 TSR_HD static inline float
 tsr_bm_fir_child(const tsr_bm_src *s, const float *w, int64_t r, int64_t x, int64_t y)
 {
+    if (tsr_bm_inside(s, x - r, y, x + r, y))
+        return tsr_bm_fir(tsr_bm_at(s, x, y), 1, w, r);
     float t = TSR_BM_FMUL(w[0], tsr_bm_child(s, x, y));
     for (int64_t k = 1; k <= r; k++)
         t = TSR_BM_FADD(t, TSR_BM_FMUL(w[k], TSR_BM_FADD(tsr_bm_child(s, x - k, y),
@@ -185,16 +210,24 @@ TSR_HD static inline void
 tsr_bm_box_run_child(const tsr_bm_src *s, float lim, int64_t x, int64_t y0, int64_t h,
                      float inv_h, int32_t *out, int64_t ostep, int64_t n)
 {
+    /* inside the child: straight down the column */
+    const float *c = (const float *)0;
+    if (tsr_bm_inside(s, x, y0, x, y0 + n + h - 2))
+        c = tsr_bm_at(s, x, y0);
+    const int64_t st = s->stride;
+#define TSR_BM_Q(k)                                                                           \
+    (c ? tsr_bm_quant(TSR_BM_FMUL(c[(k) * st], TSR_BM_QSCALE), lim)                           \
+       : tsr_bm_qchild(s, lim, x, y0 + (k)))
     uint32_t sum = 0;
     for (int64_t k = 0; k < h; k++)
-        sum += (uint32_t)tsr_bm_qchild(s, lim, x, y0 + k);
+        sum += (uint32_t)TSR_BM_Q(k);
     for (int64_t i = 0;; i++) {
         out[i * ostep] = tsr_bm_mean(sum, inv_h);
         if (i + 1 >= n)
             break;
-        sum += (uint32_t)tsr_bm_qchild(s, lim, x, y0 + i + h) -
-               (uint32_t)tsr_bm_qchild(s, lim, x, y0 + i);
+        sum += (uint32_t)TSR_BM_Q(i + h) - (uint32_t)TSR_BM_Q(i);
     }
+#undef TSR_BM_Q
 }
 
 /* The m taps at spacing h (v[p h step], p < m): pairs first to last, each pair added in int32

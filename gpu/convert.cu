@@ -19,14 +19,11 @@ struct conv_args {
 static __global__ void
 convert_kernel(conv_args a)
 {
-    size_t n = (size_t)a.r.w * (size_t)a.r.h;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (size_t)gridDim.x * blockDim.x) {
-        int64_t lx = (int64_t)(k % (size_t)a.r.w), ly = (int64_t)(k / (size_t)a.r.w);
+    TSR_FOR_PIXELS(a.r.w, a.r.h, lx, ly) {
         int64_t row = a.r.y + ly - a.y0;
         if (a.up)
             row = a.h - 1 - row;
-        double t = tsr_pw_to_unit(a.lo, a.hi, a.cal, a.ncal, (double)a.in[k]);
+        double t = tsr_pw_to_unit(a.lo, a.hi, a.cal, a.ncal, (double)a.in[ly * a.r.w + lx]);
         uint32_t s = tsr_pw_sample(t, a.max);
         uint8_t *d = a.dst + (size_t)row * a.pitch + (size_t)(a.r.x + lx - a.x0) * a.bps;
         d[0] = (uint8_t)(s & 0xff);
@@ -60,8 +57,7 @@ tsr_gpu_convert(tsr_gpu *g, const tsr_output *o, tsr_gpu_buf in, int64_t x0, int
             return TSR_ENOMEM;
         a.ncal = (int64_t)o->calibration.n;
     }
-    size_t n = (size_t)in.r.w * (size_t)in.r.h;
-    convert_kernel<<<tsr_blocks(n, 256), 256, 0, g->compute>>>(a);
+    convert_kernel<<<tsr_grid2(in.r.w, in.r.h), 256, 0, g->compute>>>(a);
     TSR_LAUNCHED("convert", err);
     return TSR_OK;
 }

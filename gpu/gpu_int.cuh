@@ -62,6 +62,22 @@ tsr_blocks(size_t n, unsigned threads)
     return b > 0x7fffffffu ? 0x7fffffffu : (unsigned)b;
 }
 
+/* A 2-D launch over a w x h rect: x across a row (coalesced), y one row per block row; the
+ * kernels loop (TSR_FOR_PIXELS) so any size fits the grid limits, and no pixel index is divided
+ * back into a row and a column. */
+static inline dim3
+tsr_grid2(int64_t w, int64_t h)
+{
+    size_t bx = ((size_t)w + 255) / 256;
+    return dim3(bx == 0 ? 1 : (bx > 65535 ? 65535 : (unsigned)bx),
+                h <= 0 ? 1 : (h > 65535 ? 65535 : (unsigned)h));
+}
+
+#define TSR_FOR_PIXELS(W, H, lx, ly)                                                           \
+    for (int64_t ly = blockIdx.y; ly < (H); ly += gridDim.y)                                   \
+        for (int64_t lx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lx < (W);            \
+             lx += (int64_t)gridDim.x * blockDim.x)
+
 /* floor(a / b), floor(a mod b) for b > 0, in int64 (tiles.h's tsr_floor_mod, on the device). */
 __device__ static inline int64_t
 tsr_dfloor_div(int64_t a, int64_t b)

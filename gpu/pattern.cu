@@ -3,17 +3,15 @@
 #include "gpu/gpu_int.cuh"
 
 /* P over the part `pr` of P.r that the layer covers; L(x, y) for parent pixel (x, y) is
- * L[(y - ly) * lstride + (x - lx)]. */
+ * L[(y - Ly) * lstride + (x - Lx)]. */
 static __global__ void
-blend_kernel(float *P, tsr_rect Pr, tsr_rect pr, const float *L, int64_t lx, int64_t ly,
+blend_kernel(float *P, tsr_rect Pr, tsr_rect pr, const float *L, int64_t Lx, int64_t Ly,
              int64_t lstride, int blend, int mask)
 {
-    size_t n = (size_t)pr.w * (size_t)pr.h;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (size_t)gridDim.x * blockDim.x) {
-        int64_t x = pr.x + (int64_t)(k % (size_t)pr.w), y = pr.y + (int64_t)(k / (size_t)pr.w);
+    TSR_FOR_PIXELS(pr.w, pr.h, lx, ly) {
+        int64_t x = pr.x + lx, y = pr.y + ly;
         float *p = P + (y - Pr.y) * Pr.w + (x - Pr.x);
-        *p = tsr_pw_apply(blend, mask, *p, L[(y - ly) * lstride + (x - lx)], 1);
+        *p = tsr_pw_apply(blend, mask, *p, L[(y - Ly) * lstride + (x - Lx)], 1);
     }
 }
 
@@ -26,8 +24,7 @@ blend_layer(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_rect cr, const flo
     if (tsr_rect_empty(cr))
         return TSR_OK;
     tsr_rect pr = tsr_rect_shift(cr, e->offset[0], e->offset[1]);
-    size_t n = (size_t)pr.w * (size_t)pr.h;
-    blend_kernel<<<tsr_blocks(n, 256), 256, 0, g->compute>>>(
+    blend_kernel<<<tsr_grid2(pr.w, pr.h), 256, 0, g->compute>>>(
         P.px, P.r, pr, L, lr.x + e->offset[0], lr.y + e->offset[1], lr.w, (int)e->blend,
         e->mask);
     TSR_LAUNCHED("blend", err);
@@ -51,11 +48,9 @@ tsr_gpu_pattern(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
 static __global__ void
 periodic_kernel(const float *period, int64_t pw, int64_t ph, float *out, tsr_rect r)
 {
-    size_t n = (size_t)r.w * (size_t)r.h;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (size_t)gridDim.x * blockDim.x) {
-        int64_t x = r.x + (int64_t)(k % (size_t)r.w), y = r.y + (int64_t)(k / (size_t)r.w);
-        out[k] = period[tsr_dfloor_mod(y, ph) * pw + tsr_dfloor_mod(x, pw)];
+    TSR_FOR_PIXELS(r.w, r.h, lx, ly) {
+        int64_t x = r.x + lx, y = r.y + ly;
+        out[ly * r.w + lx] = period[tsr_dfloor_mod(y, ph) * pw + tsr_dfloor_mod(x, pw)];
     }
 }
 
@@ -63,8 +58,7 @@ extern "C" tsr_status
 tsr_gpu_periodic(tsr_gpu *g, const float *period, int64_t pw, int64_t ph, tsr_gpu_buf out,
                  tsr_error *err)
 {
-    size_t n = (size_t)out.r.w * (size_t)out.r.h;
-    periodic_kernel<<<tsr_blocks(n, 256), 256, 0, g->compute>>>(period, pw, ph, out.px, out.r);
+    periodic_kernel<<<tsr_grid2(out.r.w, out.r.h), 256, 0, g->compute>>>(period, pw, ph, out.px, out.r);
     TSR_LAUNCHED("periodic", err);
     return TSR_OK;
 }

@@ -44,11 +44,8 @@ struct rep_args {
 static __global__ void
 repeat_kernel(rep_args a)
 {
-    size_t n = (size_t)a.area.w * (size_t)a.area.h;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (size_t)gridDim.x * blockDim.x) {
-        int64_t x = a.area.x + (int64_t)(k % (size_t)a.area.w);
-        int64_t y = a.area.y + (int64_t)(k / (size_t)a.area.w);
+    TSR_FOR_PIXELS(a.area.w, a.area.h, lx, ly) {
+        int64_t x = a.area.x + lx, y = a.area.y + ly;
         float *p = a.P + (y - a.Pr.y) * a.Pr.w + (x - a.Pr.x);
         int64_t rx = x - a.ox, ry = y - a.oy;
         if (a.axis) {
@@ -128,8 +125,7 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, 
     a.blend = (int)e->blend;
     a.mask = e->mask;
     a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0;
-    size_t n = (size_t)a.area.w * (size_t)a.area.h;
-    repeat_kernel<<<tsr_blocks(n, 256), 256, 0, g->compute>>>(a);
+    repeat_kernel<<<tsr_grid2(a.area.w, a.area.h), 256, 0, g->compute>>>(a);
     TSR_LAUNCHED("repeat", err);
     return TSR_OK;
 }

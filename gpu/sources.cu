@@ -37,10 +37,8 @@ inside(const base_args &s, double px, double py)
 static __global__ void
 base_kernel(base_args s)
 {
-    size_t n = (size_t)s.r.w * (size_t)s.r.h;
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
-         k += (size_t)gridDim.x * blockDim.x) {
-        int64_t x = s.r.x + (int64_t)(k % (size_t)s.r.w), y = s.r.y + (int64_t)(k / (size_t)s.r.w);
+    TSR_FOR_PIXELS(s.r.w, s.r.h, lx, ly) {
+        int64_t x = s.r.x + lx, y = s.r.y + ly;
         float v = s.fill;
         double px = (double)x + 0.5, py = (double)y + 0.5;
         switch (s.kind) {
@@ -68,7 +66,7 @@ base_kernel(base_args s)
             if (count)
                 v = tsr_pw_aa_mix(v, s.value, count, s.aa);
         }
-        s.out[k] = v;
+        s.out[ly * s.r.w + lx] = v;
     }
 }
 
@@ -121,8 +119,7 @@ tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
         default: a.box = tsr_source_box(s, out.r); break;
         }
     }
-    size_t npx = (size_t)out.r.w * (size_t)out.r.h;
-    base_kernel<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(a);
+    base_kernel<<<tsr_grid2(out.r.w, out.r.h), 256, 0, g->compute>>>(a);
     TSR_LAUNCHED("base", err);
     return TSR_OK;
 }

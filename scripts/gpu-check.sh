@@ -9,15 +9,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu}
 STEPS=${GPU_CHECK_STEPS:-build test sanitize bench}
 mkdir -p "$OUT"
-PREFIX=/tmp/tsr-prefix
-mkdir -p "$PREFIX"
-for f in .debs/*.deb; do dpkg -x "$f" "$PREFIX"; done
-LIB=$PREFIX/usr/lib/x86_64-linux-gnu
-export PKG_CONFIG_PATH=$LIB/pkgconfig:$PREFIX/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
-export CPATH=$PREFIX/usr/include${CPATH:+:$CPATH}
-export LIBRARY_PATH=$LIB${LIBRARY_PATH:+:$LIBRARY_PATH}
-export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export PATH=/usr/local/cuda/bin:$PATH
+. scripts/gpu-env.sh
 {
   date -u
   nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.max,pcie.link.width.max \

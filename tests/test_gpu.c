@@ -230,7 +230,7 @@ Test(gpu, a_device_error_mid_stream_ends_it_with_an_error_and_a_resume_offset)
                               "  size: [4000, 3000]\n"
                               "  source: {gradient: radial, center: [2000, 1500], radius: 2000, "
                               "values: [0, 1]}\n");
-    setenv("TSR_GPU_FAULT", "2", 1);
+    setenv("TSR_GPU_FAULT", "1", 1);
     tsr_engine_opts o = {.backend = "gpu", .gpu_chunk = 4096, .gpu_memory = (int64_t)1 << 30};
     tsr_error err = {0};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
