@@ -322,6 +322,16 @@ gpu_open(tsr_engine *e, tsr_error *err)
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     e->bk = s;
     s->chunk_px = e->opts.gpu_chunk > 0 ? e->opts.gpu_chunk : CHUNK_PX;
+    /* TSR_GPU_TUNE=CHUNK_MPX,BAND_MIB: measurement knobs for scripts/bench-gpu.sh */
+    int64_t band_bytes = BAND_BYTES;
+    const char *tune = getenv("TSR_GPU_TUNE");
+    long long tc = 0, tb = 0;
+    if (tune && sscanf(tune, "%lld,%lld", &tc, &tb) == 2 && tc > 0 && tb > 0) {
+        s->chunk_px = (int64_t)tc << 20;
+        band_bytes = (int64_t)tb << 20;
+    }
+    bool trace = getenv("TSR_GPU_TRACE") != NULL;
+    uint64_t t0 = tsr_now_ns();
     const char *f = getenv("TSR_GPU_FAULT");
     s->fault_at = f ? strtoull(f, NULL, 10) : 0;
     s->cls = calloc(d->nnodes, sizeof *s->cls);
@@ -340,7 +350,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width : W;
     e->depth = DEPTH;
     e->writer_bufs = DEPTH + 3;
-    int64_t rows = (BAND_BYTES + sw * bps - 1) / (sw * bps);
+    int64_t rows = (band_bytes + sw * bps - 1) / (sw * bps);
     int64_t allow = e->plan.bands > e->plan.budget / 4 ? e->plan.bands : e->plan.budget / 4;
     while (rows > e->plan.band_rows && e->writer_bufs * sw * rows * bps > allow)
         rows /= 2;
@@ -366,11 +376,18 @@ gpu_open(tsr_engine *e, tsr_error *err)
                         (double)minimum / 1048576.0, (long long)minimum,
                         (double)arena / 1048576.0);
     }
+    uint64_t t1 = tsr_now_ns();
     s->g = tsr_gpu_open((size_t)arena, err);
     if (!s->g) {
         gpu_close(e);
         return err ? err->status : TSR_EIO;
     }
+    if (trace)
+        fprintf(stderr, "gpu: plan %.1f ms, context and %.1f GiB arena %.1f ms; bands of %lld rows "
+                "(%.1f MiB), chunks of %lld px\n", (double)(t1 - t0) * 1e-6,
+                (double)arena / 1073741824.0, (double)(tsr_now_ns() - t1) * 1e-6,
+                (long long)e->band_rows, (double)(sw * e->band_rows * bps) / 1048576.0,
+                (long long)s->chunk_px);
     return TSR_OK;
 }
 

@@ -18,6 +18,13 @@ for rep in 1 2 3; do
   awk -v a="$t0" -v b="$t1" -v d="$d2h" 'BEGIN { r = 131072.0 * 131072 / (b - a) / 1e9;
       printf "  run: %.2f s, %.1f GB/s = %.0f %% of the %.1f GB/s d2h ceiling\n", b - a, r, 100 * r / d, d }'
 done
+echo "tuning (TSR_GPU_TUNE=chunk Mpx,band MiB; profile of 131072 x 32768):"
+for tune in 16,16 4,16 4,32 2,64 8,64 16,128; do
+  printf '  %-8s ' "$tune"
+  TSR_GPU_TUNE=$tune TSR_GPU_TRACE=1 "$T" profile designs/bench/gpu-fill.yaml --backend gpu \
+      --region 0,0,131072,32768 2>&1 | grep -E "throughput|gpu:" | tr '\n' ' '
+  echo
+done
 echo "milestone, renderer only (profile: the same pipeline into a null sink, after start-up):"
 "$T" profile designs/bench/gpu-fill.yaml --backend gpu --region 0,0,131072,65536 |
     grep -E "throughput|backend"
