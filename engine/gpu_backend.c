@@ -310,9 +310,10 @@ gpu_close(tsr_engine *e)
     e->bk = NULL;
 }
 
-/* Bands of at least BAND_BYTES (whole copies at link speed), DEPTH in flight plus three for the
- * writer, within what the host plan allows for bands (a quarter of --memory, or the plan's own
- * bands when they are bigger). The device arena: --gpu-memory, or 90 % of what is free. */
+/* Bands of about BAND_BYTES (whole copies at link speed; bigger ones only cost pinning time and
+ * host memory), DEPTH in flight plus three for the writer, within what the host plan allows for
+ * bands (a quarter of --memory, or the plan's own bands when they are bigger). The device
+ * arena: --gpu-memory, or 90 % of what is free. */
 static tsr_status
 gpu_open(tsr_engine *e, tsr_error *err)
 {
@@ -352,10 +353,8 @@ gpu_open(tsr_engine *e, tsr_error *err)
     e->writer_bufs = DEPTH + 3;
     int64_t rows = (band_bytes + sw * bps - 1) / (sw * bps);
     int64_t allow = e->plan.bands > e->plan.budget / 4 ? e->plan.bands : e->plan.budget / 4;
-    while (rows > e->plan.band_rows && e->writer_bufs * sw * rows * bps > allow)
+    while (rows > 1 && e->writer_bufs * sw * rows * bps > allow)
         rows /= 2;
-    if (rows < e->plan.band_rows)
-        rows = e->plan.band_rows;
     e->band_rows = rows < H ? rows : H;
 
     size_t freeb = 0, total = 0;
