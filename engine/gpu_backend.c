@@ -366,7 +366,12 @@ gpu_open(tsr_engine *e, tsr_error *err)
     /* the smallest arena that renders: the band buffers and a chunk of the root with room for
      * its children (the rest of the path is checked as it is allocated: "arena full") */
     int64_t minimum = DEPTH * sw * e->band_rows * bps + 3 * s->chunk_px * 4;
-    int64_t arena = e->opts.gpu_memory > 0 ? e->opts.gpu_memory : (int64_t)(freeb / 10 * 9);
+    /* Without --gpu-memory: room for the chunks' trees of child regions (4 x the minimum, at
+     * least 2 GiB), never more than 90 % of what is free. Not "most of the device": without a
+     * device tile cache more memory buys nothing, and several jobs may share one GPU. */
+    int64_t want = 4 * minimum > ((int64_t)2 << 30) ? 4 * minimum : ((int64_t)2 << 30);
+    int64_t most = (int64_t)(freeb / 10 * 9);
+    int64_t arena = e->opts.gpu_memory > 0 ? e->opts.gpu_memory : (want < most ? want : most);
     if (arena < minimum) {
         gpu_close(e);
         return tsr_fail(err, TSR_EPLAN,

@@ -27,11 +27,20 @@ if has build; then
   grep -h "tessera:" "$OUT/cmake.log"
 fi
 if has test; then
-  # the numpy oracle is the CPU's business (CI runs it); everything else, GPU suite included
-  (cd build-gpu && ctest --output-on-failure -j 8 -LE oracle 2>&1) >"$OUT/ctest.log"
+  # The suite as CI runs it (CPU backend: TSR_NOGPU hides the device from `auto`; the numpy
+  # oracle is CI's), then the GPU suites, then the CLI suites again with `auto` = the GPU.
+  (cd build-gpu && TSR_NOGPU=1 timeout 300 ctest --output-on-failure -j 8 -LE oracle -E test_gpu \
+      2>&1) >"$OUT/ctest-cpu.log"
   rc=$?
-  tail -25 "$OUT/ctest.log"
-  ./build-gpu/tests/test_gpu --verbose 2>&1 | tail -20 | tee "$OUT/test_gpu.log"
+  echo "ctest, CPU backend: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
+  ./build-gpu/tests/test_gpu --verbose --jobs 4 >"$OUT/test_gpu.log" 2>&1 || rc=1
+  grep -E "^\[(FAIL|SKIP)|Synthesis" "$OUT/test_gpu.log"
+  ./build-gpu/tests/test_gpu_math >"$OUT/test_gpu_math.log" 2>&1 || rc=1
+  tail -1 "$OUT/test_gpu_math.log"
+  (cd build-gpu && timeout 240 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss' \
+      2>&1) >"$OUT/ctest-cli-gpu.log"
+  echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"
+  grep -E "^FAIL|\*\*\*" "$OUT/ctest-cli-gpu.log" | head -20
 fi
 if has sanitize; then
   # memcheck and racecheck over the GPU suite's fault and budget tests and one design sweep
