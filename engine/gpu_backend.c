@@ -355,6 +355,10 @@ gpu_open(tsr_engine *e, tsr_error *err)
     int64_t allow = e->plan.bands > e->plan.budget / 4 ? e->plan.bands : e->plan.budget / 4;
     while (rows > 1 && e->writer_bufs * sw * rows * bps > allow)
         rows /= 2;
+    /* a small job still goes in several bands: progress, stops and resumes keep their grain */
+    int64_t eighth = (H + 7) / 8 > e->plan.band_rows ? (H + 7) / 8 : e->plan.band_rows;
+    if (rows > eighth)
+        rows = eighth;
     e->band_rows = rows < H ? rows : H;
 
     size_t freeb = 0, total = 0;
