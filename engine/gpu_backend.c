@@ -102,11 +102,13 @@ period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, t
 }
 
 static tsr_status eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r,
-                       tsr_gpu_buf *out, tsr_error *err);
+                       tsr_gpu_buf *out, const tsr_gpu_out *to, tsr_error *err);
 
-/* Edge ed of a node over P: its child over what need() asks for, then the trait's kernel. */
+/* Edge ed of a node over P: its child over what need() asks for, then the trait's kernel (which
+ * writes samples to `to` when it is the root chunk's last stage). */
 static tsr_status
-edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, tsr_error *err)
+edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_gpu_out *to,
+     tsr_error *err)
 {
     const tsr_node *c = ed->child;
     tsr_trait_id id = tsr_trait_id_of(ed->trait);
@@ -122,18 +124,18 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, tsr_error *
         for (size_t i = 0; i < nw; i++)
             u = tsr_rect_union(u, want[i]);
     }
-    if (tsr_rect_empty(u))
-        return TSR_OK;
+    if (tsr_rect_empty(u)) /* the layer misses P */
+        return to ? tsr_gpu_convert(s->g, P, to, err) : TSR_OK;
     size_t mark = tsr_gpu_mark(s->g);
     tsr_gpu_buf cb;
-    tsr_status st = eval(e, s, c, u, &cb, err);
+    tsr_status st = eval(e, s, c, u, &cb, NULL, err);
     if (st == TSR_OK) {
         switch (id) {
-        case TSR_TRAIT_pattern: st = tsr_gpu_pattern(s->g, ed, P, cb, err); break;
+        case TSR_TRAIT_pattern: st = tsr_gpu_pattern(s->g, ed, P, cb, to, err); break;
         case TSR_TRAIT_repeat:
-        case TSR_TRAIT_repeat_vector: st = tsr_gpu_repeat(s->g, ed, P, cb, err); break;
-        case TSR_TRAIT_distance: st = tsr_gpu_distance(s->g, ed, P, cb, err); break;
-        case TSR_TRAIT_blur: st = tsr_gpu_blur(s->g, ed, P, cb, err); break;
+        case TSR_TRAIT_repeat_vector: st = tsr_gpu_repeat(s->g, ed, P, cb, to, err); break;
+        case TSR_TRAIT_distance: st = tsr_gpu_distance(s->g, ed, P, cb, to, err); break;
+        case TSR_TRAIT_blur: st = tsr_gpu_blur(s->g, ed, P, cb, to, err); break;
         default: st = tsr_fail(err, TSR_EINTERNAL, "gpu: trait %s", ed->trait->name); break;
         }
     }
@@ -141,42 +143,52 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, tsr_error *
     return st;
 }
 
-/* Node n over rect r into a new arena buffer *out. */
+/* Node n over rect r: floats into a new arena buffer *out, or, with `to` (a root chunk), its
+ * last stage's samples to `to` (out->px is then NULL for a node without edges). */
 static tsr_status
 eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *out,
-     tsr_error *err)
+     const tsr_gpu_out *to, tsr_error *err)
 {
     out->r = r;
-    out->px = tsr_gpu_alloc(s->g, (size_t)r.w * (size_t)r.h * sizeof(float), err);
-    if (!out->px)
-        return TSR_ENOMEM;
+    out->px = NULL;
+    bool fused = to && s->cls[n->id] == CLASS_DEVICE;
+    if (!(fused && n->nedges == 0)) {
+        out->px = tsr_gpu_alloc(s->g, (size_t)r.w * (size_t)r.h * sizeof(float), err);
+        if (!out->px)
+            return TSR_ENOMEM;
+    }
+    tsr_status st = TSR_OK;
     switch (s->cls[n->id]) {
     case CLASS_PERIODIC: {
         const float *t = NULL;
-        tsr_status st = period_tile(e, s, n, &t, err);
+        st = period_tile(e, s, n, &t, err);
         if (st != TSR_OK)
             return st;
         int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
         const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pw * ph) * sizeof(float), err);
         if (!dt)
             return TSR_ENOMEM;
-        return tsr_gpu_periodic(s->g, dt, pw, ph, *out, err);
+        st = tsr_gpu_periodic(s->g, dt, pw, ph, *out, err);
+        break;
     }
     case CLASS_HOST: {
         float *h = malloc((size_t)r.w * (size_t)r.h * sizeof *h);
         if (!h)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (%s on the host)", n->name);
-        tsr_status st = tsr_cpu_compute(e, n, r, h, err);
+        st = tsr_cpu_compute(e, n, r, h, err);
         if (st == TSR_OK)
             st = tsr_gpu_upload(s->g, *out, h, err);
         free(h);
+        break;
+    }
+    default:
+        st = tsr_gpu_base(s->g, n, *out, fused && n->nedges == 0 ? to : NULL, err);
+        for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
+            st = edge(e, s, &n->edges[k], *out, fused && k + 1 == n->nedges ? to : NULL, err);
         return st;
     }
-    default: break;
-    }
-    tsr_status st = tsr_gpu_base(s->g, n, *out, err);
-    for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
-        st = edge(e, s, &n->edges[k], *out, err);
+    if (st == TSR_OK && to) /* a root the device did not compute: convert its floats */
+        st = tsr_gpu_convert(s->g, *out, to, err);
     return st;
 }
 
@@ -191,7 +203,7 @@ gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
         int64_t h = r.y + r.h - y < rows ? r.y + r.h - y : rows;
         size_t mark = tsr_gpu_mark(s->g);
         tsr_gpu_buf b;
-        tsr_status st = eval(e, s, e->d->root, tsr_rect_make(r.x, y, r.w, h), &b, err);
+        tsr_status st = eval(e, s, e->d->root, tsr_rect_make(r.x, y, r.w, h), &b, NULL, err);
         if (st == TSR_OK)
             st = tsr_gpu_download(s->g, b, out + (y - r.y) * r.w, err);
         tsr_gpu_reset(s->g, mark);
@@ -227,10 +239,9 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
         int64_t w = j->x + j->w - x < cw ? j->x + j->w - x : cw;
         size_t mark = tsr_gpu_mark(s->g);
         tsr_gpu_buf b;
-        st = eval(e, s, e->d->root, tsr_rect_make(x, j->y, w, j->h), &b, err);
-        if (st == TSR_OK)
-            st = tsr_gpu_convert(s->g, &e->d->out, b, j->x, j->y, j->h, j->up, s->slot[k],
-                                 (size_t)(j->w * j->bps), err);
+        tsr_gpu_out to = {&e->d->out, s->slot[k], (size_t)(j->w * j->bps), j->x, j->y, j->h,
+                          j->up};
+        st = eval(e, s, e->d->root, tsr_rect_make(x, j->y, w, j->h), &b, &to, err);
         tsr_gpu_reset(s->g, mark);
     }
     uint64_t t = 0;

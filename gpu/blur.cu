@@ -164,7 +164,7 @@ spline(tsr_gpu *g, const tsr_blur_state *st, const tsr_blur_state *dst, tsr_bm_s
 /* The layer over cr into a fresh L, then blended into P. */
 static tsr_status
 blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr_rect cr,
-     tsr_bm_src s, tsr_error *err)
+     tsr_bm_src s, const tsr_gpu_out *to, tsr_error *err)
 {
     const tsr_blur_params *p = (const tsr_blur_params *)e->params;
     const int64_t tw = cr.w, th = cr.h;
@@ -205,18 +205,19 @@ blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr
         break;
     }
     }
-    return tsr_gpu_blend_rect(g, e, P, cr, L, err);
+    return tsr_gpu_blend_rect(g, e, P, cr, L, to, err);
 }
 
 extern "C" tsr_status
-tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_error *err)
+tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
+             const tsr_gpu_out *to, tsr_error *err)
 {
     const tsr_blur_params *p = (const tsr_blur_params *)e->params;
     const tsr_blur_state *st = (const tsr_blur_state *)e->state;
     const char *where = e->where ? e->where : "blur";
     tsr_rect cr = tsr_edge_covered(e, P.r);
-    if (tsr_rect_empty(cr))
-        return TSR_OK;
+    if (tsr_rect_empty(cr)) /* the layer misses P: P as it is */
+        return to ? tsr_gpu_blend_rect(g, e, P, cr, NULL, to, err) : TSR_OK;
     if (!st)
         return tsr_fail(err, TSR_EINTERNAL, "%s: gpu blur: the edge was not prepared", where);
     /* every pixel a window reads lies in one of need()'s rects, so in their bounding box */
@@ -240,7 +241,7 @@ tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, ts
     s.ch = e->child->h;
     s.edge = p->edge;
     size_t mark = tsr_gpu_mark(g);
-    tsr_status rc = blur(g, e, st, P, cr, s, err);
+    tsr_status rc = blur(g, e, st, P, cr, s, to, err);
     tsr_gpu_reset(g, mark);
     return rc;
 }

@@ -62,7 +62,7 @@ failed(const tsr_error *err)
 
 static tsr_status
 distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_rect cr,
-         tsr_rect hr, tsr_error *err)
+         tsr_rect hr, const tsr_gpu_out *to, tsr_error *err)
 {
     const tsr_distance_params *p = (const tsr_distance_params *)e->params;
     const tsr_distance_state *st = (const tsr_distance_state *)e->state;
@@ -94,19 +94,19 @@ distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_re
     pixels_k<<<grid2(tw, th), THREADS, 0, g->compute>>>(G, gmin, hw, nb, cr.x - hr.x, dmax, table,
                                                         L, tw, th);
     TSR_LAUNCHED("distance rows", err);
-    return tsr_gpu_blend_rect(g, e, P, cr, L, err);
+    return tsr_gpu_blend_rect(g, e, P, cr, L, to, err);
 }
 
 extern "C" tsr_status
 tsr_gpu_distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
-                 tsr_error *err)
+                 const tsr_gpu_out *to, tsr_error *err)
 {
     const tsr_distance_params *p = (const tsr_distance_params *)e->params;
     const tsr_distance_state *st = (const tsr_distance_state *)e->state;
     const char *where = e->where ? e->where : "distance";
     tsr_rect cr = tsr_edge_covered(e, P.r);
-    if (tsr_rect_empty(cr))
-        return TSR_OK;
+    if (tsr_rect_empty(cr)) /* the layer misses P: P as it is */
+        return to ? tsr_gpu_blend_rect(g, e, P, cr, NULL, to, err) : TSR_OK;
     if (!st || st->ntable != p->dmax * p->dmax + 1 || p->dmax < 1 || p->dmax > 4096)
         return tsr_fail(err, TSR_EINTERNAL, "%s: gpu distance: the edge was not prepared", where);
     tsr_rect hr;
@@ -118,7 +118,7 @@ tsr_gpu_distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child
                         (long long)child.r.y, (long long)hr.w, (long long)hr.h, (long long)hr.x,
                         (long long)hr.y);
     size_t mark = tsr_gpu_mark(g);
-    tsr_status rc = distance(g, e, P, child, cr, hr, err);
+    tsr_status rc = distance(g, e, P, child, cr, hr, to, err);
     tsr_gpu_reset(g, mark);
     return rc;
 }

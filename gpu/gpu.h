@@ -91,9 +91,24 @@ typedef struct tsr_gpu_buf {
     float *px;
 } tsr_gpu_buf;
 
-/* out = fill, then the node's source over it (DESIGN.md §2.2). */
+/* Where the root's samples go (DESIGN.md §2.4: range, calibration, depth): the device band
+ * `dst` at row pitch `pitch` bytes; pixel (x, y) of the root lands at byte (x - x0) * bps of
+ * band row y - y0, or of row h - 1 - (y - y0) when `up`. The launch that finishes a root chunk
+ * (its base when it has no edge, else its last edge) takes one of these and writes samples
+ * instead of floats: the root's floats never reach device memory. */
+typedef struct tsr_gpu_out {
+    const tsr_output *o;
+    uint8_t *dst;
+    size_t pitch;
+    int64_t x0, y0, h;
+    bool up;
+} tsr_gpu_out;
+
+/* The node's base over out.r: fill, then its source (DESIGN.md §2.2). With `to` (may be NULL)
+ * the samples go there and buf.px is not written (it may be NULL). */
 tsr_status
-tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, tsr_error *err);
+tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf buf, const tsr_gpu_out *to,
+             tsr_error *err);
 
 /* out(x, y) = period[floor_mod(y, ph)][floor_mod(x, pw)]: a periodic node from its period
  * tile (device, pw * ph floats). */
@@ -112,10 +127,13 @@ tsr_gpu_download(tsr_gpu *g, tsr_gpu_buf in, float *host, tsr_error *err);
 
 /* ---- edges: each computes edge e's layer over P.r and blends it into P (mask, blend) ---------
  * `child` holds the child's pixels over (at least) the bounding box of what e->trait->need()
- * returns for P.r; pixels outside it are never read. P and child never overlap. */
+ * returns for P.r; pixels outside it are never read. P and child never overlap. With `to`
+ * (may be NULL: the last edge of a root chunk) every pixel of P.r goes out as a sample, blended
+ * or not, and P itself is not written. */
 
 tsr_status
-tsr_gpu_pattern(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_error *err);
+tsr_gpu_pattern(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
+                const tsr_gpu_out *to, tsr_error *err);
 
 /* repeat and repeat-vector. False from tsr_gpu_repeat_supported when the edge's lattice must
  * be walked in a reduced basis with order-dependent overlaps (the engine computes such a node
@@ -124,24 +142,23 @@ bool
 tsr_gpu_repeat_supported(const tsr_edge *e);
 
 tsr_status
-tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_error *err);
+tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
+               const tsr_gpu_out *to, tsr_error *err);
 
 tsr_status
 tsr_gpu_distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
-                 tsr_error *err);
+                 const tsr_gpu_out *to, tsr_error *err);
 
 tsr_status
-tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_error *err);
+tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
+             const tsr_gpu_out *to, tsr_error *err);
 
 /* ---- output ------------------------------------------------------------------------------ */
 
-/* Convert root values `in` to samples (DESIGN.md §2.4: range, calibration, depth) into the
- * device band `dst` at row pitch `pitch` bytes, in.r's column in.r.x landing at byte
- * (in.r.x - x0) * bps of a row; row y of in.r goes to band row (y - y0), or to
- * (h - 1 - (y - y0)) when `up`. */
+/* Root values `in` as samples to `to` (a root chunk whose last stage wrote floats: a node the
+ * host computed, or an edge that did not reach the chunk). */
 tsr_status
-tsr_gpu_convert(tsr_gpu *g, const tsr_output *o, tsr_gpu_buf in, int64_t x0, int64_t y0,
-                int64_t h, bool up, uint8_t *dst, size_t pitch, tsr_error *err);
+tsr_gpu_convert(tsr_gpu *g, tsr_gpu_buf in, const tsr_gpu_out *to, tsr_error *err);
 
 /* Fill `bytes` of device memory with the samples of a constant (the pipeline milestone). */
 tsr_status

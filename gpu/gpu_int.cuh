@@ -93,11 +93,43 @@ tsr_dfloor_mod(int64_t a, int64_t b)
     return m < 0 ? m + b : m;
 }
 
+/* A tsr_gpu_out made ready for kernels (by value): the output conversion's constants and the
+ * calibration points on the device. `dst` NULL: floats, no conversion. */
+struct tsr_gpu_conv {
+    uint8_t *dst;
+    size_t pitch;
+    int64_t x0, y0, h;
+    bool up;
+    double lo, hi, max;
+    const double (*cal)[2];
+    int64_t ncal;
+    int bps;
+};
+
+/* Fill c from `to` (NULL: c->dst = NULL). */
+tsr_status
+tsr_gpu_conv_make(tsr_gpu *g, const tsr_gpu_out *to, tsr_gpu_conv *c, tsr_error *err);
+
+/* Root pixel (x, y)'s value v, converted, to its place in the band. */
+__device__ static inline void
+tsr_gpu_put(const tsr_gpu_conv &c, int64_t x, int64_t y, float v)
+{
+    int64_t row = y - c.y0;
+    if (c.up)
+        row = c.h - 1 - row;
+    uint32_t s = tsr_pw_sample(tsr_pw_to_unit(c.lo, c.hi, c.cal, c.ncal, (double)v), c.max);
+    uint8_t *d = c.dst + (size_t)row * c.pitch + (size_t)(x - c.x0) * c.bps;
+    d[0] = (uint8_t)(s & 0xff);
+    if (c.bps == 2)
+        d[1] = (uint8_t)(s >> 8);
+}
+
 /* Blend a layer that covers exactly the child rect `cr` (child coordinates) placed at the edge's
  * offset into P: what pattern, distance and blur do after computing L over cr (L row-major,
- * stride cr.w). Pixels of P outside cr + offset keep their value. */
+ * stride cr.w). Pixels of P outside cr + offset keep their value. With `to`, every pixel of P.r
+ * goes out as a sample instead (cr may then be empty). */
 tsr_status
 tsr_gpu_blend_rect(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_rect cr, const float *L,
-                   tsr_error *err);
+                   const tsr_gpu_out *to, tsr_error *err);
 
 #endif

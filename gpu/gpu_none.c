@@ -83,9 +83,10 @@ tsr_gpu_resident(tsr_gpu *g, const void *host, size_t bytes, tsr_error *err)
 }
 
 tsr_status
-tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
+tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf buf, const tsr_gpu_out *to,
+             tsr_error *err)
 {
-    (void)g, (void)n, (void)out;
+    (void)g, (void)n, (void)buf, (void)to;
     return NO_CUDA(err);
 }
 
@@ -113,9 +114,9 @@ tsr_gpu_download(tsr_gpu *g, tsr_gpu_buf in, float *host, tsr_error *err)
 
 #define EDGE_STUB(name)                                                                        \
     tsr_status name(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,          \
-                    tsr_error *err)                                                            \
+                    const tsr_gpu_out *to, tsr_error *err)                                     \
     {                                                                                          \
-        (void)g, (void)e, (void)P, (void)child;                                                \
+        (void)g, (void)e, (void)P, (void)child, (void)to;                                      \
         return NO_CUDA(err);                                                                   \
     }
 EDGE_STUB(tsr_gpu_pattern)
@@ -131,10 +132,9 @@ tsr_gpu_repeat_supported(const tsr_edge *e)
 }
 
 tsr_status
-tsr_gpu_convert(tsr_gpu *g, const tsr_output *o, tsr_gpu_buf in, int64_t x0, int64_t y0,
-                int64_t h, bool up, uint8_t *dst, size_t pitch, tsr_error *err)
+tsr_gpu_convert(tsr_gpu *g, tsr_gpu_buf in, const tsr_gpu_out *to, tsr_error *err)
 {
-    (void)g, (void)o, (void)in, (void)x0, (void)y0, (void)h, (void)up, (void)dst, (void)pitch;
+    (void)g, (void)in, (void)to;
     return NO_CUDA(err);
 }
 

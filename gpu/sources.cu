@@ -7,6 +7,7 @@
 struct base_args {
     tsr_rect r;        /* out's rect */
     float *out;
+    tsr_gpu_conv to;   /* to.dst: samples instead of floats */
     float fill;
     int kind;          /* tsr_source_kind, or -1 for none */
     tsr_rect box;      /* shapes: the pixels tested */
@@ -66,15 +67,22 @@ base_kernel(base_args s)
             if (count)
                 v = tsr_pw_aa_mix(v, s.value, count, s.aa);
         }
-        s.out[ly * s.r.w + lx] = v;
+        if (s.to.dst)
+            tsr_gpu_put(s.to, x, y, v);
+        else
+            s.out[ly * s.r.w + lx] = v;
     }
 }
 
 extern "C" tsr_status
-tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
+tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+             tsr_error *err)
 {
     base_args a;
     memset(&a, 0, sizeof a);
+    tsr_status cs = tsr_gpu_conv_make(g, to, &a.to, err);
+    if (cs != TSR_OK)
+        return cs;
     a.r = out.r;
     a.out = out.px;
     a.fill = n->fill;
