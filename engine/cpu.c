@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 /* Root rect r cut into pieces at most one root tile wide, so a band spreads over threads. */
-static size_t
-cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out)
+size_t
+tsr_cpu_cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out)
 {
     int64_t t = e->tile[e->d->root->id];
     size_t n = (size_t)((r.w + t - 1) / t);
@@ -50,7 +50,7 @@ cpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
     for (int64_t y = r.y; y < r.y + r.h; y += bh) {
         tsr_rect band = tsr_rect_make(r.x, y, r.w, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh);
         tsr_rect *rects;
-        size_t n = cut_rects(e, band, &rects);
+        size_t n = tsr_cpu_cut_rects(e, band, &rects);
         if (!n)
             return tsr_fail(err, TSR_ENOMEM, "out of memory");
         copy_ctx c = {rects, r, out};
@@ -114,7 +114,7 @@ cpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
     if (st != TSR_OK || done)
         return st;
     tsr_rect *rects;
-    size_t n = cut_rects(e, tsr_rect_make(j->x, j->y, j->w, j->h), &rects);
+    size_t n = tsr_cpu_cut_rects(e, tsr_rect_make(j->x, j->y, j->w, j->h), &rects);
     if (!n)
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     quant_ctx q = {e, rects, j};

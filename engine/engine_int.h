@@ -53,6 +53,12 @@ tsr_status
 tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err);
 
+/* Root rect r cut into pieces one root tile wide (the last narrower) and r.h tall, into *out
+ * (malloc'd): the rects the CPU backend computes a band in, and the band schedule's chunks
+ * (engine/schedule.c). Returns their count; 0 on out of memory. */
+size_t
+tsr_cpu_cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out);
+
 /* Fill e->plan for e->opts; TSR_EPLAN when it does not fit. */
 tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err);

@@ -34,7 +34,7 @@
 #include <string.h>
 
 #define DEPTH 3                          /* bands in flight on the device */
-#define CHUNK_PX ((int64_t)16 << 20)     /* root pixels per chunk */
+#define CHUNK_PX ((int64_t)4 << 20)      /* root pixels per chunk (4 Mpx measured best of 2..16) */
 #define BAND_BYTES ((int64_t)16 << 20)   /* copies at least this big run at link speed */
 #define SMALL_CHILD_PX ((int64_t)4 << 20) /* a repeat's child up to this is computed whole */
 
