@@ -257,6 +257,8 @@ check_structure(const tsr_design *d)
     X(radial_radius_0, TSR_EINVAL, "7:13: root.source.radius: must be > 0, got 0") \
     X(range_equal, TSR_EINVAL, "3:10: output.range: lo and hi must differ") \
     X(range_three, TSR_EINVAL, "3:10: output.range: expected 2 values, got 3") \
+    X(reader_bad_utf8, TSR_EINVAL, \
+      "4:12: YAML syntax error: invalid leading UTF-8 octet (byte 43)") \
     X(rect_three, TSR_EINVAL, "6:11: root.source.rect: expected 4 values, got 3") \
     X(rect_w0, TSR_EINVAL, "6:5: root.source.rect: w and h must be > 0") \
     X(ref_cycle, TSR_EINVAL, \
