@@ -531,7 +531,7 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 int
 main(int argc, char **argv)
 {
-    /* before anything is opened, the libraries' own files included */
+    /* first of all: before tessera opens a design, an output or a log */
     if (!hold_std_fds()) {
         fprintf(stderr, "tessera: cannot open /dev/null for a closed descriptor 0-2: %s\n",
                 strerror(errno));
