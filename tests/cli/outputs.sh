@@ -3,7 +3,7 @@
 # whatever is there, never replaces it: a FIFO stays a FIFO, a symlink a symlink, a device node
 # a device (checked on private nodes made with mknod in the scratch folder when running as root,
 # never the system's /dev/null or /dev/full). `-o -` is stdout. Closed descriptors 0-2 never
-# turn into the output (issue 10, items 2 and 3).
+# turn into the output, of a render or of a controller (issue 10, items 2 and 3).
 set -uo pipefail
 : "${TESSERA:?}" "${SRC:?}"
 tmp=$(mktemp -d)
@@ -113,6 +113,24 @@ rc=$?
 rc=$?
 [ "$rc" -eq 1 ] && grep -qF "stdout: Bad file descriptor" "$tmp/err" && ok "check >&-: exit 1" ||
     bad "check >&-: exit $rc, $(head -c 300 "$tmp/err")"
+
+# A controller started with 2>&- opened its output as fd 2 and logged into the machine's data
+# ("listening on ..." at byte 0), while its state vouched for the crc of the clean stream.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$TESSERA" controller --listen "127.0.0.1:$port" -o "$tmp/ctl.raw" 2>&- &
+ctl=$!
+sent=no
+for _ in $(seq 100); do # until it listens (at most ~20 s)
+    "$TESSERA" render "$tmp/small.yaml" -o "tcp://127.0.0.1:$port" --progress none 2>/dev/null &&
+        { sent=yes; break; }
+    sleep 0.2
+done
+[ "$sent" = yes ] || kill "$ctl" 2>/dev/null # no job came: it would wait for one forever
+wait "$ctl"
+rc=$?
+[ "$sent" = yes ] && [ "$rc" -eq 0 ] && cmp -s "$tmp/ctl.raw" "$tmp/ref.raw" &&
+    ok "controller 2>&-: the output holds exactly the samples" ||
+    bad "controller 2>&-: sent $sent, exit $rc, $(cmp "$tmp/ctl.raw" "$tmp/ref.raw" 2>&1)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
