@@ -178,8 +178,14 @@ void
 tsr_engine_print_check(tsr_engine *e, FILE *f);
 
 /* Parse a byte size: "64M", "4G", "512MiB", "1e9", plain bytes. SI K/M/G = 1e3/1e6/1e9;
- * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. False on garbage. */
+ * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. The number is a plain decimal (see
+ * tsr_parse_decimal). False on anything else ("0x40M", "+5", " 5", "inf"). */
 bool
 tsr_parse_size(const char *s, double *out);
+
+/* Parse a plain decimal: digits with an optional fraction and exponent ("30", "0.5", ".5",
+ * "1e3"), nothing else: no sign, blanks, hex, inf or nan. False on anything else. */
+bool
+tsr_parse_decimal(const char *s, double *out);
 
 #endif

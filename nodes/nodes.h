@@ -44,7 +44,9 @@ enum {
     TSR_PF_REQUIRED = 1u << 0, /* the key must be present */
     TSR_PF_MIN_OPEN = 1u << 1, /* value > min rather than >= min */
     TSR_PF_MAX_OPEN = 1u << 2, /* value < max rather than <= max */
-    TSR_PF_RANGE = 1u << 3     /* check every number against [min, max] */
+    TSR_PF_RANGE = 1u << 3,    /* check every number against [min, max] */
+    TSR_PF_RECT = 1u << 4      /* TSR_P_INT4 [x, y, w, h]: w and h must be > 0 where the key
+                                * is given (an all-zero default can still mean "none") */
 };
 
 /* One key of a parameter struct. A static array of these is the only description of a

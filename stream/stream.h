@@ -298,8 +298,11 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err);
 /* ---- PNG ------------------------------------------------------------------------ */
 
 /* Write a gray PNG of w x h samples: depth 8 (uint8_t rows) or 16 (uint16_t rows, host
- * order), rows contiguous. Written to a temporary beside `path`, renamed when complete, so a
- * failure never leaves a half-written file under that name. */
+ * order), rows contiguous. Where `path` is a regular file or nothing, the PNG is written to a
+ * temporary beside it and renamed when complete, so a failure never leaves a half-written file
+ * under that name. Anything else (a symlink, a device, a FIFO) is written in place, through
+ * it, never replaced; "-" is stdout (refused when a terminal). TSR_EIO for a failed open,
+ * write or close (ENOSPC included), with the path and the reason. */
 tsr_status
 tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
               tsr_error *err);
