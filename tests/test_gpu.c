@@ -2,6 +2,7 @@
  * whole designs or regions at several chunk sizes, and streamed bytes in every order, depth,
  * crop and resume offset. Tests that need a device skip without one (CI); the ones that check
  * what happens without a device, and the build flags, run everywhere. */
+#include "designs/designs.h"
 #include "engine/engine.h"
 #include "gpu/gpu.h"
 #include "helpers/helpers.h"
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+static uint8_t *stream_file(tsr_engine *e, uint64_t start, size_t *n);
 
 static void
 need_gpu(void)
@@ -162,6 +165,117 @@ Test(gpu, sanitized_oracle_designs_equal_the_cpu, .timeout = 1200)
     }
     th_glob_free(files);
     cr_assert(done > 0 && (only || done > 20), "%zu designs", done);
+}
+
+/* ---- random designs: every source, trait, mode and blend drawn at random ----------------- */
+
+static uint64_t rng_state;
+
+static uint32_t
+rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+static double
+rndf(double lo, double hi)
+{
+    return lo + (hi - lo) * (double)rnd(1u << 20) / (double)(1u << 20);
+}
+
+/* A motif node's source, as a YAML flow mapping, inside a w x h node. */
+static void
+rand_source(char *b, size_t n, int w, int h)
+{
+    char aa[16] = "";
+    if (rnd(2))
+        snprintf(aa, sizeof aa, ", aa: %u", 1 + rnd(5));
+    double cx = rndf(-2, w + 2), cy = rndf(-2, h + 2), v = rndf(-0.5, 1.5);
+    switch (rnd(7)) {
+    case 0: snprintf(b, n, "{shape: circle, center: [%.3f, %.3f], radius: %.3f, value: %.3f%s}", cx, cy, rndf(0.3, w), v, aa); break;
+    case 1: snprintf(b, n, "{shape: ellipse, center: [%.3f, %.3f], radii: [%.3f, %.3f], value: %.3f%s}", cx, cy, rndf(0.5, w), rndf(0.5, h), v, aa); break;
+    case 2: { double r0 = rndf(0, w / 2.0); snprintf(b, n, "{shape: ring, center: [%.3f, %.3f], radii: [%.3f, %.3f], value: %.3f%s}", cx, cy, r0, r0 + rndf(0.5, w / 2.0), v, aa); break; }
+    case 3: snprintf(b, n, "{shape: rect, rect: [%.3f, %.3f, %.3f, %.3f], value: %.3f%s}", rndf(-2, w), rndf(-2, h), rndf(0.5, w), rndf(0.5, h), v, aa); break;
+    case 4: snprintf(b, n, "{shape: polygon, points: [[%.2f, %.2f], [%.2f, %.2f], [%.2f, %.2f], [%.2f, %.2f]], value: %.3f%s}", rndf(0, w), rndf(0, h), rndf(0, w), rndf(0, h), rndf(0, w), rndf(0, h), rndf(0, w), rndf(0, h), v, aa); break;
+    case 5: snprintf(b, n, "{gradient: linear, from: [%.2f, %.2f], to: [%.2f, %.2f], values: [%.3f, %.3f]}", rndf(0, w), rndf(0, h), rndf(0, w) + w, rndf(0, h), rndf(0, 1), rndf(0, 1)); break;
+    default: snprintf(b, n, "{gradient: radial, center: [%.2f, %.2f], radius: %.2f, values: [%.3f, %.3f]}", cx, cy, rndf(1, w), rndf(0, 1), rndf(0, 1)); break;
+    }
+}
+
+static const char *const blends[] = {"over", "add", "max", "min", "multiply"};
+
+/* An edge from the root to `motif` (mw x mh) with a random trait. */
+static void
+rand_edge(char *b, size_t n, int mw, int mh)
+{
+    char common[96];
+    snprintf(common, sizeof common, "ref: motif, blend: %s, mask: %s, offset: [%d, %d]",
+             blends[rnd(5)], rnd(3) ? "none" : "nonzero", (int)rnd(40) - 20, (int)rnd(40) - 20);
+    static const char *const ov[] = {"average", "max", "add", "first"};
+    static const char *const em[] = {"zero", "clamp", "wrap"};
+    static const char *const pr[] = {"linear", "sphere", "cosine", "{gaussian: 3.5}", "{points: [[0, 1], [4, 0.2], [9, 0.6]]}"};
+    switch (rnd(5)) {
+    case 0: snprintf(b, n, "{trait: pattern, %s}", common); break;
+    case 1: snprintf(b, n, "{trait: repeat, %s, period: [%d, %d], overlap: %s}", common, 1 + (int)rnd(mw + 6), 1 + (int)rnd(mh + 6), ov[rnd(4)]); break;
+    case 2: {
+        int ux = 1 + (int)rnd(mw + 4), uy = (int)rnd(7) - 3, vx = (int)rnd(9) - 4, vy = 1 + (int)rnd(mh + 4);
+        if (ux * vy == uy * vx)
+            vy++;
+        snprintf(b, n, "{trait: repeat-vector, %s, u: [%d, %d], v: [%d, %d], overlap: %s%s}", common, ux, uy, vx, vy, ov[rnd(4)], rnd(2) ? ", region: [10, 5, 150, 90]" : "");
+        break;
+    }
+    case 3: snprintf(b, n, "{trait: distance, %s, dmax: %u, threshold: %.3f, profile: %s, scale: %.2f, bias: %.2f}", common, 1 + rnd(20), rndf(0, 1), pr[rnd(5)], rndf(0.5, 1.5), rndf(-0.2, 0.2)); break;
+    default:
+        if (rnd(3))
+            snprintf(b, n, "{trait: blur, %s, sigma: %.3f, edge: %s}", common, rnd(2) ? rndf(0.3, 6) : rndf(6.5, 14), em[rnd(3)]);
+        else
+            snprintf(b, n, "{trait: blur, %s, kernel: [[0.1, 0.2, 0.1], [0.05, 0.4, -0.1], [0.2, 0.0, 0.05]], edge: %s}", common, em[rnd(3)]);
+        break;
+    }
+}
+
+Test(gpu, random_designs_give_the_cpu_floats_and_bytes, .timeout = 600)
+{
+    need_gpu();
+    size_t loaded = 0;
+    for (uint64_t seed = 1; seed <= 150; seed++) {
+        rng_state = seed * 0x9e3779b97f4a7c15ull;
+        int mw = 4 + (int)rnd(40), mh = 4 + (int)rnd(40), W = 60 + (int)rnd(240), H = 40 + (int)rnd(160);
+        char src[512], e1[512], e2[512], rsrc[512], rootsrc[600] = "", yaml[4096];
+        rand_source(src, sizeof src, mw, mh);
+        rand_source(rsrc, sizeof rsrc, W, H);
+        if (rnd(2))
+            snprintf(rootsrc, sizeof rootsrc, "  source: %s\n", rsrc);
+        rand_edge(e1, sizeof e1, mw, mh);
+        rand_edge(e2, sizeof e2, mw, mh);
+        int depth = rnd(2) ? 8 : 16;
+        double lo = rndf(-0.5, 0.2), hi = rndf(0.8, 1.5), mfill = rndf(0, 0.5), rfill = rndf(0, 0.3);
+        snprintf(yaml, sizeof yaml,
+                 "tessera: 1\noutput: {depth: %d, range: [%.2f, %.2f]}\n"
+                 "nodes:\n  motif: {size: [%d, %d], fill: %.3f, source: %s}\n"
+                 "root:\n  size: [%d, %d]\n  fill: %.3f\n%s  children:\n    - %s\n    - %s\n",
+                 depth, lo, hi, mw, mh, mfill, src, W, H, rfill, rootsrc, e1, e2);
+        tsr_error err = {0};
+        tsr_design_opts o = {0};
+        tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "random.yaml", ".", &o, &err);
+        if (!d)
+            continue; /* a draw the loader refuses (a rule the generator does not know) */
+        loaded++;
+        char name[64];
+        snprintf(name, sizeof name, "random design %llu:\n%s", (unsigned long long)seed, yaml);
+        assert_values_equal(name, d, tsr_rect_make(0, 0, W, H));
+        size_t nref, n;
+        uint8_t *ref = th_stream(d, 64, 2, &nref);
+        tsr_engine *e = gpu_engine(d, 1000, NULL);
+        uint8_t *got = stream_file(e, 0, &n);
+        cr_assert(n == nref && memcmp(ref, got, n) == 0, "%s: stream differs", name);
+        free(ref);
+        free(got);
+        tsr_engine_free(e);
+        tsr_design_free(d);
+    }
+    cr_assert(loaded >= 100, "only %zu of 150 random designs loaded", loaded);
 }
 
 /* A whole stream from byte `start` with the given crop, to a file; malloc'd bytes. */
