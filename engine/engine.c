@@ -482,9 +482,19 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
     tsr_sink *null = tsr_sink_open("null", err);
     if (!null)
         return TSR_EIO;
+    /* A backend that sizes bands in bytes (the GPU pins its pool: every byte costs) gets bands
+     * of those bytes across the region, which may be wider than the stream's swath; the CPU's
+     * bands are its plan's rows. */
     int64_t bh = e->band_rows, bps = e->d->out.depth / 8;
+    if (e->band_bytes > 0) {
+        bh = e->band_bytes / (r.w * bps);
+        bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
+    }
+    int64_t keep = e->band_rows;
+    e->band_rows = bh; /* pipe_open sizes the writer's buffers from it */
     pipeline p;
     tsr_status st = pipe_open(&p, e, null, r.w, err);
+    e->band_rows = keep;
     if (st != TSR_OK) {
         if (p.wr)
             (void)tsr_writer_finish(p.wr, NULL);

@@ -16,6 +16,8 @@ struct tsr_engine {
     const struct tsr_backend_ops *ops; /* the backend computing pixels (engine/backend.h) */
     void *bk;                   /* its state */
     int64_t band_rows;          /* rows per stream band (the backend's choice) */
+    int64_t band_bytes;         /* 0, or the bytes a band should hold whatever its width (a
+                                 * backend that pins its buffers: profile's regions) */
     int depth;                  /* bands the backend keeps in flight */
     int64_t writer_bufs;        /* writer buffers of band_rows rows (the host plan's bands) */
     int64_t *tile;              /* per node id: tile edge in use */

@@ -371,6 +371,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     if (rows > eighth)
         rows = eighth;
     e->band_rows = rows < H ? rows : H;
+    e->band_bytes = sw * e->band_rows * bps;
 
     size_t freeb = 0, total = 0;
     tsr_status st = tsr_gpu_meminfo(&freeb, &total, err);

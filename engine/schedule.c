@@ -99,7 +99,7 @@ make_stage(tsr_schedule *s, const tsr_node *n, want_list *l, want_list *wants)
     for (size_t i = 0; i < u; i++) {
         tsr_sched_tile t = l->v[i];
         tsr_cache_key key = {(int64_t)n->id, t.tx, t.ty};
-        if (t.ty != TSR_SCHED_CHUNK && tsr_cache_ready(e->cache, key) && 0) {
+        if (t.ty != TSR_SCHED_CHUNK && tsr_cache_ready(e->cache, key)) {
             out[--back] = t;
             continue;
         }
@@ -153,7 +153,7 @@ tsr_schedule_make(const tsr_engine *e, const tsr_rect *chunks, size_t n, tsr_err
         if (l->n && !make_stage(s, m, l, wants))
             goto fail;
         free(l->v);
-        l->v = NULL;
+        *l = (want_list){NULL, 0, 0};
     }
     free(wants);
     /* the walk went parents first; execution goes children first */
@@ -176,6 +176,8 @@ fail:
 tsr_schedule *
 tsr_schedule_band(const tsr_engine *e, tsr_rect band, tsr_error *err)
 {
+    if (tsr_rect_empty(band))
+        return tsr_schedule_make(e, &band, 0, err);
     tsr_rect *chunks;
     size_t n = tsr_cpu_cut_rects(e, band, &chunks);
     if (!n) {

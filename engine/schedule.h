@@ -17,8 +17,7 @@
 
 /* Tile coordinates that are not grid tiles: */
 #define TSR_SCHED_PERIOD (-1) /* tx = ty = -1: a periodic node's period tile */
-#define TSR_SCHED_CHUNK (-2)  /* ty = -2: root chunk number tx (of those the schedule was made
-                               * for) */
+#define TSR_SCHED_CHUNK (-2)  /* ty = -2: the root's chunk number tx */
 
 typedef struct tsr_sched_tile {
     int64_t tx, ty; /* grid tile of the node (cache key (node id, tx, ty)), or one above */
