@@ -229,8 +229,10 @@ tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *sam
     io->fd = fd;
     st = write_body(io, (png_uint_32)w, (png_uint_32)h, depth, samples);
     struct stat fs;
-    if (st != TSR_OK && !tmp && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode))
-        (void)ftruncate(fd, 0); /* a file reached through a symlink: no half PNG left in it */
+    /* a file reached through a symlink: no half PNG left in it (if even that fails, the
+     * error already reported stands; glibc's warn_unused_result wants the result looked at) */
+    if (st != TSR_OK && !tmp && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && ftruncate(fd, 0) != 0)
+        io->sys = io->sys ? io->sys : errno;
     if (close(fd) != 0 && st == TSR_OK && errno != EINTR) {
         io->sys = errno;
         st = TSR_EIO;
