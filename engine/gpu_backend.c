@@ -56,6 +56,13 @@ typedef struct gpu_state {
     size_t phead, pn;
     uint64_t nsubmit;
     int64_t chunk_px;      /* root pixels per chunk */
+    bool *shared;          /* per node id: read by more than one edge (ref:) */
+    struct memo {          /* shared nodes computed in this chunk, kept to its end */
+        size_t id;
+        tsr_rect r;
+        float *px;
+    } *memo;
+    size_t nmemo, capmemo;
     uint64_t fault_at;     /* TSR_GPU_FAULT=N: a device error is faked at band N (tests) */
 } gpu_state;
 
@@ -143,20 +150,12 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_g
     return st;
 }
 
-/* Node n over rect r: floats into a new arena buffer *out, or, with `to` (a root chunk), its
- * last stage's samples to `to` (out->px is then NULL for a node without edges). */
+/* What eval computes into out (allocated by the caller). */
 static tsr_status
-eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *out,
-     const tsr_gpu_out *to, tsr_error *err)
+eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
+          const tsr_gpu_out *to, tsr_error *err)
 {
-    out->r = r;
-    out->px = NULL;
-    bool fused = to && s->cls[n->id] == CLASS_DEVICE;
-    if (!(fused && n->nedges == 0)) {
-        out->px = tsr_gpu_alloc(s->g, (size_t)r.w * (size_t)r.h * sizeof(float), err);
-        if (!out->px)
-            return TSR_ENOMEM;
-    }
+    tsr_rect r = out.r;
     tsr_status st = TSR_OK;
     switch (s->cls[n->id]) {
     case CLASS_PERIODIC: {
@@ -168,7 +167,7 @@ eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *ou
         const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pw * ph) * sizeof(float), err);
         if (!dt)
             return TSR_ENOMEM;
-        st = tsr_gpu_periodic(s->g, dt, pw, ph, *out, err);
+        st = tsr_gpu_periodic(s->g, dt, pw, ph, out, err);
         break;
     }
     case CLASS_HOST: {
@@ -177,18 +176,75 @@ eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *ou
             return tsr_fail(err, TSR_ENOMEM, "out of memory (%s on the host)", n->name);
         st = tsr_cpu_compute(e, n, r, h, err);
         if (st == TSR_OK)
-            st = tsr_gpu_upload(s->g, *out, h, err);
+            st = tsr_gpu_upload(s->g, out, h, err);
         free(h);
         break;
     }
     default:
-        st = tsr_gpu_base(s->g, n, *out, fused && n->nedges == 0 ? to : NULL, err);
+        st = tsr_gpu_base(s->g, n, out, n->nedges == 0 ? to : NULL, err);
         for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
-            st = edge(e, s, &n->edges[k], *out, fused && k + 1 == n->nedges ? to : NULL, err);
+            st = edge(e, s, &n->edges[k], out, k + 1 == n->nedges ? to : NULL, err);
         return st;
     }
     if (st == TSR_OK && to) /* a root the device did not compute: convert its floats */
-        st = tsr_gpu_convert(s->g, *out, to, err);
+        st = tsr_gpu_convert(s->g, out, to, err);
+    return st;
+}
+
+/* The chunk is done: shared nodes' buffers go. */
+static void
+memo_clear(gpu_state *s)
+{
+    s->nmemo = 0;
+    tsr_gpu_release_kept(s->g);
+}
+
+/* Remember shared node `id` over r in px, for the rest of the chunk (best effort: without
+ * room for the entry it is simply computed again when asked again). */
+static void
+memo_add(gpu_state *s, size_t id, tsr_rect r, float *px)
+{
+    if (s->nmemo == s->capmemo) {
+        size_t cap = s->capmemo ? 2 * s->capmemo : 16;
+        struct memo *m = realloc(s->memo, cap * sizeof *m);
+        if (!m)
+            return;
+        s->memo = m;
+        s->capmemo = cap;
+    }
+    s->memo[s->nmemo++] = (struct memo){id, r, px};
+}
+
+/* Node n over rect r: floats into a new arena buffer *out, or, with `to` (a root chunk), its
+ * last stage's samples to `to` (out->px is then NULL for a node without edges).
+ *
+ * A node several edges read (ref:) is computed once per chunk for each rect asked: without
+ * that, a DAG of shared nodes (n20 reading n19 four times, ... down to n0) would be walked as
+ * the tree of its 4^20 paths. Its buffer comes from the arena's kept end, so the resets after
+ * each edge leave it, and the chunk's end releases it. */
+static tsr_status
+eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *out,
+     const tsr_gpu_out *to, tsr_error *err)
+{
+    out->r = r;
+    out->px = NULL;
+    bool keep = s->shared[n->id] && !to;
+    if (keep)
+        for (size_t i = 0; i < s->nmemo; i++)
+            if (s->memo[i].id == n->id && memcmp(&s->memo[i].r, &r, sizeof r) == 0) {
+                out->px = s->memo[i].px;
+                return TSR_OK;
+            }
+    bool fused = to && s->cls[n->id] == CLASS_DEVICE;
+    if (!(fused && n->nedges == 0)) {
+        size_t bytes = (size_t)r.w * (size_t)r.h * sizeof(float);
+        out->px = keep ? tsr_gpu_alloc_kept(s->g, bytes, err) : tsr_gpu_alloc(s->g, bytes, err);
+        if (!out->px)
+            return TSR_ENOMEM;
+    }
+    tsr_status st = eval_into(e, s, n, *out, to, err);
+    if (st == TSR_OK && keep)
+        memo_add(s, n->id, r, out->px);
     return st;
 }
 
@@ -207,6 +263,7 @@ gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
         if (st == TSR_OK)
             st = tsr_gpu_download(s->g, b, out + (y - r.y) * r.w, err);
         tsr_gpu_reset(s->g, mark);
+        memo_clear(s);
         if (st != TSR_OK)
             return st;
     }
@@ -243,6 +300,7 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
                           j->up};
         st = eval(e, s, e->d->root, tsr_rect_make(x, j->y, w, j->h), &b, &to, err);
         tsr_gpu_reset(s->g, mark);
+        memo_clear(s);
     }
     uint64_t t = 0;
     if (st == TSR_OK)
@@ -317,6 +375,8 @@ gpu_close(tsr_engine *e)
             free(s->period[i]);
     free(s->period);
     free(s->cls);
+    free(s->shared);
+    free(s->memo);
     free(s);
     e->bk = NULL;
 }
@@ -348,7 +408,17 @@ gpu_open(tsr_engine *e, tsr_error *err)
     s->fault_at = f ? strtoull(f, NULL, 10) : 0;
     s->cls = calloc(d->nnodes, sizeof *s->cls);
     s->period = calloc(d->nnodes, sizeof *s->period);
-    if (!s->cls || !s->period) {
+    s->shared = calloc(d->nnodes, sizeof *s->shared);
+    size_t *uses = calloc(d->nnodes, sizeof *uses);
+    if (uses)
+        for (size_t i = 0; i < d->nnodes; i++)
+            for (size_t k = 0; k < d->nodes[i]->nedges; k++)
+                uses[d->nodes[i]->edges[k].child->id]++;
+    bool counted = uses != NULL;
+    for (size_t i = 0; counted && s->shared && i < d->nnodes; i++)
+        s->shared[i] = uses[i] > 1;
+    free(uses);
+    if (!s->cls || !s->period || !s->shared || !counted) {
         gpu_close(e);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     }

@@ -132,6 +132,7 @@ tsr_gpu_open(size_t arena, tsr_error *err)
         return NULL;
     }
     g->arena_bytes = arena;
+    g->top = arena;
     return g;
 }
 
@@ -166,7 +167,7 @@ extern "C" void *
 tsr_gpu_alloc(tsr_gpu *g, size_t bytes, tsr_error *err)
 {
     size_t at = (g->used + 255) & ~(size_t)255;
-    if (at > g->arena_bytes || bytes > g->arena_bytes - at) {
+    if (at > g->top || bytes > g->top - at) {
         tsr_fail(err, TSR_ENOMEM,
                  "gpu: arena full: %.1f MiB wanted, %.1f of %.1f MiB in use (raise --gpu-memory)",
                  (double)bytes / 1048576.0, (double)g->used / 1048576.0,
@@ -174,9 +175,32 @@ tsr_gpu_alloc(tsr_gpu *g, size_t bytes, tsr_error *err)
         return NULL;
     }
     g->used = at + bytes;
-    if (g->used > g->peak)
-        g->peak = g->used;
+    if (g->used + (g->arena_bytes - g->top) > g->peak)
+        g->peak = g->used + (g->arena_bytes - g->top);
     return g->arena + at;
+}
+
+extern "C" void *
+tsr_gpu_alloc_kept(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    if (bytes > g->top || ((g->top - bytes) & ~(size_t)255) < g->used) {
+        tsr_fail(err, TSR_ENOMEM,
+                 "gpu: arena full: %.1f MiB wanted, %.1f of %.1f MiB in use (raise --gpu-memory)",
+                 (double)bytes / 1048576.0,
+                 (double)(g->used + g->arena_bytes - g->top) / 1048576.0,
+                 (double)g->arena_bytes / 1048576.0);
+        return NULL;
+    }
+    g->top = (g->top - bytes) & ~(size_t)255;
+    if (g->used + (g->arena_bytes - g->top) > g->peak)
+        g->peak = g->used + (g->arena_bytes - g->top);
+    return g->arena + g->top;
+}
+
+extern "C" void
+tsr_gpu_release_kept(tsr_gpu *g)
+{
+    g->top = g->arena_bytes;
 }
 
 extern "C" size_t

@@ -64,6 +64,15 @@ tsr_gpu_close(tsr_gpu *g);
 void *
 tsr_gpu_alloc(tsr_gpu *g, size_t bytes, tsr_error *err);
 
+/* `bytes` from the other end of the arena, kept until tsr_gpu_release_kept whatever resets
+ * happen meanwhile (a node several parents read, computed once per chunk). NULL with
+ * TSR_ENOMEM when the two ends would meet. */
+void *
+tsr_gpu_alloc_kept(tsr_gpu *g, size_t bytes, tsr_error *err);
+
+void
+tsr_gpu_release_kept(tsr_gpu *g);
+
 /* The arena's fill level, and a reset to an earlier level. Memory above the mark may be reused
  * by later launches at once: stream order puts them after every earlier reader. */
 size_t

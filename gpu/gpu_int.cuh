@@ -41,6 +41,7 @@ struct tsr_gpu {
     cudaStream_t copy;     /* device-to-host copies of bands */
     char *arena;           /* one cudaMalloc, carved by `used` */
     size_t arena_bytes, used, peak;
+    size_t top;            /* kept allocations live in [top, arena_bytes) */
     struct tsr_upload *up; /* resident uploads */
     size_t nup, capup;
     cudaEvent_t *ev;       /* copy events, a ring indexed by ticket % nev */

@@ -54,6 +54,20 @@ tsr_gpu_alloc(tsr_gpu *g, size_t bytes, tsr_error *err)
     return NULL;
 }
 
+void *
+tsr_gpu_alloc_kept(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    (void)g, (void)bytes;
+    NO_CUDA(err);
+    return NULL;
+}
+
+void
+tsr_gpu_release_kept(tsr_gpu *g)
+{
+    (void)g;
+}
+
 size_t
 tsr_gpu_mark(const tsr_gpu *g)
 {

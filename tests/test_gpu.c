@@ -122,6 +122,18 @@ Test(gpu, every_design_gives_the_cpu_floats_bit_for_bit, .timeout = 1200)
     cr_assert(for_each_design(assert_design_values) > 30, "too few designs found");
 }
 
+/* A node read by several edges is computed once per chunk and rect: the ref bomb (n20 reaches
+ * n0 by 4^20 paths, 21 nodes) renders at once instead of walking 1e12 paths. */
+Test(gpu, shared_nodes_are_computed_once_per_chunk, .timeout = 120)
+{
+    need_gpu();
+    char *path = th_src("tests/designs/limits/ref_bomb.yaml");
+    tsr_design *d = load_file(path);
+    assert_values_equal(path, d, tsr_rect_make(0, 0, d->root->w, d->root->h));
+    tsr_design_free(d);
+    free(path);
+}
+
 /* The oracle designs once, at the default chunk: what scripts/gpu-check.sh runs under
  * compute-sanitizer (memcheck, racecheck), where the whole sweep would take too long. */
 static void
