@@ -18,11 +18,11 @@ static const char usage[] =
     "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
     "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
-    "                         [--stall-timeout S]\n"
+    "                         [--stall-timeout S] [--gpu-memory M]\n"
     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png] [--depth 8|16]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
-    "                         [--memory M] [--threads N] [--tile T]\n"
+    "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
     "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
     "                         [--stall-timeout S] [--exit-on-abort]\n"
@@ -109,7 +109,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_EXIT_ON_ABORT };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -120,6 +120,7 @@ parse_args(int argc, char **argv, args *a)
         {"deflate", no_argument, 0, O_DEFLATE},       {"resume-at", required_argument, 0, O_RESUME},
         {"progress", required_argument, 0, O_PROGRESS}, {"listen", required_argument, 0, O_LISTEN},
         {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
+        {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
         {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
@@ -141,6 +142,11 @@ parse_args(int argc, char **argv, args *a)
             if (!tsr_parse_size(optarg, &v) || v < 1)
                 return usage_error("--memory %s: expected a size like 512M or 4GiB", optarg);
             a->eo.memory = v > 9e18 ? INT64_MAX : (int64_t)v;
+            break;
+        case O_GPU_MEMORY:
+            if (!tsr_parse_size(optarg, &v) || v < 1)
+                return usage_error("--gpu-memory %s: expected a size like 8G or 40GiB", optarg);
+            a->eo.gpu_memory = v > 9e18 ? INT64_MAX : (int64_t)v;
             break;
         case O_THREADS:
             if (!parse_i64(optarg, &i) || i < 1 || i > 1024)

@@ -30,6 +30,8 @@ typedef struct tsr_engine_opts {
     int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
+    int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */
+    int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
 } tsr_engine_opts;
 
 /* The memory plan (DESIGN.md §1): what a run holds at most, in bytes. */
@@ -85,6 +87,11 @@ tsr_engine_plan(const tsr_engine *e);
 /* Name of the backend in use ("cpu", "gpu"). */
 const char *
 tsr_engine_backend(const tsr_engine *e);
+
+/* How the GPU backend keeps node n ("device", "periodic" or "host": engine/gpu_backend.c), or
+ * NULL when the engine runs on the CPU. */
+const char *
+tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n);
 
 /* Threads the CPU backend uses. */
 int

@@ -13,7 +13,11 @@ struct tsr_engine {
     tsr_plan plan;
     tsr_cache *cache;
     int threads;
-    const char *backend;        /* "cpu" */
+    const struct tsr_backend_ops *ops; /* the backend computing pixels (engine/backend.h) */
+    void *bk;                   /* its state */
+    int64_t band_rows;          /* rows per stream band (the backend's choice) */
+    int depth;                  /* bands the backend keeps in flight */
+    int64_t writer_bufs;        /* writer buffers of band_rows rows (the host plan's bands) */
     int64_t *tile;              /* per node id: tile edge in use */
     tsr_grid *grid;             /* per node id */
     _Atomic uint64_t *node_ns;  /* per node id: nanoseconds computing its pixels (self) */

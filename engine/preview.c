@@ -100,6 +100,9 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
             fprintf(f, "; periodic %lld x %lld: one period computed, the rest copied%s",
                     (long long)per[0], (long long)per[1],
                     n == d->root ? " as output samples" : "");
+        const char *cls = tsr_engine_gpu_class(e, n);
+        if (cls)
+            fprintf(f, "; gpu: %s", cls);
         fputc('\n', f);
     }
     const tsr_plan *p = &e->plan;

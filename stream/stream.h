@@ -227,6 +227,17 @@ tsr_writer_acquire(tsr_writer *w);
 void
 tsr_writer_submit(tsr_writer *w, uint8_t *buf, size_t len);
 
+/* The pool: every buffer lies in [*mem, *mem + *len) (page-aligned anonymous memory), so a
+ * GPU backend can pin it once for its copies. Valid until tsr_writer_finish. */
+void
+tsr_writer_pool(tsr_writer *w, uint8_t **mem, size_t *len);
+
+/* From now on, write buffers by copy and never donate their pages (tsr_sink_write instead of
+ * tsr_sink_write_donate): required when the pool is pinned (cudaHostRegister), since a donated
+ * pinned page silently takes later DMA away from the process. Call before the first submit. */
+void
+tsr_writer_keep_pages(tsr_writer *w);
+
 /* Wait until everything queued is written, stop the thread, free the writer; returns the
  * first write error. NULL is fine. */
 tsr_status
