@@ -558,13 +558,19 @@ conn_failed(ctl *c, const state *cur, const state *last)
 static outcome
 serve_retry(ctl *c, conn *k, const tsr_header *h, tsr_error *err)
 {
-    bool eof;
+    bool eof = true;
     uint8_t fh[TSR_FRAME_HEAD];
+    tsr_error ge = {TSR_OK, ""};
     if (!k->answer(k, h->total) ||
-        k->get(k, fh, sizeof fh, c->idle_s, false, &eof, err) != TSR_OK || eof) {
+        k->get(k, fh, sizeof fh, c->idle_s, false, &eof, &ge) != TSR_OK || eof) {
+        if (ge.status == TSR_EINTR) { /* stopped: that is the controller's end */
+            if (err)
+                *err = ge;
+            return CONN_FAILED;
+        }
         logf_(c, "a sender of job %" PRId64 " (complete in %s) went away", c->slot - 1,
               c->prev_path);
-        return err && err->status == TSR_EINTR ? CONN_FAILED : CONN_DROPPED;
+        return CONN_DROPPED;
     }
     tsr_frame f;
     tsr_frame_decode(fh, &f);

@@ -89,23 +89,29 @@ echo "# $kills kill points, $midstream of them with the controller holding part 
 if [ "$kills" -ge 20 ]; then ok "$kills random kill points"; else bad "only $kills kill points"; fi
 
 # ---- SIGINT (Ctrl-C): clean stop, abort frame, the controller keeps the job, a rerun resumes ----
+# sigint_sender OUT [ARGS...]: a controller (-o OUT ARGS) and a paced sender, SIGINT'd mid-job;
+# sets ctl (the controller's pid), src (the sender's exit) and n (the byte the sender named)
+sigint_sender() {
+  local out=$1
+  shift
+  start_controller "$tmp/ctl.log" -o "$out" "$@"
+  ctl=$CPID
+  "$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --rate 1MB/s --progress none \
+    2>"$tmp/int.err" &
+  local snd=$!
+  CHILDREN+=("$snd")
+  wait_for "$tmp/ctl.log" "job 1:" && sleep 0.4
+  kill -INT "$snd"
+  reap "$snd"; src=$REAPED
+  n=$(sed -n 's/.*interrupted at byte \([0-9]*\).*/\1/p' "$tmp/int.err")
+}
 out="$tmp/int.raw"
-start_controller "$tmp/ctl.log" -o "$out"
-ctl=$CPID
-"$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --rate 1MB/s --progress none \
-  2>"$tmp/int.err" &
-snd=$!
-CHILDREN+=("$snd")
-wait_for "$tmp/ctl.log" "job 1:" && sleep 0.4
-kill -INT "$snd"
-reap "$snd"; src=$REAPED
-msg=$(grep -o 'interrupted at byte [0-9]*' "$tmp/int.err")
-check "SIGINT: sender exits 1 and names the byte ($msg)" test "$src" -eq 1 -a -n "$msg"
+sigint_sender "$out"
+check "SIGINT: sender exits 1 and names the byte ($n)" test "$src" -eq 1 -a -n "$n"
 wait_for "$tmp/ctl.log" "waiting for the sender"
 check "SIGINT: the controller keeps running, holding the job" alive "$ctl"
 check "SIGINT: controller names the abort and its reason" \
   grep -q "sender aborted the job at byte [0-9]*: interrupted by SIGINT" "$tmp/ctl.log"
-n=${msg##* }
 held=$(state_offset "$out.tsrstate")
 check "SIGINT: the controller holds exactly the byte the sender named ($held = $n)" \
   test "$held" = "$n"
@@ -119,19 +125,11 @@ check "SIGINT: resumed output identical to a direct render" cmp -s "$out" "$FULL
 check "SIGINT: resumed at the held byte" grep -q "resuming at byte $n" "$tmp/ctl.log"
 
 # --exit-on-abort: the old behaviour, the controller exits 1 on the abort frame
-start_controller "$tmp/ctl.log" -o "$tmp/int2.raw" --exit-on-abort
-ctl=$CPID
-"$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --rate 1MB/s --progress none \
-  2>"$tmp/int.err" &
-snd=$!
-CHILDREN+=("$snd")
-wait_for "$tmp/ctl.log" "job 1:" && sleep 0.4
-kill -INT "$snd"
-reap "$snd"; src=$REAPED
+sigint_sender "$tmp/int2.raw" --exit-on-abort
 reap "$ctl"; crc=$REAPED
 check "--exit-on-abort: sender 1, controller exits 1 on the abort ($src, $crc)" \
   test "$src" -eq 1 -a "$crc" -eq 1
 check "--exit-on-abort: it still holds what arrived" \
-  test "$(state_offset "$tmp/int2.raw.tsrstate")" = "$(grep -o 'interrupted at byte [0-9]*' "$tmp/int.err" | grep -o '[0-9]*$')"
+  test "$(state_offset "$tmp/int2.raw.tsrstate")" = "$n"
 
 summary
