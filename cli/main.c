@@ -26,6 +26,7 @@ static const char usage[] =
     "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
     "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
+    "                         [--stall-timeout S] [--exit-on-abort]\n"
     "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
@@ -45,6 +46,7 @@ typedef struct args {
     const char *progress; /* auto|bar|json|none */
     const char *listen;   /* controller */
     int64_t jobs;         /* controller */
+    bool exit_on_abort;   /* controller */
 } args;
 
 /* Set by SIGINT/SIGTERM: the band loop and the sink read it and stop cleanly. */
@@ -162,7 +164,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -174,6 +176,7 @@ parse_args(int argc, char **argv, args *a)
         {"progress", required_argument, 0, O_PROGRESS}, {"listen", required_argument, 0, O_LISTEN},
         {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
         {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
+        {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -268,6 +271,7 @@ parse_args(int argc, char **argv, args *a)
             if (!parse_i64(optarg, &a->jobs) || a->jobs < 1)
                 return usage_error("--jobs %s: expected an integer >= 1", optarg);
             break;
+        case O_EXIT_ON_ABORT: a->exit_on_abort = true; break;
         case 'h': fputs(usage, stdout); exit(stdout_done(0));
         case ':': return usage_error("%s: missing value", argv[optind - 1]);
         default: return usage_error("%s: unknown option", argv[optind - 1]);
@@ -280,8 +284,9 @@ parse_args(int argc, char **argv, args *a)
             return usage_error("%s: controller needs --listen 127.0.0.1:PORT", a->cmd);
         return 0;
     }
-    if (a->listen || a->jobs != 1)
-        return usage_error("%s: --listen and --jobs are controller options", a->cmd);
+    if (a->listen || a->jobs != 1 || a->exit_on_abort)
+        return usage_error("%s: --listen, --jobs and --exit-on-abort are controller options",
+                           a->cmd);
     if (optind != argc - 1)
         return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
     a->design = argv[optind];
@@ -417,7 +422,8 @@ cmd_controller(args *a)
 {
     tsr_error err = {0};
     tsr_controller_opts o = {.listen = a->listen, .rate = a->rate, .out = a->out,
-                             .jobs = a->jobs, .stop = &g_stop, .log = stderr,
+                             .jobs = a->jobs, .stall_s = a->stall,
+                             .exit_on_abort = a->exit_on_abort, .stop = &g_stop, .log = stderr,
                              .fault = getenv("TSR_FAULT")}; /* docs/reliability.md */
     if (tsr_controller_run(&o, &err) != TSR_OK)
         return fail(&err);
