@@ -85,8 +85,15 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         goto fail;
     }
     if (e->ops->open(e, err) != TSR_OK) {
-        e->ops = NULL; /* nothing to close */
-        goto fail;
+        /* `auto` takes the CPU for a design the device's memory plan cannot hold (a band of a
+         * 2^40 px wide root); `--backend gpu` says why instead */
+        bool fallback = e->ops == &tsr_backend_gpu && strcmp(be, "auto") == 0 && err &&
+                        err->status == TSR_EPLAN;
+        e->ops = fallback ? &tsr_backend_cpu : NULL; /* NULL: nothing to close */
+        if (!fallback || e->ops->open(e, err) != TSR_OK) {
+            e->ops = NULL;
+            goto fail;
+        }
     }
     return e;
 fail:
