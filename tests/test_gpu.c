@@ -401,6 +401,19 @@ Test(gpu, a_device_budget_below_the_minimum_is_refused_naming_it)
     tsr_design_free(d);
 }
 
+Test(gpu, auto_takes_the_cpu_when_the_device_plan_cannot_hold_the_design)
+{
+    need_gpu();
+    tsr_design *d = th_design("tessera: 1\nroot: {size: [5000, 5000], fill: 0.5}\n");
+    tsr_engine_opts o = {.backend = "auto", .gpu_memory = 1 << 20};
+    tsr_error err = {0};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert_str_eq(tsr_engine_backend(e), "cpu");
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
 Test(gpu, describe_always_says_something)
 {
     char buf[256];
