@@ -23,21 +23,8 @@ extern "C" {
 #include "gpu/blur_math.h"
 
 #define THREADS 256
-#define GRID_Y_MAX 65535
-
-/* nx threads across (x), ny rows of blocks (y, grid-stride beyond GRID_Y_MAX). */
-static dim3
-grid2(int64_t nx, int64_t ny)
-{
-    return dim3(tsr_blocks((size_t)nx, THREADS),
-                (unsigned)(ny < 1 ? 1 : ny > GRID_Y_MAX ? GRID_Y_MAX : ny));
-}
-
-/* for (x, y) over [0, nx) x [0, ny) of this thread */
-#define FOR_XY(nx, ny)                                                                        \
-    for (int64_t y = blockIdx.y; y < (ny); y += gridDim.y)                                    \
-        for (int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; x < (nx);            \
-             x += (int64_t)gridDim.x * blockDim.x)
+/* launches: tsr_grid2 and TSR_FOR_PIXELS (gpu_int.cuh) */
+#define FOR_XY(nx, ny) TSR_FOR_PIXELS((nx), (ny), x, y)
 
 static __global__ void
 kernel_k(tsr_bm_src s, const float *k, int64_t kw, int64_t kh, int64_t cx, int64_t cy, float *L,
@@ -126,20 +113,20 @@ spline(tsr_gpu *g, const tsr_blur_state *st, const tsr_blur_state *dst, tsr_bm_s
     if (!B)
         return failed(err);
 
-    ybox1_k<<<grid2(pw, tsr_bm_nseg(n)), THREADS, 0, g->compute>>>(s, lim, cr.x - R, cr.y - R,
+    ybox1_k<<<tsr_grid2(pw, tsr_bm_nseg(n)), THREADS, 0, g->compute>>>(s, lim, cr.x - R, cr.y - R,
                                                                      h, inv_h, A, pw, n);
     TSR_LAUNCHED("blur spline y box", err);
     int32_t *in = A, *out = B;
     for (int stage = 1; stage < TSR_BLUR_STAGES; stage++) {
         n -= h - 1;
-        ybox_k<<<grid2(pw, tsr_bm_nseg(n)), THREADS, 0, g->compute>>>(in, out, pw, h, inv_h, n);
+        ybox_k<<<tsr_grid2(pw, tsr_bm_nseg(n)), THREADS, 0, g->compute>>>(in, out, pw, h, inv_h, n);
         TSR_LAUNCHED("blur spline y box", err);
         int32_t *t = in;
         in = out;
         out = t;
     }
     /* the vertical taps, requantised: `out` becomes M (th rows) */
-    ytaps_k<<<grid2(pw, th), THREADS, 0, g->compute>>>(in, out, pw, th, dst, h, m, lim);
+    ytaps_k<<<tsr_grid2(pw, th), THREADS, 0, g->compute>>>(in, out, pw, th, dst, h, m, lim);
     TSR_LAUNCHED("blur spline y taps", err);
     {
         int32_t *t = in;
@@ -149,14 +136,14 @@ spline(tsr_gpu *g, const tsr_blur_state *st, const tsr_blur_state *dst, tsr_bm_s
     int64_t nc = pw;
     for (int stage = 0; stage < TSR_BLUR_STAGES; stage++) {
         nc -= h - 1;
-        xbox_k<<<grid2(tsr_bm_nseg(nc), th), THREADS, 0, g->compute>>>(in, out, pw, th, h, inv_h,
+        xbox_k<<<tsr_grid2(tsr_bm_nseg(nc), th), THREADS, 0, g->compute>>>(in, out, pw, th, h, inv_h,
                                                                          nc);
         TSR_LAUNCHED("blur spline x box", err);
         int32_t *t = in;
         in = out;
         out = t;
     }
-    xtaps_k<<<grid2(tw, th), THREADS, 0, g->compute>>>(in, L, pw, tw, th, dst, h, m);
+    xtaps_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(in, L, pw, tw, th, dst, h, m);
     TSR_LAUNCHED("blur spline x taps", err);
     return TSR_OK;
 }
@@ -182,7 +169,7 @@ blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr
             g, K->k, (size_t)K->w * (size_t)K->h * sizeof(float), err);
         if (!k)
             return failed(err);
-        kernel_k<<<grid2(tw, th), THREADS, 0, g->compute>>>(s, k, K->w, K->h, cr.x, cr.y, L, tw,
+        kernel_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(s, k, K->w, K->h, cr.x, cr.y, L, tw,
                                                              th);
         TSR_LAUNCHED("blur kernel", err);
         break;
@@ -192,9 +179,9 @@ blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr
         float *H = (float *)tsr_gpu_alloc(g, (size_t)tw * (size_t)nrows * sizeof(float), err);
         if (!H)
             return failed(err);
-        firx_k<<<grid2(tw, nrows), THREADS, 0, g->compute>>>(s, dst, cr.x, cr.y, H, tw, nrows);
+        firx_k<<<tsr_grid2(tw, nrows), THREADS, 0, g->compute>>>(s, dst, cr.x, cr.y, H, tw, nrows);
         TSR_LAUNCHED("blur fir x", err);
-        firy_k<<<grid2(tw, th), THREADS, 0, g->compute>>>(H, dst, L, tw, th);
+        firy_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(H, dst, L, tw, th);
         TSR_LAUNCHED("blur fir y", err);
         break;
     }

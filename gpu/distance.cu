@@ -14,20 +14,8 @@
 #include "gpu/distance_math.h"
 
 #define THREADS 256
-#define GRID_Y_MAX 65535
-
-static dim3
-grid2(int64_t nx, int64_t ny)
-{
-    return dim3(tsr_blocks((size_t)nx, THREADS),
-                (unsigned)(ny < 1 ? 1 : ny > GRID_Y_MAX ? GRID_Y_MAX : ny));
-}
-
-/* for (x, y) over [0, nx) x [0, ny) of this thread */
-#define FOR_XY(nx, ny)                                                                        \
-    for (int64_t y = blockIdx.y; y < (ny); y += gridDim.y)                                    \
-        for (int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; x < (nx);            \
-             x += (int64_t)gridDim.x * blockDim.x)
+/* launches: tsr_grid2 and TSR_FOR_PIXELS (gpu_int.cuh) */
+#define FOR_XY(nx, ny) TSR_FOR_PIXELS((nx), (ny), x, y)
 
 /* x = the halo column, y = the segment */
 static __global__ void
@@ -86,12 +74,12 @@ distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_re
 
     /* the child at (hr.x, hr.y) */
     const float *col = child.px + (hr.y - child.r.y) * child.r.w + (hr.x - child.r.x);
-    columns_k<<<grid2(hw, nseg), THREADS, 0, g->compute>>>(col, child.r.w, hr.h, cr.y - hr.y, th,
+    columns_k<<<tsr_grid2(hw, nseg), THREADS, 0, g->compute>>>(col, child.r.w, hr.h, cr.y - hr.y, th,
                                                            p->threshold, dmax, G, hw, nseg);
     TSR_LAUNCHED("distance columns", err);
-    blocks_k<<<grid2(nb, th), THREADS, 0, g->compute>>>(G, gmin, hw, nb, th);
+    blocks_k<<<tsr_grid2(nb, th), THREADS, 0, g->compute>>>(G, gmin, hw, nb, th);
     TSR_LAUNCHED("distance blocks", err);
-    pixels_k<<<grid2(tw, th), THREADS, 0, g->compute>>>(G, gmin, hw, nb, cr.x - hr.x, dmax, table,
+    pixels_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(G, gmin, hw, nb, cr.x - hr.x, dmax, table,
                                                         L, tw, th);
     TSR_LAUNCHED("distance rows", err);
     return tsr_gpu_blend_rect(g, e, P, cr, L, to, err);
