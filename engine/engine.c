@@ -210,48 +210,54 @@ root_period_samples(tsr_engine *e, tsr_error *err)
     return TSR_OK;
 }
 
-/* Band j of a periodic root. */
+/* Row j (in root order) of a band of a periodic root, from the period's row py: one period from
+ * phase x0, then doubling copies of what is already there (a whole number of periods each
+ * time). */
+static void
+periodic_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t row)
+{
+    size_t first = prow - x0b, done;
+    if (first > row)
+        first = row;
+    memcpy(dst, src + x0b, first);
+    done = first;
+    if (done < row) {
+        size_t more = prow - first < row - done ? prow - first : row - done;
+        memcpy(dst + done, src, more);
+        done += more;
+    }
+    while (done < row) {
+        size_t n = done < row - done ? done : row - done;
+        memcpy(dst + done, dst, n);
+        done += n;
+    }
+}
+
+/* Band j0 of a periodic root, on all the engine's threads: its first Py rows from the period,
+ * then every later row a copy of the row Py above it in root order (the same bytes). Rows are
+ * independent within each pass, so one memory-bound core does not set the rate. */
 static void
 fill_periodic(const tsr_engine *e, const tsr_band_job *j0)
 {
-    struct {
-        int64_t x, w, h;
-        bool up;
-    } b = {j0->x, j0->w, j0->h, j0->up};
-    int64_t root_y = j0->y, bps = j0->bps;
-    uint8_t *buf = j0->dst;
+    int64_t h = j0->h, bps = j0->bps;
     const tsr_node *root = e->d->root;
     int64_t pw = e->period[root->id][0], ph = e->period[root->id][1];
-    int64_t x0 = tsr_floor_mod(b.x, pw), py = tsr_floor_mod(root_y, ph);
-    size_t row = (size_t)(b.w * bps), prow = (size_t)(pw * bps);
-    for (int64_t j = 0; j < b.h; j++) {
-        uint8_t *dst = buf + (size_t)(b.up ? b.h - 1 - j : j) * row;
-        if (j >= ph) {
-            /* a row Py above (in root order) is this row: one long copy */
-            int64_t same = b.up ? b.h - 1 - (j - ph) : j - ph;
-            memcpy(dst, buf + (size_t)same * row, row);
-        } else {
-            /* one period from phase x0, then doubling copies of what is already there (a
-             * whole number of periods each time) */
-            const uint8_t *src = e->root_period + (size_t)py * prow;
-            size_t first = (size_t)((pw - x0) * bps), done;
-            if (first > row)
-                first = row;
-            memcpy(dst, src + x0 * bps, first);
-            done = first;
-            if (done < row) {
-                size_t more = prow - first < row - done ? prow - first : row - done;
-                memcpy(dst + done, src, more);
-                done += more;
-            }
-            while (done < row) {
-                size_t n = done < row - done ? done : row - done;
-                memcpy(dst + done, dst, n);
-                done += n;
-            }
-        }
-        if (++py == ph)
-            py = 0;
+    size_t x0b = (size_t)(tsr_floor_mod(j0->x, pw) * bps);
+    int64_t py0 = tsr_floor_mod(j0->y, ph), lead = h < ph ? h : ph;
+    size_t row = (size_t)(j0->w * bps), prow = (size_t)(pw * bps);
+    uint8_t *buf = j0->dst;
+    const uint8_t *period = e->root_period;
+    bool up = j0->up;
+#pragma omp parallel for num_threads(e->threads) schedule(static)
+    for (int64_t j = 0; j < lead; j++) {
+        int64_t py = py0 + j < ph ? py0 + j : py0 + j - ph;
+        periodic_row(period + (size_t)py * prow, prow, x0b, buf + (size_t)(up ? h - 1 - j : j) * row, row);
+    }
+#pragma omp parallel for num_threads(e->threads) schedule(static)
+    for (int64_t j = lead; j < h; j++) {
+        int64_t same = j % ph; /* a row among the first Py with the same phase */
+        memcpy(buf + (size_t)(up ? h - 1 - j : j) * row, buf + (size_t)(up ? h - 1 - same : same) * row,
+               row);
     }
 }
 
