@@ -37,8 +37,10 @@
 #define CHUNK_PX ((int64_t)4 << 20)      /* root pixels per chunk (4 Mpx measured best of 2..16) */
 #define BAND_BYTES ((int64_t)16 << 20)   /* copies at least this big run at link speed */
 #define SMALL_CHILD_PX ((int64_t)4 << 20) /* a repeat's child up to this is computed whole */
+#define RESIDENT_PX ((int64_t)1 << 20)    /* nodes up to this are computed once and kept */
+#define RESIDENT_BYTES ((int64_t)256 << 20) /* and that many bytes of them in all */
 
-enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST };
+enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
 
 typedef struct gpu_state {
     tsr_gpu *g;
@@ -57,6 +59,7 @@ typedef struct gpu_state {
     uint64_t nsubmit;
     int64_t chunk_px;      /* root pixels per chunk */
     bool *shared;          /* per node id: read by more than one edge (ref:) */
+    float **res;           /* per node id: a resident node's whole pixels, once computed */
     struct memo {          /* shared nodes computed in this chunk, kept to its end */
         size_t id;
         tsr_rect r;
@@ -66,7 +69,7 @@ typedef struct gpu_state {
     uint64_t fault_at;     /* TSR_GPU_FAULT=N: a device error is faked at band N (tests) */
 } gpu_state;
 
-static const char *const class_names[] = {"device", "periodic", "host"};
+static const char *const class_names[] = {"device", "periodic", "host", "resident"};
 
 static bool
 device_can(const tsr_node *n)
@@ -191,6 +194,31 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
     return st;
 }
 
+/* Resident nodes (small ones: computed once, whole, and kept on the device) that are not
+ * computed yet, children first; between chunks, since their memory comes from the kept end. */
+static tsr_status
+ensure_resident(tsr_engine *e, gpu_state *s, tsr_error *err)
+{
+    for (size_t i = 0; i < e->d->nnodes; i++) {
+        const tsr_node *n = e->d->nodes[i];
+        if (s->cls[n->id] != CLASS_RESIDENT || s->res[n->id])
+            continue;
+        float *px = tsr_gpu_alloc_resident(s->g, (size_t)(n->w * n->h) * sizeof(float), err);
+        if (!px)
+            return TSR_ENOMEM;
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf b = {tsr_rect_make(0, 0, n->w, n->h), px};
+        tsr_status st = eval_into(e, s, n, b, NULL, err);
+        tsr_gpu_reset(s->g, mark);
+        tsr_gpu_release_kept(s->g);
+        s->nmemo = 0;
+        if (st != TSR_OK)
+            return st;
+        s->res[n->id] = px;
+    }
+    return TSR_OK;
+}
+
 /* The chunk is done: shared nodes' buffers go. */
 static void
 memo_clear(gpu_state *s)
@@ -228,6 +256,10 @@ eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *ou
 {
     out->r = r;
     out->px = NULL;
+    if (s->res[n->id]) { /* resident: the whole node, more than asked (kernels allow it) */
+        *out = (tsr_gpu_buf){tsr_rect_make(0, 0, n->w, n->h), s->res[n->id]};
+        return TSR_OK;
+    }
     bool keep = s->shared[n->id] && !to;
     if (keep)
         for (size_t i = 0; i < s->nmemo; i++)
@@ -254,6 +286,9 @@ static tsr_status
 gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
 {
     gpu_state *s = e->bk;
+    tsr_status rs = ensure_resident(e, s, err);
+    if (rs != TSR_OK)
+        return rs;
     int64_t rows = s->chunk_px / r.w > 0 ? s->chunk_px / r.w : 1;
     for (int64_t y = r.y; y < r.y + r.h; y += rows) {
         int64_t h = r.y + r.h - y < rows ? r.y + r.h - y : rows;
@@ -284,6 +319,8 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
         s->pn++;
         return TSR_OK;
     }
+    if ((st = ensure_resident(e, s, err)) != TSR_OK)
+        return st;
     size_t k = (size_t)(s->nsubmit++ % DEPTH), bytes = (size_t)(j->w * j->h * j->bps);
     if (!s->slot[k] || bytes > s->slot_bytes)
         return tsr_fail(err, TSR_EINTERNAL, "gpu: band of %zu bytes without a device buffer",
@@ -377,6 +414,7 @@ gpu_close(tsr_engine *e)
     free(s->cls);
     free(s->shared);
     free(s->memo);
+    free(s->res);
     free(s);
     e->bk = NULL;
 }
@@ -409,6 +447,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     s->cls = calloc(d->nnodes, sizeof *s->cls);
     s->period = calloc(d->nnodes, sizeof *s->period);
     s->shared = calloc(d->nnodes, sizeof *s->shared);
+    s->res = calloc(d->nnodes, sizeof *s->res);
     size_t *uses = calloc(d->nnodes, sizeof *uses);
     if (uses)
         for (size_t i = 0; i < d->nnodes; i++)
@@ -418,7 +457,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     for (size_t i = 0; counted && s->shared && i < d->nnodes; i++)
         s->shared[i] = uses[i] > 1;
     free(uses);
-    if (!s->cls || !s->period || !s->shared || !counted) {
+    if (!s->cls || !s->period || !s->shared || !s->res || !counted) {
         gpu_close(e);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     }
@@ -427,6 +466,18 @@ gpu_open(tsr_engine *e, tsr_error *err)
         s->cls[n->id] = e->period[n->id][0] ? CLASS_PERIODIC
                         : device_can(n)     ? CLASS_DEVICE
                                             : CLASS_HOST;
+    }
+    /* small device nodes (motifs, crosses, a blurred line) are computed once and kept, up to
+     * RESIDENT_BYTES in all: a chunk then reads them instead of computing them again */
+    int64_t resident = 0;
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        int64_t bytes = n->w * n->h * 4; /* <= RESIDENT_PX * 4 when it counts */
+        if (s->cls[n->id] == CLASS_DEVICE && n != d->root && n->w <= RESIDENT_PX / n->h &&
+            resident + bytes <= RESIDENT_BYTES) {
+            s->cls[n->id] = CLASS_RESIDENT;
+            resident += bytes;
+        }
     }
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = d->out.depth / 8;
     int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width : W;
@@ -451,7 +502,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
     /* the smallest arena that renders: the band buffers and a chunk of the root with room for
      * its children (the rest of the path is checked as it is allocated: "arena full") */
-    int64_t minimum = DEPTH * sw * e->band_rows * bps + 3 * s->chunk_px * 4;
+    int64_t minimum = DEPTH * sw * e->band_rows * bps + 3 * s->chunk_px * 4 + resident;
     /* Without --gpu-memory: room for the chunks' trees of child regions (4 x the minimum, at
      * least 2 GiB), never more than 90 % of what is free. Not "most of the device": without a
      * device tile cache more memory buys nothing, and several jobs may share one GPU. */

@@ -132,7 +132,7 @@ tsr_gpu_open(size_t arena, tsr_error *err)
         return NULL;
     }
     g->arena_bytes = arena;
-    g->top = arena;
+    g->top = g->base = arena;
     return g;
 }
 
@@ -200,7 +200,18 @@ tsr_gpu_alloc_kept(tsr_gpu *g, size_t bytes, tsr_error *err)
 extern "C" void
 tsr_gpu_release_kept(tsr_gpu *g)
 {
-    g->top = g->arena_bytes;
+    g->top = g->base;
+}
+
+/* Only between chunks (nothing kept is live): the resident block goes just below the others. */
+extern "C" void *
+tsr_gpu_alloc_resident(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    g->top = g->base;
+    void *p = tsr_gpu_alloc_kept(g, bytes, err);
+    if (p)
+        g->base = g->top;
+    return p;
 }
 
 extern "C" size_t

@@ -73,6 +73,11 @@ tsr_gpu_alloc_kept(tsr_gpu *g, size_t bytes, tsr_error *err);
 void
 tsr_gpu_release_kept(tsr_gpu *g);
 
+/* `bytes` from the kept end for the context's life (a small node computed once and kept on the
+ * device): tsr_gpu_release_kept never frees it. NULL with TSR_ENOMEM when it does not fit. */
+void *
+tsr_gpu_alloc_resident(tsr_gpu *g, size_t bytes, tsr_error *err);
+
 /* The arena's fill level, and a reset to an earlier level. Memory above the mark may be reused
  * by later launches at once: stream order puts them after every earlier reader. */
 size_t

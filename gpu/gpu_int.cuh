@@ -42,6 +42,7 @@ struct tsr_gpu {
     char *arena;           /* one cudaMalloc, carved by `used` */
     size_t arena_bytes, used, peak;
     size_t top;            /* kept allocations live in [top, arena_bytes) */
+    size_t base;           /* resident ones in [base, arena_bytes): top never rises above */
     struct tsr_upload *up; /* resident uploads */
     size_t nup, capup;
     cudaEvent_t *ev;       /* copy events, a ring indexed by ticket % nev */

@@ -68,6 +68,14 @@ tsr_gpu_release_kept(tsr_gpu *g)
     (void)g;
 }
 
+void *
+tsr_gpu_alloc_resident(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    (void)g, (void)bytes;
+    NO_CUDA(err);
+    return NULL;
+}
+
 size_t
 tsr_gpu_mark(const tsr_gpu *g)
 {
