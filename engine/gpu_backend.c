@@ -17,6 +17,8 @@
  *   the CPU reference, uploaded, and read modulo the period. A periodic root streams by the
  *   host's row copies (engine.c), as on the CPU: those bytes are made in host memory.
  * - device: computed on the device as above.
+ * - resident: a small node (up to RESIDENT_PX, RESIDENT_BYTES in all): computed once on the
+ *   device, whole, and kept; readers get the whole node.
  * - host: a node the device cannot yet compute (a repeat lattice the CPU walks in a reduced
  *   basis with an order-dependent overlap): computed by the CPU reference over the rect and
  *   uploaded. Same bits; slower.
