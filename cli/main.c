@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -159,6 +160,43 @@ parse_region(const char *s, tsr_rect *r)
     return r->w > 0 && r->h > 0;
 }
 
+/* The URL scheme `out` starts with ("udp" for "udp://..."), or false when it is a plain path:
+ * a path that happens to hold "://" further on is still a path. */
+static bool
+url_scheme(const char *out, char *scheme, size_t n)
+{
+    size_t k = strspn(out, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+    if (k == 0 || strncmp(out + k, "://", 3) != 0)
+        return false;
+    snprintf(scheme, n, "%.*s", (int)k, out);
+    return true;
+}
+
+/* What -o names must be something the command writes: render knows paths, -, null and
+ * tcp://; preview writes PNG, so a name with another extension ("x.jpg") would silently get a
+ * PNG. A name with no extension (a device, a FIFO) is taken as it is. 0, or the usage exit. */
+static int
+check_out(const args *a)
+{
+    char scheme[32];
+    if (!a->out)
+        return 0;
+    bool preview = strcmp(a->cmd, "preview") == 0;
+    if (url_scheme(a->out, scheme, sizeof scheme) && (preview || strcmp(scheme, "tcp") != 0)) {
+        fprintf(stderr, "tessera: %s: unknown output scheme '%s' (%s)\n", a->out, scheme,
+                preview ? "preview writes a PNG file or -"
+                        : "render writes to a path, -, null or tcp://HOST:PORT");
+        return 2;
+    }
+    if (!preview || strcmp(a->out, "-") == 0)
+        return 0;
+    const char *base = strrchr(a->out, '/');
+    const char *dot = strrchr(base ? base + 1 : a->out, '.');
+    if (dot && dot != (base ? base + 1 : a->out) && strcasecmp(dot, ".png") != 0)
+        return usage_error("%s: preview writes PNG only; name the output *.png", a->out);
+    return 0;
+}
+
 static int
 parse_args(int argc, char **argv, args *a)
 {
@@ -295,6 +333,9 @@ parse_args(int argc, char **argv, args *a)
     if (streaming && strcmp(a->cmd, "render") != 0)
         return usage_error("%s: --rate, --framed, --deflate, --resume-at, --progress and "
                            "--stall-timeout are render options", a->cmd);
+    int bad = check_out(a);
+    if (bad)
+        return bad;
     bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
     if (a->stall > 0 && !tcp)
         return usage_error("--stall-timeout%s: only for a tcp:// output (files and pipes block "

@@ -177,6 +177,11 @@ tsr_engine_preview(tsr_engine *e, tsr_rect r, int64_t scale, int depth, const ch
 void
 tsr_engine_print_check(tsr_engine *e, FILE *f);
 
+/* A byte count for people: "512 bytes", "9.8 KiB", "1.5 GiB" (binary units, one decimal), so
+ * that a small amount never prints as "0.0 MiB". */
+void
+tsr_human_bytes(char *buf, size_t n, double bytes);
+
 /* Parse a byte size: "64M", "4G", "512MiB", "1e9", plain bytes. SI K/M/G = 1e3/1e6/1e9;
  * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. The number is a plain decimal (see
  * tsr_parse_decimal). False on anything else ("0x40M", "+5", " 5", "inf"). */

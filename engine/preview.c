@@ -105,10 +105,10 @@ done:
     return st;
 }
 
-static void
-human(char *buf, size_t n, double bytes)
+void
+tsr_human_bytes(char *buf, size_t n, double bytes)
 {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    const char *u[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int i = 0;
     while (bytes >= 1024.0 && i < 5) {
         bytes /= 1024.0;
@@ -127,7 +127,7 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
         const tsr_node *n = d->nodes[i];
         const tsr_grid *g = &e->grid[n->id];
         char b[32];
-        human(b, sizeof b, (double)n->w * (double)n->h * 4.0);
+        tsr_human_bytes(b, sizeof b, (double)n->w * (double)n->h * 4.0);
         fprintf(f, "  %-32s %lld x %lld px, tile %lld, %lld x %lld tiles, %s as float32", n->name,
                 (long long)n->w, (long long)n->h, (long long)g->t, (long long)g->nx,
                 (long long)g->ny, b);
@@ -143,12 +143,12 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
     }
     const tsr_plan *p = &e->plan;
     char a[32], b[32], c[32], dd[32], m[32], bu[32];
-    human(a, sizeof a, (double)p->bands);
-    human(b, sizeof b, (double)p->per_thread);
-    human(c, sizeof c, (double)p->fixed);
-    human(dd, sizeof dd, (double)p->cache);
-    human(m, sizeof m, (double)p->minimum);
-    human(bu, sizeof bu, (double)p->budget);
+    tsr_human_bytes(a, sizeof a, (double)p->bands);
+    tsr_human_bytes(b, sizeof b, (double)p->per_thread);
+    tsr_human_bytes(c, sizeof c, (double)p->fixed);
+    tsr_human_bytes(dd, sizeof dd, (double)p->cache);
+    tsr_human_bytes(m, sizeof m, (double)p->minimum);
+    tsr_human_bytes(bu, sizeof bu, (double)p->budget);
     fprintf(f, "\nmemory plan (--memory %s):\n", bu);
     fprintf(f, "  bands        %s (3 in flight, %lld rows each)\n", a, (long long)p->band_rows);
     fprintf(f, "  per thread   %s x %lld threads\n", b, (long long)p->threads);
@@ -157,7 +157,7 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
     fprintf(f, "  minimum      %s (the smallest --memory that runs)\n", m);
     uint64_t bytes = tsr_engine_stream_bytes(e);
     char sb[32];
-    human(sb, sizeof sb, (double)bytes);
+    tsr_human_bytes(sb, sizeof sb, (double)bytes);
     double secs = (double)bytes / 1e7;
     fprintf(f, "\nstream: %llu bytes (%s); at the 10 MB/s target: %.0f s (%.1f h)\n",
             (unsigned long long)bytes, sb, secs, secs / 3600.0);
