@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@ typedef struct args {
     double target; /* bytes/s */
     double rate;   /* --rate, bytes/s; 0 = unpaced */
     double stall;  /* --stall-timeout, seconds; 0 = the sink's default */
+    double seconds; /* profile --seconds: sampling time; 0 = the default */
     bool framed, deflate, have_resume;
     uint64_t resume_at;
     const char *progress; /* auto|bar|json|none */
@@ -202,7 +204,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -215,6 +217,7 @@ parse_args(int argc, char **argv, args *a)
         {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
         {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
         {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
+        {"seconds", required_argument, 0, O_SECONDS},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -289,6 +292,10 @@ parse_args(int argc, char **argv, args *a)
             if (!tsr_parse_decimal(optarg, &a->stall) || !(a->stall > 0) || a->stall > 1e9)
                 return usage_error("--stall-timeout %s: expected seconds > 0", optarg);
             break;
+        case O_SECONDS:
+            if (!tsr_parse_decimal(optarg, &a->seconds) || !(a->seconds > 0) || a->seconds > 1e6)
+                return usage_error("--seconds %s: expected seconds > 0", optarg);
+            break;
         case O_FRAMED: a->framed = true; break;
         case O_DEFLATE: a->deflate = true; break;
         case O_RESUME:
@@ -336,6 +343,9 @@ parse_args(int argc, char **argv, args *a)
     int bad = check_out(a);
     if (bad)
         return bad;
+    if (a->seconds > 0 && (strcmp(a->cmd, "profile") != 0 || a->have_region))
+        return usage_error("--seconds%s: only for profile without --region (a region is "
+                           "rendered whole)", "");
     bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
     if (a->stall > 0 && !tcp)
         return usage_error("--stall-timeout%s: only for a tcp:// output (files and pipes block "
@@ -501,23 +511,151 @@ json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A figure with three significant digits and no exponent above 1: "0.0123", "4.56", "789",
+ * "14200", so a slow rate never prints as "0.0". */
+static void
+fmt_sig(char *b, size_t n, double v)
+{
+    if (!(v < 1e15))
+        snprintf(b, n, "%g", v);
+    else if (v >= 100)
+        snprintf(b, n, "%.0f", v);
+    else if (v >= 10)
+        snprintf(b, n, "%.1f", v);
+    else if (v >= 1)
+        snprintf(b, n, "%.2f", v);
+    else
+        snprintf(b, n, "%.3g", v);
+}
+
+#define PROFILE_SAMPLES 8
+
+typedef struct sample {
+    tsr_rect r; /* what was rendered */
+    uint64_t bytes;
+    double secs;
+} sample;
+
+/* Where sample i of k starts, in the job's own order: raster samples split the rows into k
+ * equal parts and start each; a swath design's samples go through the swaths from the start
+ * side, each at its stream fraction (i + 0.5) / k of the way, then that far down its swath.
+ * So the samples cover the design as the stream visits it instead of the top margin. *rows
+ * gets the rows it may take (samples never overlap). */
+static tsr_rect
+sample_at(const tsr_design *d, int i, int k, int64_t *rows)
+{
+    int64_t W = d->root->w, H = d->root->h, x = 0, w = W, y;
+    const tsr_output *o = &d->out;
+    if (o->order == TSR_ORDER_SWATH && o->swath_width < W) {
+        int64_t sw = o->swath_width, nsw = W / sw + (W % sw != 0);
+        double f = (i + 0.5) / k * (double)nsw;
+        int64_t s = (int64_t)f < nsw ? (int64_t)f : nsw - 1;
+        f -= (double)s; /* how far down that swath */
+        bool right = o->start == TSR_TOP_RIGHT || o->start == TSR_BOTTOM_RIGHT;
+        x = right ? W - (s + 1) * sw : s * sw;
+        if (x < 0) {
+            w = sw + x; /* the narrow last swath */
+            x = 0;
+        } else {
+            w = W - x < sw ? W - x : sw;
+        }
+        int64_t per = k / nsw > 4 ? k / nsw : 4; /* samples that could share a swath */
+        *rows = H / per > 0 ? H / per : 1;
+        y = (int64_t)(f * (double)(H - *rows));
+    } else {
+        *rows = H / k > 0 ? H / k : 1;
+        y = (int64_t)i * H / k;
+        y = y + *rows > H ? H - *rows : y;
+    }
+    if (o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT)
+        y = H - y - *rows; /* rows run upwards from the bottom */
+    return tsr_rect_make(x, y, w, 0);
+}
+
+/* Render sample rows from `at` downwards in growing chunks until its share of the time is
+ * spent or its rows are done; at least one chunk, so every sample says something. */
+static tsr_status
+run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double share,
+           sample *sm, int idx, int of, double t_all, double budget, tsr_error *err)
+{
+    /* chunks of at least a band: what the stream computes at a time (a smaller one pays a
+     * band's tile work for part of its rows and reads slow) */
+    int64_t bps = d->out.depth / 8, chunk = tsr_engine_plan(e)->band_rows;
+    chunk = chunk < 1 ? 1 : chunk;
+    bool tty = isatty(STDERR_FILENO);
+    sm->r = tsr_rect_make(at.x, at.y, at.w, 0);
+    sm->bytes = 0;
+    sm->secs = 0;
+    while (sm->r.h < rows) {
+        int64_t n = rows - sm->r.h < chunk ? rows - sm->r.h : chunk;
+        uint64_t b = 0;
+        double t0 = now_s();
+        if (tsr_engine_drain(e, tsr_rect_make(at.x, at.y + sm->r.h, at.w, n), &b, err) != TSR_OK)
+            return err->status;
+        sm->secs += now_s() - t0;
+        sm->bytes += b;
+        sm->r.h += n;
+        if (tty)
+            fprintf(stderr, "\rprofile: sample %d/%d, %.1f s of %.0f s\033[K", idx + 1, of,
+                    now_s() - t_all, budget);
+        if (sm->secs >= share)
+            break;
+        /* the next chunk: twice this one, but no more than the time left at this rate */
+        double fit = (share - sm->secs) * (double)sm->bytes / sm->secs / (double)(at.w * bps);
+        int64_t band = tsr_engine_plan(e)->band_rows;
+        chunk = fit < (double)(2 * chunk) ? (int64_t)fit : 2 * chunk;
+        chunk = chunk < band ? band : chunk;
+    }
+    return TSR_OK;
+}
+
 static int
 cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 {
     tsr_error err = {0};
-    tsr_rect r = a->region;
-    if (!a->have_region) {
-        /* default: whole rows from the top, up to 256 MB of samples (the whole design if less) */
-        int64_t bps = d->out.depth / 8, rows = 256000000 / (d->root->w * bps);
-        rows = rows < 1 ? 1 : (rows > d->root->h ? d->root->h : rows);
-        r = tsr_rect_make(0, 0, d->root->w, rows);
+    sample sm[PROFILE_SAMPLES];
+    int ns = 0;
+    double t_all = now_s(), budget = a->seconds > 0 ? a->seconds : 4.0;
+    if (a->have_region) {
+        /* a region the user names is rendered whole, as before */
+        if (tsr_engine_drain(e, a->region, &sm[0].bytes, &err) != TSR_OK)
+            return fail(&err);
+        sm[0].r = a->region;
+        sm[0].secs = now_s() - t_all;
+        ns = 1;
+    } else {
+        for (; ns < PROFILE_SAMPLES; ns++) {
+            int64_t rows;
+            tsr_rect at = sample_at(d, ns, PROFILE_SAMPLES, &rows);
+            if (run_sample(e, d, at, rows, budget / PROFILE_SAMPLES, &sm[ns], ns,
+                           PROFILE_SAMPLES, t_all, budget, &err) != TSR_OK) {
+                if (isatty(STDERR_FILENO))
+                    fprintf(stderr, "\r\033[K");
+                return fail(&err);
+            }
+        }
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "\r\033[K");
     }
+    /* Each sample stands for an equal share of the design: the projection is the mean of
+     * the samples' seconds per byte, which a slow body dominates as it would the real run. */
+    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    double spb = 0, slow = HUGE_VAL, fast = 0, secs = 0;
     uint64_t bytes = 0;
-    double t0 = now_s();
-    if (tsr_engine_drain(e, r, &bytes, &err) != TSR_OK)
-        return fail(&err);
-    double secs = now_s() - t0;
-    double rate = (double)bytes / secs, total = (double)d->root->w * (double)d->root->h * (d->out.depth / 8);
+    int slowest = 0;
+    for (int i = 0; i < ns; i++) {
+        double r = sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs : HUGE_VAL;
+        spb += (r > 0 ? 1.0 / r : 0) / ns;
+        if (r < slow) {
+            slow = r;
+            slowest = i;
+        }
+        fast = r > fast ? r : fast;
+        bytes += sm[i].bytes;
+        secs += sm[i].secs;
+    }
+    double rate = spb > 0 ? 1.0 / spb : HUGE_VAL;
+    tsr_rect r = a->have_region ? a->region : tsr_rect_make(0, 0, d->root->w, d->root->h);
     tsr_engine_stats st = tsr_engine_get_stats(e);
     long long rss;
     peak_rss(&rss);
@@ -530,7 +668,7 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
                    "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
                    "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
                    "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
-                   "\"peak_bytes\":%lld},\"nodes\":[",
+                   "\"peak_bytes\":%lld},",
                 (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                 (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
                 total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
@@ -538,6 +676,16 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
                 (unsigned long long)st.evictions, (unsigned long long)st.waits,
                 (unsigned long long)st.overflow, (long long)st.cache_bytes,
                 (long long)st.cache_peak);
+        fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
+                   "\"projected_seconds_slowest\":%.3f,\"samples\":[",
+                slow / 1e6, fast / 1e6, total / slow);
+        for (int i = 0; i < ns; i++)
+            fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+                       "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
+                    (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h,
+                    (unsigned long long)sm[i].bytes, sm[i].secs,
+                    sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0.0);
+        fprintf(f, "],\"nodes\":[");
         for (size_t i = 0; i < d->nnodes; i++) {
             const tsr_node *n = d->nodes[i];
             fprintf(f, "%s{\"name\":", i ? "," : "");
@@ -556,20 +704,46 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
         fprintf(f, "}}\n");
         return 0;
     }
+    char rs[32], ss[32], fs[32], hs[32];
+    fmt_sig(rs, sizeof rs, rate / 1e6);
+    fmt_sig(ss, sizeof ss, slow / 1e6);
+    fmt_sig(fs, sizeof fs, fast / 1e6);
+    fmt_sig(hs, sizeof hs, rate / a->target);
     fprintf(f, "design      %s\n", a->design);
-    fprintf(f, "region      %lld,%lld,%lld,%lld (%llu sample bytes)\n", (long long)r.x,
-            (long long)r.y, (long long)r.w, (long long)r.h, (unsigned long long)bytes);
+    if (a->have_region)
+        fprintf(f, "region      %lld,%lld,%lld,%lld (%llu sample bytes)\n", (long long)r.x,
+                (long long)r.y, (long long)r.w, (long long)r.h, (unsigned long long)bytes);
+    else
+        fprintf(f, "samples     %d regions spread over the design in stream order, %llu sample "
+                "bytes in %.3f s (--seconds %g)\n", ns, (unsigned long long)bytes, secs, budget);
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
-    fprintf(f, "throughput  %.1f MB/s in %.3f s = %.1fx the %.0f MB/s target\n", rate / 1e6,
-            secs, rate / a->target, a->target / 1e6);
-    fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the target\n",
-            total, total / rate, total / a->target);
+    fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
+            a->target / 1e6);
+    if (!a->have_region) {
+        fprintf(f, "spread      slowest %s MB/s (region %lld,%lld,%lld,%lld), fastest %s MB/s\n",
+                ss, (long long)sm[slowest].r.x, (long long)sm[slowest].r.y,
+                (long long)sm[slowest].r.w, (long long)sm[slowest].r.h, fs);
+        for (int i = 0; i < ns; i++) {
+            char b[32];
+            fmt_sig(b, sizeof b, sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0);
+            fprintf(f, "  %lld,%lld,%lld,%lld  %s MB/s\n", (long long)sm[i].r.x,
+                    (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
+        }
+        fprintf(f, "projected   whole design (%.3g bytes): %.1f s from the samples, %.1f s at "
+                "the slowest, %.1f s at the target\n", total, total / rate, total / slow,
+                total / a->target);
+    } else {
+        fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the "
+                "target\n", total, total / rate, total / a->target);
+    }
+    char held[32], peak[32];
+    tsr_human_bytes(held, sizeof held, (double)st.cache_bytes);
+    tsr_human_bytes(peak, sizeof peak, (double)st.cache_peak);
     fprintf(f, "cache       %llu hits, %llu misses, %llu evictions, %llu waits, %llu uncached; "
-               "%.1f MiB held, %.1f MiB peak\n",
+               "%s held, %s peak\n",
             (unsigned long long)st.hits, (unsigned long long)st.misses,
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
-            (unsigned long long)st.overflow, (double)st.cache_bytes / 1048576.0,
-            (double)st.cache_peak / 1048576.0);
+            (unsigned long long)st.overflow, held, peak);
     fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
     fprintf(f, "time per node (own pixels, summed over threads):\n");
     for (size_t i = 0; i < d->nnodes; i++)
