@@ -26,7 +26,7 @@ static const char usage[] =
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
     "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
-    "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
+    "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"
     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
     "                         [--stall-timeout S] [--exit-on-abort]\n"
     "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
@@ -37,7 +37,7 @@ typedef struct args {
     const char *cmd, *design, *out, *backend;
     tsr_engine_opts eo;
     tsr_rect region;
-    bool have_region, json;
+    bool have_region, json, tree;
     int64_t scale;
     int depth;
     double target; /* bytes/s */
@@ -204,7 +204,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -217,7 +217,7 @@ parse_args(int argc, char **argv, args *a)
         {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
         {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
         {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
-        {"seconds", required_argument, 0, O_SECONDS},
+        {"seconds", required_argument, 0, O_SECONDS}, {"tree", no_argument, 0, O_TREE},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -284,6 +284,7 @@ parse_args(int argc, char **argv, args *a)
                 return usage_error("--target %s: expected a rate like 10MB/s", optarg);
             break;
         case O_JSON: a->json = true; break;
+        case O_TREE: a->tree = true; break;
         case O_RATE:
             if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
                 return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
@@ -343,6 +344,8 @@ parse_args(int argc, char **argv, args *a)
     int bad = check_out(a);
     if (bad)
         return bad;
+    if (a->tree && strcmp(a->cmd, "check") != 0)
+        return usage_error("--tree%s: a check option", "");
     if (a->seconds > 0 && (strcmp(a->cmd, "profile") != 0 || a->have_region))
         return usage_error("--seconds%s: only for profile without --region (a region is "
                            "rendered whole)", "");
@@ -746,8 +749,11 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
             (unsigned long long)st.overflow, held, peak);
     fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
     fprintf(f, "time per node (own pixels, summed over threads):\n");
-    for (size_t i = 0; i < d->nnodes; i++)
-        fprintf(f, "  %-40s %9.3f s\n", d->nodes[i]->name, st.node_seconds[i]);
+    for (size_t i = 0; i < d->nnodes; i++) {
+        char lb[192];
+        tsr_node_label(d->nodes[i], lb, sizeof lb);
+        fprintf(f, "  %-40s %9.3f s\n", lb, st.node_seconds[i]);
+    }
     fprintf(f, "time per trait (layer + blend, summed over threads):\n");
     for (size_t i = 0; tsr_traits[i]; i++)
         if (st.trait_seconds[i] > 0)
@@ -802,7 +808,7 @@ main(int argc, char **argv)
     else if (strcmp(a.cmd, "profile") == 0)
         rc = stdout_done(cmd_profile(&a, e, d));
     else {
-        tsr_engine_print_check(e, stdout);
+        tsr_engine_print_check(e, stdout, a.tree);
         rc = stdout_done(0);
     }
     tsr_engine_free(e);
