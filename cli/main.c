@@ -23,6 +23,7 @@ static const char usage[] =
     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
     "                         [--stall-timeout S] [--gpu-memory M]\n"
     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
+    "                         [--force]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
     "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
@@ -33,11 +34,15 @@ static const char usage[] =
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
 
+/* The largest preview image (samples) written without --force: 256 MiB, a 16k x 16k 8-bit
+ * thumbnail and more than any screen shows. */
+#define PREVIEW_MAX_BYTES 268435456.0
+
 typedef struct args {
     const char *cmd, *design, *out, *backend;
     tsr_engine_opts eo;
     tsr_rect region;
-    bool have_region, json, tree;
+    bool have_region, json, tree, force;
     int64_t scale;
     int depth;
     double target; /* bytes/s */
@@ -204,7 +209,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -218,6 +223,7 @@ parse_args(int argc, char **argv, args *a)
         {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
         {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
         {"seconds", required_argument, 0, O_SECONDS}, {"tree", no_argument, 0, O_TREE},
+        {"force", no_argument, 0, O_FORCE},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -285,6 +291,7 @@ parse_args(int argc, char **argv, args *a)
             break;
         case O_JSON: a->json = true; break;
         case O_TREE: a->tree = true; break;
+        case O_FORCE: a->force = true; break;
         case O_RATE:
             if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
                 return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
@@ -344,6 +351,8 @@ parse_args(int argc, char **argv, args *a)
     int bad = check_out(a);
     if (bad)
         return bad;
+    if (a->force && strcmp(a->cmd, "preview") != 0)
+        return usage_error("--force%s: a preview option", "");
     if (a->tree && strcmp(a->cmd, "check") != 0)
         return usage_error("--tree%s: a check option", "");
     if (a->seconds > 0 && (strcmp(a->cmd, "profile") != 0 || a->have_region))
@@ -491,6 +500,24 @@ cmd_preview(args *a, tsr_engine *e)
     if (!a->have_region)
         return usage_error("%s: preview needs --region X,Y,W,H", a->design);
     const char *out = a->out ? a->out : "preview.png";
+    /* A forgotten --scale on a big region silently started a 22.5 GB PNG: above the bound
+     * it takes --force, and the message names the --scale that fits. */
+    int64_t bps = a->depth / 8;
+    double px = ceil((double)a->region.w / (double)a->scale) *
+                ceil((double)a->region.h / (double)a->scale) * (double)bps;
+    if (px > PREVIEW_MAX_BYTES && !a->force) {
+        int64_t k = (int64_t)ceil(sqrt((double)a->region.w * (double)a->region.h *
+                                       (double)bps / PREVIEW_MAX_BYTES));
+        while (ceil((double)a->region.w / (double)k) * ceil((double)a->region.h / (double)k) *
+                   (double)bps > PREVIEW_MAX_BYTES)
+            k++;
+        char have[32], lim[32];
+        tsr_human_bytes(have, sizeof have, px);
+        tsr_human_bytes(lim, sizeof lim, PREVIEW_MAX_BYTES);
+        fprintf(stderr, "tessera: preview: a %s image is over the %s bound; --scale %lld "
+                "fits (or --force)\n", have, lim, (long long)k);
+        return 2;
+    }
     if (tsr_engine_preview(e, a->region, a->scale, a->depth, out, &err) != TSR_OK)
         return fail(&err);
     int64_t k = a->scale, w = a->region.w, h = a->region.h; /* ceil(w / k), no w + k */

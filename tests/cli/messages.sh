@@ -71,5 +71,14 @@ expect 0 "wrote" -- preview "$good" --region 0,0,10,10 -o "$tmp/X.PNG"
 expect 2 "udp://127.0.0.1:9: unknown output scheme 'udp'" -- render "$good" -o udp://127.0.0.1:9
 expect 2 "unknown output scheme" -- preview "$good" --region 0,0,10,10 -o http://x/y.png
 
+# a preview over the size bound is refused before any work, naming the --scale that fits
+big="$SRC/designs/examples/microlens-sphere.yaml"
+expect 2 "--scale 10 fits (or --force)" -- preview "$big" --region 0,0,150000,150000 -o "$tmp/big.png"
+[ ! -e "$tmp/big.png" ] && { pass=$((pass + 1)); echo "ok   no big.png"; } ||
+    { fail=$((fail + 1)); echo "FAIL big.png was written"; }
+expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16385,16384 -o "$tmp/big.png"
+expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16384,16384 --depth 16 -o "$tmp/big.png"
+expect 2 "--force: a preview option" -- render "$big" --force -o null
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
