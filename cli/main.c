@@ -494,7 +494,7 @@ cmd_controller(args *a)
 }
 
 static int
-cmd_preview(args *a, tsr_engine *e)
+cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
 {
     tsr_error err = {0};
     if (!a->have_region)
@@ -505,7 +505,8 @@ cmd_preview(args *a, tsr_engine *e)
     int64_t bps = a->depth / 8;
     double px = ceil((double)a->region.w / (double)a->scale) *
                 ceil((double)a->region.h / (double)a->scale) * (double)bps;
-    if (px > PREVIEW_MAX_BYTES && !a->force) {
+    tsr_rect root = tsr_rect_make(0, 0, d->root->w, d->root->h);
+    if (px > PREVIEW_MAX_BYTES && !a->force && tsr_rect_contains(root, a->region)) {
         int64_t k = (int64_t)ceil(sqrt((double)a->region.w * (double)a->region.h *
                                        (double)bps / PREVIEW_MAX_BYTES));
         while (ceil((double)a->region.w / (double)k) * ceil((double)a->region.h / (double)k) *
@@ -831,7 +832,7 @@ main(int argc, char **argv)
     if (strcmp(a.cmd, "render") == 0)
         rc = cmd_render(&a, e);
     else if (strcmp(a.cmd, "preview") == 0)
-        rc = cmd_preview(&a, e);
+        rc = cmd_preview(&a, e, d);
     else if (strcmp(a.cmd, "profile") == 0)
         rc = stdout_done(cmd_profile(&a, e, d));
     else {
