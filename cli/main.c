@@ -555,8 +555,10 @@ fmt_sig(char *b, size_t n, double v)
         snprintf(b, n, "%.1f", v);
     else if (v >= 1)
         snprintf(b, n, "%.2f", v);
+    else if (v > 0)
+        snprintf(b, n, "%.*f", 2 - (int)floor(log10(v)), v); /* 0.0123, 1.30e-05 as 0.0000130 */
     else
-        snprintf(b, n, "%.3g", v);
+        snprintf(b, n, "0");
 }
 
 #define PROFILE_SAMPLES 8
@@ -760,9 +762,12 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
             fprintf(f, "  %lld,%lld,%lld,%lld  %s MB/s\n", (long long)sm[i].r.x,
                     (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
         }
-        fprintf(f, "projected   whole design (%.3g bytes): %.1f s from the samples, %.1f s at "
-                "the slowest, %.1f s at the target\n", total, total / rate, total / slow,
-                total / a->target);
+        char p1[32], p2[32], p3[32];
+        fmt_sig(p1, sizeof p1, total / rate);
+        fmt_sig(p2, sizeof p2, total / slow);
+        fmt_sig(p3, sizeof p3, total / a->target);
+        fprintf(f, "projected   whole design (%.3g bytes): %s s from the samples, %s s at "
+                "the slowest, %s s at the target\n", total, p1, p2, p3);
     } else {
         fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the "
                 "target\n", total, total / rate, total / a->target);
