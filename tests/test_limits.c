@@ -5,6 +5,7 @@
 #include "designs/designs.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
+#include "nodes/params.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -359,6 +360,86 @@ Test(limits, skewed_lattices_render_every_copy_in_copy_order)
             tsr_design_free(d);
         }
     }
+}
+
+/* Whether a lattice's copies of a w x h child are disjoint (repeat.c decides it at load without
+ * walking copies: Minkowski's bound, then one interval per row of the reduced basis), against
+ * every lattice vector with coefficients up to 400 (enough for |u|, |v| <= 12 and w, h <= 9:
+ * a vector within the child's box has |i| <= (9 * 12 + 9 * 12) / |det|). */
+static bool
+disjoint_ref(const int64_t u[2], const int64_t v[2], int64_t w, int64_t h)
+{
+    for (int64_t j = -400; j <= 400; j++)
+        for (int64_t i = -400; i <= 400; i++) {
+            int64_t px = i * u[0] + j * v[0], py = i * u[1] + j * v[1];
+            if ((i || j) && px > -w && px < w && py > -h && py < h)
+                return false;
+        }
+    return true;
+}
+
+static bool
+loaded_disjoint(const int64_t u[2], const int64_t v[2], int64_t w, int64_t h)
+{
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "tessera: 1\nroot:\n  size: [16, 16]\n  children:\n    - trait: repeat-vector\n"
+             "      u: [%lld, %lld]\n      v: [%lld, %lld]\n      node: {size: [%lld, %lld]}\n",
+             (long long)u[0], (long long)u[1], (long long)v[0], (long long)v[1], (long long)w,
+             (long long)h);
+    tsr_design *d = th_design(yaml);
+    const tsr_repeat_params *r = d->root->edges[0].params;
+    bool got = r->disjoint;
+    tsr_design_free(d);
+    return got;
+}
+
+Test(limits, lattice_disjointness_matches_every_lattice_vector)
+{
+    unsigned seed = 12345;
+    int disjoint = 0;
+    for (int k = 0; k < 600; k++) {
+        int64_t u[2], v[2], w, h;
+        do {
+            u[0] = (int64_t)(rand_r(&seed) % 25) - 12, u[1] = (int64_t)(rand_r(&seed) % 25) - 12;
+            v[0] = (int64_t)(rand_r(&seed) % 25) - 12, v[1] = (int64_t)(rand_r(&seed) % 25) - 12;
+        } while (u[0] * v[1] - u[1] * v[0] == 0);
+        w = 1 + rand_r(&seed) % 9;
+        h = 1 + rand_r(&seed) % 9;
+        bool want = disjoint_ref(u, v, w, h);
+        disjoint += want;
+        cr_assert_eq(loaded_disjoint(u, v, w, h), want,
+                     "u [%lld, %lld], v [%lld, %lld], child %lld x %lld: disjoint should be %d",
+                     (long long)u[0], (long long)u[1], (long long)v[0], (long long)v[1],
+                     (long long)w, (long long)h, want);
+    }
+    cr_assert(disjoint > 20 && disjoint < 580, "%d of 600 disjoint: the sample tests too little",
+              disjoint);
+}
+
+/* The lattices of issue 10 that made loading or planning walk every copy are decided at once
+ * (the first walked ~2^41 empty candidates at load, the second 2^31 copies in the plan;
+ * tests/cli/bounds.sh runs them through `tessera check` with a hang guard). */
+Test(limits, lattices_with_huge_copy_counts_load_and_plan_at_once)
+{
+    const int64_t u1[2] = {P40, -P40}, v1[2] = {-(P40 - 1), P40};
+    cr_assert(!loaded_disjoint(u1, v1, P40, 5));
+    const int64_t u2[2] = {1, 0}, v2[2] = {0, 1};
+    cr_assert(!loaded_disjoint(u2, v2, 4194304, 1));
+    const int64_t u3[2] = {P40, 0}, v3[2] = {0, 1};
+    cr_assert(loaded_disjoint(u3, v3, P40, 1)); /* 2^40 x 1 strips end to end */
+    const int64_t u4[2] = {P40, 1}, v4[2] = {P40 - 1, 1};
+    cr_assert(loaded_disjoint(u4, v4, 1, 1));  /* the whole grid: 1 x 1 copies tile it */
+    cr_assert(!loaded_disjoint(u4, v4, 2, 1)); /* ... [1, 0] is a lattice vector */
+    tsr_design *d = th_design("tessera: 1\nroot:\n  size: [4096, 512]\n  children:\n"
+                              "    - {trait: repeat-vector, u: [1, 0], v: [0, 1], node: "
+                              "{size: [4194304, 1], fill: 1}}\n");
+    tsr_error err = {TSR_OK, ""};
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1, .memory = BIG_MEMORY};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    tsr_engine_free(e);
+    tsr_design_free(d);
 }
 
 /* ---- deep chains and wide nodes ----------------------------------------------------------------- */
