@@ -295,6 +295,19 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
                     TSR_THREAD_STACK >> 10);
 }
 
+/* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */
+static bool
+stopping(const tsr_engine *e)
+{
+    return e->opts.stop && *e->opts.stop;
+}
+
+static tsr_status
+interrupted(tsr_error *err)
+{
+    return tsr_fail(err, TSR_EINTR, "interrupted");
+}
+
 tsr_status
 tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
@@ -302,6 +315,8 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
      * (a leaf does not recurse, and the margin covers it) */
     if (n->nedges && tsr_stack_low())
         return out_of_stack(e, n, err);
+    if (stopping(e))
+        return interrupted(err);
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;
     float *L = NULL;
@@ -346,6 +361,10 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
             tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
     }
 done:
+    /* sources and layers return early, unfinished, once they see the stop (nodes/stop.c):
+     * such pixels must never be cached or emitted */
+    if (st == TSR_OK && stopping(e))
+        st = interrupted(err);
     free(L);
     free(cov);
     atomic_fetch_add(&e->node_ns[n->id], tsr_now_ns() - t0 - child_ns);
@@ -382,14 +401,20 @@ tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn e
         tsr_error mine = {TSR_OK, ""};
         if (!px)
             tsr_fail(&mine, TSR_ENOMEM, "out of memory (band)");
+        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
 #pragma omp for schedule(dynamic, 1)
         for (size_t k = 0; k < n; k++) {
             /* never return out of an OpenMP region: record the first error, skip the rest */
             if (atomic_load(&failed) || mine.status != TSR_OK)
                 continue;
+            if (stopping(e)) {
+                interrupted(&mine);
+                continue;
+            }
             if (tsr_cpu_compute(e, root, rects[k], px, &mine) == TSR_OK)
                 emit(ctx, k, px);
         }
+        tsr_stop_bind(NULL);
         if (mine.status != TSR_OK && atomic_exchange(&failed, 1) == 0)
             first = mine;
         free(px);

@@ -30,6 +30,13 @@ typedef struct tsr_engine_opts {
     int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
+    volatile sig_atomic_t *stop; /* borrowed, may be NULL: a stop request every computation
+                                  * polls (each tile, and rows or row blocks inside long
+                                  * loops: nodes/stop.c); non-zero abandons what is being
+                                  * computed, nothing unfinished is cached, and the call
+                                  * (stream, render_rect, drain, preview) fails with TSR_EINTR
+                                  * "interrupted" within about a tile's row. Once set it must
+                                  * stay set until the call returns. */
 } tsr_engine_opts;
 
 /* The memory plan (DESIGN.md §1): what a run holds at most, in bytes. */
@@ -119,11 +126,12 @@ typedef struct tsr_stream_opts {
                                    * cut, so a resume costs at most one band of extra work */
     tsr_progress_fn progress;     /* may be NULL */
     void *ctx;                    /* for progress */
-    volatile sig_atomic_t *stop;  /* may be NULL; read between bands (and by nothing else
-                                   * here): non-zero ends the stream with TSR_EINTR
-                                   * "interrupted" after the band being computed. Give the same
-                                   * flag to the sink (tsr_sink_opts.stop) so a paced or
-                                   * blocked writer stops too. */
+    volatile sig_atomic_t *stop;  /* may be NULL; read between bands: non-zero ends the
+                                   * stream with TSR_EINTR "interrupted" after the band being
+                                   * computed. Give the same flag to the engine
+                                   * (tsr_engine_opts.stop) so the band itself is abandoned
+                                   * within a tile's row, and to the sink (tsr_sink_opts.stop)
+                                   * so a paced or blocked writer stops too. */
 } tsr_stream_opts;
 
 tsr_status

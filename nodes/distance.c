@@ -514,6 +514,10 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
 
         for (int64_t b0 = y0; b0 < y1; b0 += bh_max) {
             int64_t b1 = min64(b0 + bh_max, y1);
+            if (tsr_stop_requested()) { /* a band is ~2 dmax rows: milliseconds */
+                free(mem);
+                return tsr_fail(err, TSR_EINTR, "interrupted");
+            }
             const gval *prev = wk.up;
             for (int64_t y = b0; y < b1; y++) {
                 gval *row = wk.band + (y - b0) * hw;

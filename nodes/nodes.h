@@ -13,6 +13,7 @@
 
 #include "tiles/tiles.h"
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,21 @@
 #define TSR_COORD_MAX ((int64_t)1 << 40) /* |coordinate| and size bound, DESIGN.md §2 */
 #define TSR_TILE_MAX 16384
 #define TSR_NEED_MAX 16 /* most child rects one need() call returns */
+
+/* ---- stop requests ------------------------------------------------------------ */
+
+/* The stop flag the calling thread's long loops poll (nodes/stop.c): sources per row, blur and
+ * distance per row block, repeat per batch of copies. A loop that sees it set returns early,
+ * leaving its output unfinished, and a layer() returns TSR_EINTR; whoever bound the flag
+ * must then drop that output (the engine does: nothing interrupted reaches the cache). Once
+ * set, the flag must stay set until the work that polls it has returned. `flag` is borrowed;
+ * NULL unbinds. Thread-local: each thread binds its own. */
+void
+tsr_stop_bind(const volatile sig_atomic_t *flag);
+
+/* Whether the flag bound to the calling thread is set (false when none is bound). */
+bool
+tsr_stop_requested(void);
 
 /* ---- parameter tables ------------------------------------------------------ */
 
@@ -255,7 +271,8 @@ struct tsr_trait {
     /* The layer over parent rect `pr`: L and cov are pr.w * pr.h, row-major. Sets cov[i] = 1
      * where the layer covers (the engine applies mask: nonzero and the blend), and L[i] there.
      * `views` hold the child pixels of the rects need() returned, in the same order.
-     * Thread-safe; fails only on out of memory. */
+     * Thread-safe; fails only on out of memory, or with TSR_EINTR when a long layer sees
+     * tsr_stop_requested() (L and cov are then unfinished). */
     tsr_status (*layer)(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
                         float *L, uint8_t *cov, tsr_error *err);
     /* Bytes of temporary memory layer() may allocate for a parent tile of tw x th. */

@@ -551,7 +551,13 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     tsr_rect clip;
     int64_t cx, cy;
     __int128 key[2];
+    uint64_t seen = 0;
     while (iter_next(&it, &clip, &cx, &cy, key)) {
+        /* a dense lattice puts millions of copies on one tile */
+        if ((++seen & 4095) == 0 && tsr_stop_requested()) {
+            st = tsr_fail(err, TSR_EINTR, "interrupted");
+            break;
+        }
         if (sort) {
             if (nrec == cap) {
                 size_t ncap = cap ? cap * 2 : 256;
@@ -578,6 +584,10 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
             qsort(recs, nrec, sizeof *recs, rec_cmp);
         for (size_t k = 0; k < nrec; k++) {
             const copy_rec *c = &recs[k];
+            if ((k & 4095) == 4095 && tsr_stop_requested()) {
+                st = tsr_fail(err, TSR_EINTR, "interrupted");
+                break;
+            }
             const tsr_view *v =
                 find_view(views, nviews, tsr_rect_make(c->cx, c->cy, c->clip.w, c->clip.h));
             if (!v) {
