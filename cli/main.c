@@ -578,7 +578,10 @@ main(int argc, char **argv)
         rc = cmd_preview(&a, e);
     else if (strcmp(a.cmd, "profile") == 0)
         rc = cmd_profile(&a, e, d);
-    else {
+    else if (g_stop) { /* a stop while loading or planning */
+        fprintf(stderr, "tessera: interrupted\n");
+        rc = 1;
+    } else {
         tsr_engine_print_check(e, stdout);
         rc = 0;
     }
