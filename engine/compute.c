@@ -257,27 +257,6 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
     return tsr_cpu_compute_direct(e, n, r, px, err);
 }
 
-/* Nodes on the design's longest chain, the root included; 0 when out of memory. Only the
- * stack guard's message asks, so it is not kept. */
-static int64_t
-deepest_chain(const tsr_design *d)
-{
-    int64_t *levels = calloc(d->nnodes, sizeof *levels);
-    if (!levels)
-        return 0;
-    for (size_t i = 0; i < d->nnodes; i++) { /* children come before parents */
-        const tsr_node *m = d->nodes[i];
-        int64_t deepest = 0;
-        for (size_t k = 0; k < m->nedges; k++)
-            if (levels[m->edges[k].child->id] > deepest)
-                deepest = levels[m->edges[k].child->id];
-        levels[m->id] = deepest + 1;
-    }
-    int64_t root = levels[d->root->id];
-    free(levels);
-    return root;
-}
-
 /* The recursion would outgrow this thread's stack: say how deep the design goes and how to
  * give threads more (libgomp reads OMP_STACKSIZE when it loads; the main thread's stack is
  * ulimit -s). */
@@ -291,8 +270,7 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
                     "nested nodes %lld deep; give threads more stack: OMP_STACKSIZE=%zuM for "
                     "worker threads, ulimit -s %zu for the main thread",
                     n->name, size >> 10, main_thread ? "main" : "worker",
-                    (long long)deepest_chain(e->d), TSR_THREAD_STACK >> 20,
-                    TSR_THREAD_STACK >> 10);
+                    (long long)e->depth, e->stack >> 20, e->stack >> 10);
 }
 
 /* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */

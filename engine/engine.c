@@ -27,10 +27,6 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     e->d = d;
     if (opts)
         e->opts = *opts;
-    /* Before the first render starts libgomp's workers (nothing in tessera runs an OpenMP
-     * region outside tsr_cpu_root_batch). Best effort: if glibc refuses, the stack guard
-     * still turns a stack that stays too small into an error. */
-    (void)tsr_engine_thread_stacks(TSR_THREAD_STACK, NULL);
     const char *be = e->opts.backend ? e->opts.backend : "auto";
     if (strcmp(be, "gpu") == 0) {
         tsr_fail(err, TSR_EINVAL, "--backend gpu: the GPU backend does not render designs yet");

@@ -17,11 +17,6 @@
 
 #define TSR_DEFAULT_MEMORY ((int64_t)2 << 30) /* --memory default: 2 GiB */
 
-/* Stack that threads created after tsr_engine_new get at least: a chain of
- * TSR_DESIGN_MAX_DEPTH nodes takes ~2.3 MiB (~5.6 MiB under ASan); address space only, pages
- * are committed as the recursion touches them. */
-#define TSR_THREAD_STACK ((size_t)32 << 20)
-
 typedef struct tsr_engine tsr_engine;
 
 typedef struct tsr_engine_opts {
@@ -65,20 +60,30 @@ tsr_design *
 tsr_engine_load(const char *path, tsr_error *err);
 
 /* Make an engine for design `d` (borrowed). Plans memory first: TSR_EPLAN when the plan does
- * not fit opts->memory, naming the smallest budget that would. NULL on failure.
- * Process-wide effect: raises the default stack of threads created from now on to
- * TSR_THREAD_STACK (tsr_engine_thread_stacks), so the OpenMP workers that the first render
- * starts hold the deepest design. */
+ * not fit opts->memory, naming the smallest budget that would, or when its threads' stacks and
+ * the plan's minimum do not fit an address-space limit (ulimit -v), naming the remedy. NULL on
+ * failure.
+ * Process-wide effect: sets the default stack of threads created from now on to what the
+ * design's deepest chain needs (tsr_engine_thread_stack: 1 MiB for shallow designs, ~5 MiB for
+ * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), so the OpenMP workers that the first
+ * render starts hold it; never below what an earlier engine or tsr_engine_thread_stacks asked
+ * for (libgomp reuses the threads it started). That may lower glibc's initial default (8 MiB
+ * under `ulimit -s 8192`): many threads under an address-space limit then fit. */
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err);
 
+/* The stack size engine e gives the threads it starts (from its design's depth). */
+size_t
+tsr_engine_thread_stack(const tsr_engine *e);
+
 /* Raise the default stack size of threads the process creates from now on to at least
- * `bytes` (glibc's pthread_setattr_default_np); never lowers it. OpenMP worker threads take
- * that default unless OMP_STACKSIZE is set (libgomp then sizes them itself, and this changes
- * nothing for them). Threads that exist already keep their stacks: an application that runs
- * OpenMP regions of its own before its first tsr_engine_new should call this first. Whatever
- * the stacks, a render that runs out fails with TSR_ENOMEM naming the remedy, never with
- * SIGSEGV. Thread-safe. Fails (TSR_ENOMEM, TSR_EINVAL) only when glibc refuses. */
+ * `bytes` (glibc's pthread_setattr_default_np); never lowers it, and later engines keep at
+ * least this much. OpenMP worker threads take that default unless OMP_STACKSIZE is set
+ * (libgomp then sizes them itself, and this changes nothing for them). Threads that exist
+ * already keep their stacks: an application that runs OpenMP regions of its own before its
+ * first tsr_engine_new should call this first. Whatever the stacks, a render that runs out
+ * fails with TSR_ENOMEM naming the remedy, never with SIGSEGV. Thread-safe. Fails
+ * (TSR_ENOMEM, TSR_EINVAL) only when glibc refuses. */
 tsr_status
 tsr_engine_thread_stacks(size_t bytes, tsr_error *err);
 

@@ -178,6 +178,8 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     }
     int64_t troot_w = troot < root->w ? troot : root->w;
     p->per_thread = sat_add(path[root->id], sat_mul(sat_mul(troot_w, p->band_rows), 4));
+    /* the stack pages its recursion touches */
+    p->per_thread = sat_add(p->per_thread, tsr_stack_touched(e->depth));
     free(path);
     p->threads = e->threads;
     /* bookkeeping per node, and the sink's own buffers: the writer pool rounded out to 2 MiB
@@ -192,8 +194,8 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
 /* Bands are a root tile tall unless that takes more than a quarter of the budget or does not
  * fit: then halve them, down to one row. The minimum named on refusal is the one-row plan, so
  * a run given exactly that minimum starts. */
-tsr_status
-tsr_plan_make(tsr_engine *e, tsr_error *err)
+static tsr_status
+plan_fit(tsr_engine *e, tsr_error *err)
 {
     tsr_plan *p = &e->plan;
     if (!e->period) {
@@ -230,4 +232,17 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
                     "%lld threads x %lld, fixed %lld bytes",
                     need, (long long)p->minimum, have, (long long)p->bands, (long long)p->threads,
                     (long long)p->per_thread, (long long)p->fixed);
+}
+
+tsr_status
+tsr_plan_make(tsr_engine *e, tsr_error *err)
+{
+    e->depth = tsr_design_depth(e->d);
+    if (e->depth < 0)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
+    e->stack = tsr_stack_for_depth(e->depth);
+    tsr_status st = plan_fit(e, err);
+    if (st != TSR_OK)
+        return st;
+    return tsr_stack_setup(e, err);
 }
