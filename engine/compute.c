@@ -39,7 +39,7 @@ get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_ent
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
         tsr_rect r = tsr_grid_tile_rect(&e->grid[n->id], tx, ty);
-        tsr_tile *t = tsr_tile_new(r);
+        tsr_tile *t = tsr_cache_tile_new(e->cache, r);
         if (!t) {
             tsr_cache_abandon(e->cache, ce);
             return tsr_fail(err, TSR_ENOMEM, "out of memory (tile %s %lldx%lld)", n->name,
@@ -216,7 +216,7 @@ compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_er
     if (!ce)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
-        tsr_tile *t = tsr_tile_new(tsr_rect_make(0, 0, pw, ph));
+        tsr_tile *t = tsr_cache_tile_new(e->cache, tsr_rect_make(0, 0, pw, ph));
         uint64_t c0 = tsr_now_ns();
         tsr_status st = t ? tsr_cpu_compute_direct(e, n, t->r, t->px, err)
                           : tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);

@@ -139,10 +139,19 @@ tsr_view_row(const tsr_view *v, int64_t x, int64_t y)
 typedef struct tsr_tile {
     tsr_rect r;
     float *px;
+    size_t mapped; /* bytes of px's own mapping (whole pages), or 0 when px is from malloc */
 } tsr_tile;
 
+/* Pixel blocks from this size up are mappings of their own, not heap memory: tiles are
+ * allocated and freed by many threads in many sizes, and in the heap their holes were taken
+ * by smaller allocations, so the heap outgrew what was live (a 200000 px design held ~1.9x
+ * its --memory). A mapping goes back whole when freed; the tile cache reuses them meanwhile
+ * (tsr_cache_tile_new). */
+#define TSR_TILE_MAP_MIN ((size_t)64 << 10)
+
 /* Allocate w*h floats (uninitialised); NULL on overflow or out of memory. Free with
- * tsr_tile_free. Pixel buffers are 64-byte aligned so SIMD loops start on a cache line. */
+ * tsr_tile_free. Pixel buffers are 64-byte aligned so SIMD loops start on a cache line
+ * (page-aligned from TSR_TILE_MAP_MIN up). */
 tsr_tile *
 tsr_tile_new(tsr_rect r);
 
