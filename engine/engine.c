@@ -12,7 +12,9 @@
 tsr_design *
 tsr_engine_load(const char *path, tsr_error *err)
 {
-    tsr_design_opts o = {.read_image = tsr_png_read_gray};
+    /* headers only: tsr_engine_new decodes, once its plan has counted the images */
+    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                         .defer = true};
     return tsr_design_load(path, &o, err);
 }
 

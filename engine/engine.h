@@ -54,14 +54,19 @@ typedef struct tsr_engine_stats {
     double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
 } tsr_engine_stats;
 
-/* Load and validate a design, decoding its images. NULL on failure with err filled
- * (TSR_EINVAL for design errors: "file:line:col: key.path: what"). */
+/* Load and validate a design, reading only its images' headers: tsr_engine_new decodes them
+ * (and builds the traits' tables) once its memory plan has counted them, so a design that
+ * does not fit --memory is refused before any of it is made. Images of named nodes nobody
+ * refs are never decoded. NULL on failure with err filled (TSR_EINVAL for design errors:
+ * "file:line:col: key.path: what"). */
 tsr_design *
 tsr_engine_load(const char *path, tsr_error *err);
 
 /* Make an engine for design `d` (borrowed). Plans memory first: TSR_EPLAN when the plan does
  * not fit opts->memory, naming the smallest budget that would, or when its threads' stacks and
- * the plan's minimum do not fit an address-space limit (ulimit -v), naming the remedy. NULL on
+ * the plan's minimum do not fit an address-space limit (ulimit -v), naming the remedy. Then
+ * completes a design tsr_engine_load left unbuilt (tsr_design_build: decodes its images,
+ * builds its tables), so two engines must not be made at once on one such design. NULL on
  * failure.
  * Process-wide effect: sets the default stack of threads created from now on to what the
  * design's deepest chain needs (tsr_engine_thread_stack: 1 MiB for shallow designs, ~5 MiB for

@@ -25,6 +25,7 @@ struct tsr_engine {
     uint8_t *root_period;       /* a periodic root's period as output samples, made by the
                                  * first band that needs it (engine.c), else NULL */
     int64_t depth;              /* nodes on the design's longest chain, the root included */
+    int64_t design_bytes;       /* what the loaded design keeps on the heap (plan: fixed) */
     size_t stack;               /* the stack its worker threads get (stack.c) */
 };
 

@@ -289,7 +289,8 @@ convert_row(const uint8_t *row, float *dst, png_uint_32 w, int ct, int bd, png_c
 /* Decode io->fp (signature already consumed). On success *out holds w*h floats, or, with
  * header_only, only the size is read. */
 static tsr_status
-read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, float **out)
+read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, float **out,
+          uint64_t *scratch)
 {
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, io, on_error, on_warning);
     if (!png)
@@ -329,6 +330,12 @@ read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, 
     int bd = png_get_bit_depth(png, info);
     int ct = png_get_color_type(png, info);
     if (header_only) {
+        /* what the full read below allocates beside the floats: native rows (all of them
+         * when interlaced), libpng's two row buffers, zlib's window and state */
+        uint64_t rowbytes = (uint64_t)w * png_get_channels(png, info) * (bd == 16 ? 2 : 1);
+        uint64_t nrows = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE ? h : 1;
+        if (scratch)
+            *scratch = rowbytes * (nrows + 2) + ((uint64_t)64 << 10);
         png_destroy_read_struct(&png, &info, NULL);
         *pw = w;
         *ph = h;
@@ -431,7 +438,8 @@ open_png(const char *path, FILE **fp_out, tsr_error *err)
 }
 
 static tsr_status
-read_png(const char *path, bool header_only, int64_t *w, int64_t *h, float **px, tsr_error *err)
+read_png(const char *path, bool header_only, int64_t *w, int64_t *h, float **px,
+         int64_t *scratch, tsr_error *err)
 {
     FILE *fp = NULL;
     tsr_status st = open_png(path, &fp, err);
@@ -448,13 +456,16 @@ read_png(const char *path, bool header_only, int64_t *w, int64_t *h, float **px,
     io->status = TSR_OK;
     png_uint_32 pw = 0, ph = 0;
     float *out = NULL;
-    st = read_body(io, header_only, &pw, &ph, &out);
+    uint64_t sc = 0;
+    st = read_body(io, header_only, &pw, &ph, &out, &sc);
     fclose(fp);
     if (st == TSR_OK) {
         *w = pw;
         *h = ph;
         if (px)
             *px = out;
+        if (scratch)
+            *scratch = sc > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)sc;
     } else if (io->truncated) {
         tsr_fail(err, st, "%s: truncated PNG", path);
     } else if (io->sys != 0) {
@@ -475,7 +486,7 @@ tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_erro
 {
     if (!path || !w || !h || !px)
         return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_gray: missing argument");
-    return read_png(path, false, w, h, px, err);
+    return read_png(path, false, w, h, px, NULL, err);
 }
 
 tsr_status
@@ -483,5 +494,13 @@ tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err)
 {
     if (!path || !w || !h)
         return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_size: missing argument");
-    return read_png(path, true, w, h, NULL, err);
+    return read_png(path, true, w, h, NULL, NULL, err);
+}
+
+tsr_status
+tsr_png_read_info(const char *path, int64_t *w, int64_t *h, int64_t *scratch, tsr_error *err)
+{
+    if (!path || !w || !h || !scratch)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_info: missing argument");
+    return read_png(path, true, w, h, NULL, scratch, err);
 }

@@ -307,4 +307,10 @@ tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_erro
 tsr_status
 tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err);
 
+/* tsr_png_read_size, and in *scratch the bytes tsr_png_read_gray allocates beside the w*h
+ * floats it returns (native rows, all of them for an interlaced file; libpng's and zlib's
+ * buffers): what a memory plan counts before decoding. */
+tsr_status
+tsr_png_read_info(const char *path, int64_t *w, int64_t *h, int64_t *scratch, tsr_error *err);
+
 #endif

@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 #include "helpers/helpers.h"
 #include "nodes/params.h"
+#include "stream/stream.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -440,6 +441,90 @@ Test(limits, lattices_with_huge_copy_counts_load_and_plan_at_once)
     cr_assert(e != NULL, "%s", err.msg);
     tsr_engine_free(e);
     tsr_design_free(d);
+}
+
+/* ---- the memory plan comes first ------------------------------------------------------------- */
+
+/* Loaded as tsr_engine_load does (headers only, tables deferred), a design whose plan does not
+ * fit is refused with nothing decoded or built; given room, the engine decodes and builds, and
+ * renders what a design loaded the old way (decoded at once) renders. */
+Test(limits, images_and_tables_are_made_only_after_the_plan_fits)
+{
+    const char *yaml = "tessera: 1\n"
+                       "nodes:\n"
+                       "  unused: {source: {image: tests/oracle/designs/img/g8.png}}\n"
+                       "  g: {source: {image: tests/oracle/designs/img/g8.png}}\n"
+                       "root:\n"
+                       "  size: [64, 48]\n"
+                       "  children:\n"
+                       "    - {trait: pattern, ref: g}\n"
+                       "    - {trait: distance, ref: g, dmax: 2000, blend: add}\n";
+    tsr_design_opts lazy = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                            .defer = true};
+    tsr_error err = {TSR_OK, ""};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "lazy.yaml", TSR_SRC_DIR, &lazy,
+                                           &err);
+    cr_assert(d != NULL, "%s", err.msg);
+    cr_assert_eq(d->nnodes, 2, "the unreferenced node is dropped");
+    const tsr_source *src = d->nodes[0]->source;
+    const tsr_edge *dist = &d->root->edges[1];
+    cr_assert(src && src->iw > 0 && src->ih > 0 && src->img == NULL, "decoded at load");
+    cr_assert_null(dist->state, "the distance table was built at load");
+    /* 2000^2 table entries: 16 MB, more than this budget holds */
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1, .memory = 14 << 20};
+    cr_assert_null(tsr_engine_new(d, &o, &err));
+    cr_assert_eq(err.status, TSR_EPLAN, "%s", err.msg);
+    cr_assert(src->img == NULL && dist->state == NULL, "made before the plan refused");
+    o.memory = 64 << 20;
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert(src->img != NULL && dist->state != NULL, "not made once the plan fits");
+    tsr_rect r = tsr_rect_make(0, 0, d->root->w, d->root->h);
+    float *got = malloc((size_t)(r.w * r.h) * sizeof *got);
+    cr_assert_eq(tsr_engine_render_rect(e, r, got, &err), TSR_OK, "%s", err.msg);
+    tsr_design *eager = th_design(yaml); /* decoded and built by the loader */
+    float *want = th_rect(eager, r, 0, 1);
+    cr_assert(memcmp(got, want, (size_t)(r.w * r.h) * sizeof *got) == 0);
+    free(want);
+    free(got);
+    tsr_design_free(eager);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
+/* An image that changed between its header read and its decoding is an error naming it. */
+Test(limits, an_image_that_changed_after_loading_is_an_error)
+{
+    th_dir_make();
+    char *src = th_src("tests/oracle/designs/img/g8.png");
+    size_t n;
+    uint8_t *png = th_read_file(src, &n);
+    FILE *f = fopen(th_in_dir("a.png"), "wb");
+    cr_assert(f && fwrite(png, 1, n, f) == n && fclose(f) == 0);
+    const char *yaml = "tessera: 1\nroot:\n  source: {image: a.png}\n";
+    tsr_design_opts lazy = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                            .defer = true};
+    tsr_error err = {TSR_OK, ""};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "c.yaml", th_dir(), &lazy, &err);
+    cr_assert(d != NULL, "%s", err.msg);
+    cr_assert(d->root->w == 41 && d->root->h == 27);
+    /* another image under the same name: the oracle's 16-bit one, 33 x 21 */
+    char *other = th_src("tests/oracle/designs/img/g16.png");
+    uint8_t *png2 = th_read_file(other, &n);
+    f = fopen(th_in_dir("a.png"), "wb");
+    cr_assert(f && fwrite(png2, 1, n, f) == n && fclose(f) == 0);
+    tsr_status st = tsr_design_build(d, tsr_png_read_gray, &err);
+    cr_assert_eq(st, TSR_EINVAL, "%s", err.msg);
+    cr_assert(strstr(err.msg, "c.yaml:3:19: root.source.image: ") &&
+                  strstr(err.msg, "is 33x21 now, 41x27 when the design was loaded"),
+              "%s", err.msg);
+    cr_assert_null(d->root->source->img);
+    tsr_design_free(d);
+    free(png);
+    free(png2);
+    free(src);
+    free(other);
+    th_dir_remove();
 }
 
 /* ---- deep chains and wide nodes ----------------------------------------------------------------- */

@@ -38,7 +38,7 @@ tsr_design *
 th_design(const char *yaml)
 {
     tsr_error err = {0};
-    tsr_design_opts o = {.read_image = tsr_png_read_gray};
+    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info};
     tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "test.yaml", TSR_SRC_DIR, &o, &err);
     cr_assert(d != NULL, "design failed to load: %s", err.msg);
     return d;
