@@ -564,6 +564,7 @@ main(int argc, char **argv)
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
     tsr_error err = {0};
+    a.eo.plan_only = strcmp(a.cmd, "check") == 0; /* no image decoded, no table built */
     tsr_design *d = tsr_engine_load(a.design, &err);
     if (!d)
         return fail(&err);

@@ -295,6 +295,8 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
         return out_of_stack(e, n, err);
     if (stopping(e))
         return interrupted(err);
+    if (e->opts.plan_only) /* its images and tables were never made */
+        return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;
     float *L = NULL;
@@ -339,7 +341,7 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
             tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
     }
 done:
-    /* sources and layers return early, unfinished, once they see the stop (nodes/stop.c):
+    /* sources and layers return early, unfinished, once they see the stop (tiles/stop.c):
      * such pixels must never be cached or emitted */
     if (st == TSR_OK && stopping(e))
         st = interrupted(err);

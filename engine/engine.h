@@ -25,9 +25,12 @@ typedef struct tsr_engine_opts {
     int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
+    bool plan_only;      /* plan, and refuse what does not fit, but decode no image and build
+                          * no table: for tsr_engine_print_check (`tessera check`); every
+                          * render then fails with TSR_EINVAL */
     volatile sig_atomic_t *stop; /* borrowed, may be NULL: a stop request every computation
                                   * polls (each tile, and rows or row blocks inside long
-                                  * loops: nodes/stop.c); non-zero abandons what is being
+                                  * loops: tiles/stop.c); non-zero abandons what is being
                                   * computed, nothing unfinished is cached, and the call
                                   * (stream, render_rect, drain, preview) fails with TSR_EINTR
                                   * "interrupted" within about a tile's row. Once set it must

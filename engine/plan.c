@@ -260,6 +260,12 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
         return st;
     /* Only now that the plan counted them: decode the images and build the tables a design
      * loaded by tsr_engine_load left (tsr_design_opts.defer). The engine completes the design
-     * it borrows, once; a design built already is left as it is. */
-    return tsr_design_build((tsr_design *)(uintptr_t)e->d, tsr_png_read_gray, err);
+     * it borrows, once; a design built already is left as it is. Planning only, the images
+     * are read through and dropped (tsr_png_check: damage past a header is still found). */
+    tsr_design *d = (tsr_design *)(uintptr_t)e->d;
+    tsr_stop_bind(e->opts.stop); /* decoding a big image takes seconds: it polls the stop */
+    st = e->opts.plan_only ? tsr_design_images(d, tsr_png_check, err)
+                           : tsr_design_build(d, tsr_png_read_gray, err);
+    tsr_stop_bind(NULL);
+    return st;
 }

@@ -200,6 +200,11 @@ build(tsr_edge *e, tsr_error *err)
     double dmax = (double)p->dmax;
     size_t seg = 0;
     for (int64_t a = 0; a < n; a++) {
+        if ((a & 0xffff) == 0xffff && tsr_stop_requested()) { /* 16.8 M entries at dmax 4096 */
+            free(st);
+            free(table);
+            return tsr_fail(err, TSR_EINTR, "interrupted");
+        }
         double d = sqrt((double)a), v;
         switch (f->kind) {
         case TSR_PROFILE_SPHERE: v = sqrt(1 - (d / dmax) * (d / dmax)); break;

@@ -13,7 +13,6 @@
 
 #include "tiles/tiles.h"
 
-#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,21 +20,6 @@
 #define TSR_COORD_MAX ((int64_t)1 << 40) /* |coordinate| and size bound, DESIGN.md §2 */
 #define TSR_TILE_MAX 16384
 #define TSR_NEED_MAX 16 /* most child rects one need() call returns */
-
-/* ---- stop requests ------------------------------------------------------------ */
-
-/* The stop flag the calling thread's long loops poll (nodes/stop.c): sources per row, blur and
- * distance per row block, repeat per batch of copies. A loop that sees it set returns early,
- * leaving its output unfinished, and a layer() returns TSR_EINTR; whoever bound the flag
- * must then drop that output (the engine does: nothing interrupted reaches the cache). Once
- * set, the flag must stay set until the work that polls it has returned. `flag` is borrowed;
- * NULL unbinds. Thread-local: each thread binds its own. */
-void
-tsr_stop_bind(const volatile sig_atomic_t *flag);
-
-/* Whether the flag bound to the calling thread is set (false when none is bound). */
-bool
-tsr_stop_requested(void);
 
 /* ---- parameter tables ------------------------------------------------------ */
 
@@ -260,11 +244,18 @@ int64_t
 tsr_design_bytes(const tsr_design *d);
 
 /* Make what a prepared design still lacks to render: decode every image source not decoded
- * yet with `read_image` (NULL: leave them; sizes must then match the header the loader read:
- * src->iw x src->ih), and build every trait's large state (trait->build). The loader does it
+ * yet with `read_image` (tsr_design_images; NULL: leave them; sizes must match the header the
+ * loader read, src->iw x src->ih; a reader that returns NULL pixels only validates, as
+ * stream/'s tsr_png_check does), and build every trait's large state (trait->build). The loader does it
  * itself unless told to defer (tsr_design_opts.defer), so that a memory plan can count all of
  * it first (tsr_design_build_bytes) and refuse before any of it is made. Idempotent; not
  * thread-safe on the same design. Errors name the source or edge ("file:line:col: key"). */
+tsr_status
+tsr_design_images(tsr_design *d,
+                  tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                           tsr_error *err),
+                  tsr_error *err);
+
 tsr_status
 tsr_design_build(tsr_design *d,
                  tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,

@@ -202,15 +202,15 @@ tsr_node_base(const tsr_node *n, tsr_rect r, float *px)
 }
 
 tsr_status
-tsr_design_build(tsr_design *d,
-                 tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
-                                          tsr_error *err),
-                 tsr_error *err)
+tsr_design_images(tsr_design *d,
+                  tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                           tsr_error *err),
+                  tsr_error *err)
 {
-    for (size_t i = 0; i < d->nnodes; i++) {
+    for (size_t i = 0; i < d->nnodes && read_image; i++) {
         tsr_node *n = d->nodes[i];
         tsr_source *s = n->source;
-        if (s && s->kind == TSR_SRC_IMAGE && !s->img && s->path && read_image) {
+        if (s && s->kind == TSR_SRC_IMAGE && !s->img && s->path) {
             tsr_error ierr = {TSR_OK, ""};
             int64_t w = 0, h = 0;
             float *px = NULL;
@@ -229,16 +229,28 @@ tsr_design_build(tsr_design *d,
             }
             s->img = px;
         }
+    }
+    return TSR_OK;
+}
+
+tsr_status
+tsr_design_build(tsr_design *d,
+                 tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                          tsr_error *err),
+                 tsr_error *err)
+{
+    tsr_status st = tsr_design_images(d, read_image, err);
+    for (size_t i = 0; i < d->nnodes && st == TSR_OK; i++) {
+        tsr_node *n = d->nodes[i];
         for (size_t k = 0; k < n->nedges; k++) {
             tsr_edge *e = &n->edges[k];
             if (e->state || !e->trait->build)
                 continue;
-            tsr_status st = e->trait->build(e, err);
-            if (st != TSR_OK)
+            if ((st = e->trait->build(e, err)) != TSR_OK)
                 return st;
         }
     }
-    return TSR_OK;
+    return st;
 }
 
 /* A malloc'd block of n bytes as glibc holds it: an 8-byte header, 16-byte granules. */

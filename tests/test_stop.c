@@ -1,7 +1,8 @@
-/* Stops inside a band (issue 10, item 8): the engine's workers poll tsr_engine_opts.stop per
+/* Stops inside a band (issue 10, item 8), and while an engine decodes and builds: the engine's workers poll tsr_engine_opts.stop per
  * tile and inside long loops (sources per row, blur and distance per row block), abandon what
  * they were computing and fail with TSR_EINTR; nothing unfinished reaches the cache, so the
  * same engine, once the flag is cleared, renders exactly what a fresh engine does. */
+#include "designs/designs.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
 
@@ -107,6 +108,69 @@ Test(stop, a_stop_set_before_the_call_computes_nothing)
     uint64_t bytes = 1;
     cr_assert_eq(tsr_engine_drain(e, tsr_rect_make(0, 0, 64, 48), &bytes, &err), TSR_EINTR);
     cr_assert_eq(tsr_engine_get_stats(e).misses, 0, "a tile was computed");
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
+/* Decoding a big image or building a distance table takes seconds: both poll the stop, and
+ * what they leave is dropped (the design stays unbuilt; a later engine builds it). */
+Test(stop, a_stop_while_building_drops_the_image_and_the_table)
+{
+    const char *yaml = "tessera: 1\n"
+                       "nodes:\n"
+                       "  g: {source: {image: tests/oracle/designs/img/g8.png}}\n"
+                       "root:\n"
+                       "  size: [64, 48]\n"
+                       "  children:\n"
+                       "    - {trait: distance, ref: g, dmax: 600, blend: add}\n";
+    tsr_design_opts lazy = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                            .defer = true};
+    tsr_error err = {TSR_OK, ""};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "s.yaml", TSR_SRC_DIR, &lazy, &err);
+    cr_assert(d != NULL, "%s", err.msg);
+    volatile sig_atomic_t flag = SIGINT;
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1, .stop = &flag};
+    cr_assert_null(tsr_engine_new(d, &o, &err));
+    cr_assert_eq(err.status, TSR_EINTR, "%s", err.msg);
+    cr_assert(strstr(err.msg, "s.yaml:3:") && strstr(err.msg, "interrupted"), "%s", err.msg);
+    cr_assert_null(d->nodes[0]->source->img);
+    /* the image decoded, the table interrupted */
+    cr_assert_eq(tsr_design_build(d, tsr_png_read_gray, &err), TSR_OK, "%s", err.msg);
+    tsr_design_free(d);
+    d = tsr_design_load_string(yaml, strlen(yaml), "s.yaml", TSR_SRC_DIR, &lazy, &err);
+    cr_assert(d != NULL, "%s", err.msg);
+    cr_assert_eq(tsr_design_build(d, tsr_png_read_gray, &err), TSR_OK, "%s", err.msg);
+    tsr_edge *dist = &d->root->edges[0];
+    dist->trait->release(dist); /* as if never built */
+    tsr_stop_bind(&flag);
+    cr_assert_eq(tsr_design_build(d, tsr_png_read_gray, &err), TSR_EINTR, "%s", err.msg);
+    tsr_stop_bind(NULL);
+    cr_assert_null(dist->state);
+    /* cleared, the engine builds it and renders */
+    flag = 0;
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert_not_null(dist->state);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
+/* `tessera check` plans only: nothing is decoded or built, and the engine cannot render. */
+Test(stop, a_plan_only_engine_makes_nothing_and_renders_nothing)
+{
+    const char *yaml = "tessera: 1\nroot:\n  source: {image: tests/oracle/designs/img/g8.png}\n";
+    tsr_design_opts lazy = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                            .defer = true};
+    tsr_error err = {TSR_OK, ""};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "p.yaml", TSR_SRC_DIR, &lazy, &err);
+    cr_assert(d != NULL, "%s", err.msg);
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1, .plan_only = true};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert_null(d->root->source->img);
+    float px[4];
+    cr_assert_eq(tsr_engine_render_rect(e, tsr_rect_make(0, 0, 2, 2), px, &err), TSR_EINVAL);
+    cr_assert(strstr(err.msg, "plan only"), "%s", err.msg);
     tsr_engine_free(e);
     tsr_design_free(d);
 }

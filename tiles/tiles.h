@@ -10,6 +10,7 @@
 #ifndef TSR_TILES_H
 #define TSR_TILES_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -190,5 +191,21 @@ tsr_grid_tile_rect(const tsr_grid *g, int64_t tx, int64_t ty);
 void
 tsr_grid_tiles_of(const tsr_grid *g, tsr_rect r, int64_t *tx0, int64_t *ty0, int64_t *tx1,
                   int64_t *ty1);
+
+/* ---- stop requests ------------------------------------------------------------------- */
+
+/* The stop flag the calling thread's long loops poll (tiles/stop.c): sources per row, blur
+ * and distance per row block, repeat per batch of copies, table builds, PNG decoding per row.
+ * A loop that sees it set returns early, leaving its output unfinished, and a function with a
+ * status returns TSR_EINTR; whoever bound the flag must then drop that output (the engine
+ * does: nothing interrupted reaches the cache). Once set, the flag must stay set until the
+ * work that polls it has returned. `flag` is borrowed; NULL unbinds. Thread-local: each
+ * thread binds its own. */
+void
+tsr_stop_bind(const volatile sig_atomic_t *flag);
+
+/* Whether the flag bound to the calling thread is set (false when none is bound). */
+bool
+tsr_stop_requested(void);
 
 #endif
