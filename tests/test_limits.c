@@ -459,12 +459,8 @@ Test(limits, images_and_tables_are_made_only_after_the_plan_fits)
                        "  children:\n"
                        "    - {trait: pattern, ref: g}\n"
                        "    - {trait: distance, ref: g, dmax: 2000, blend: add}\n";
-    tsr_design_opts lazy = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
-                            .defer = true};
     tsr_error err = {TSR_OK, ""};
-    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "lazy.yaml", TSR_SRC_DIR, &lazy,
-                                           &err);
-    cr_assert(d != NULL, "%s", err.msg);
+    tsr_design *d = th_design_deferred(yaml, "lazy.yaml");
     cr_assert_eq(d->nnodes, 2, "the unreferenced node is dropped");
     const tsr_source *src = d->nodes[0]->source;
     const tsr_edge *dist = &d->root->edges[1];

@@ -10,22 +10,22 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 bad() { fail=$((fail + 1)); echo "FAIL $*"; }
-cat >"$tmp/wide.yaml" <<'Y'
-tessera: 1
-output: {order: swath, swath: {width: 4096, serpentine: true}}
-nodes:
-  dot: {size: [100, 100], source: {shape: circle, center: [50, 50], radius: 40}}
-  field:
-    size: [400000, 700]
-    fill: 0.1
-    source: {shape: rect, rect: [1000, 100, 396000, 500]}
-root:
-  size: [400000, 700]
-  children:
-    - {trait: repeat, ref: dot}
-    - {trait: blur, sigma: 2, ref: field, blend: max}
-    - {trait: distance, ref: field, dmax: 20, threshold: 0.5, offset: [7, -3], blend: add}
-Y
+# wide W H [OUTPUT]: a W x H root of repeated dots, with a blur and a distance of a W x H
+# field: every band reads whole rows of big child tiles
+wide() {
+    echo "tessera: 1"
+    [ -n "${3:-}" ] && echo "output: $3"
+    echo "nodes:"
+    echo "  dot: {size: [100, 100], source: {shape: circle, center: [50, 50], radius: 40}}"
+    echo "  field: {size: [$1, $2], fill: 0.1, source: {shape: rect, rect: [1000, 100, $(($1 - 4000)), $(($2 - 200))]}}"
+    echo "root:"
+    echo "  size: [$1, $2]"
+    echo "  children:"
+    echo "    - {trait: repeat, ref: dot}"
+    echo "    - {trait: blur, sigma: 2, ref: field, blend: max}"
+    echo "    - {trait: distance, ref: field, dmax: 20, threshold: 0.5, offset: [7, -3], blend: add}"
+}
+wide 400000 700 "{order: swath, swath: {width: 4096, serpentine: true}}" >"$tmp/wide.yaml"
 # Under ASan a 280 MB render takes minutes and RSS is shadow memory: keep only the refusal.
 asan=0
 ldd "$TESSERA" 2>/dev/null | grep -q libasan && asan=1
@@ -72,21 +72,7 @@ if [ "$asan" -eq 0 ]; then
     # 1 x 1 tiles: the cache counted 104 bytes a tile and held ~330 (2.45x --memory).
     peak "wafer-fields tile 1, --memory 64M" 64000000 "$W" --tile 1 --rows 0:4
     # 200000 px raster bands: 1 MB child tiles churned through the heap (2.1x --memory).
-    cat >"$tmp/w200k.yaml" <<'Y'
-tessera: 1
-nodes:
-  dot: {size: [100, 100], source: {shape: circle, center: [50, 50], radius: 40}}
-  field:
-    size: [200000, 3000]
-    fill: 0.1
-    source: {shape: rect, rect: [1000, 100, 196000, 2800]}
-root:
-  size: [200000, 3000]
-  children:
-    - {trait: repeat, ref: dot}
-    - {trait: blur, sigma: 2, ref: field, blend: max}
-    - {trait: distance, ref: field, dmax: 20, threshold: 0.5, offset: [7, -3], blend: add}
-Y
+    wide 200000 3000 >"$tmp/w200k.yaml"
     peak "200000 px raster, --memory 64M" 64000000 "$tmp/w200k.yaml" --rows 0:600
 fi
 
