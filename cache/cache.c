@@ -55,6 +55,8 @@ struct tsr_cache {
     size_t lru_bytes;          /* bytes of the entries in the LRU list (evictable now) */
     size_t transient_bytes;    /* bytes of live transient tiles, outside the budget */
     tsr_cache_stats stats;     /* counters; bytes/peak_bytes/budget filled on snapshot */
+    tsr_cache_observer observe; /* told of every acquire, or NULL (tsr_cache_set_observer) */
+    void *observe_ctx;          /* its argument */
 };
 
 /* What a tile costs beyond tsr_tile_bytes: glibc's chunk header (8 bytes, rounded to 16) on
@@ -291,6 +293,8 @@ tsr_cache_acquire(tsr_cache *c, tsr_cache_key key, bool *must_compute)
          * finds the key missing and becomes the computer. */
         unpin(c, e);
     }
+    if (c->observe)
+        c->observe(c->observe_ctx, key, *must_compute);
     pthread_mutex_unlock(&c->mu);
     return e;
 
@@ -404,6 +408,30 @@ tsr_cache_release(tsr_cache *c, tsr_cache_entry *e)
         abandon_locked(c, e); /* only the computer can release it now: it gave up */
     else
         unpin(c, e);
+    pthread_mutex_unlock(&c->mu);
+}
+
+bool
+tsr_cache_ready(tsr_cache *c, tsr_cache_key key)
+{
+    if (!c)
+        return false;
+    tsr_cache_entry *e;
+    pthread_mutex_lock(&c->mu);
+    HASH_FIND(hh, c->table, &key, sizeof key, e);
+    bool ready = e && e->state == ST_READY;
+    pthread_mutex_unlock(&c->mu);
+    return ready;
+}
+
+void
+tsr_cache_set_observer(tsr_cache *c, tsr_cache_observer fn, void *ctx)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->observe = fn;
+    c->observe_ctx = ctx;
     pthread_mutex_unlock(&c->mu);
 }
 

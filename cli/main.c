@@ -3,6 +3,7 @@
 #include "gpu/gpu.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -18,13 +19,14 @@ static const char usage[] =
     "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
     "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
-    "                         [--stall-timeout S]\n"
-    "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png] [--depth 8|16]\n"
+    "                         [--stall-timeout S] [--gpu-memory M]\n"
+    "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
-    "                         [--memory M] [--threads N] [--tile T]\n"
+    "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
     "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
+    "                         [--stall-timeout S] [--exit-on-abort]\n"
     "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
@@ -44,6 +46,7 @@ typedef struct args {
     const char *progress; /* auto|bar|json|none */
     const char *listen;   /* controller */
     int64_t jobs;         /* controller */
+    bool exit_on_abort;   /* controller */
 } args;
 
 /* Set by the first SIGINT/SIGTERM: the engine's workers (each tile, and long loops row by
@@ -125,6 +128,40 @@ install_stop(void)
     sigaction(SIGTERM, &sa, NULL);
 }
 
+/* What a command printed to stdout must have arrived: flush it and look at the stream's error
+ * flag (a full disk, a closed pipe, a closed stdout), so `check > /dev/full` fails. Returns
+ * rc, or 1 when the output was lost. */
+static int
+stdout_done(int rc)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return rc;
+    fprintf(stderr, "tessera: stdout: %s\n", errno ? strerror(errno) : "write error");
+    return rc ? rc : 1;
+}
+
+/* A descriptor 0-2 closed at exec would be handed to the first file tessera opens, and what
+ * goes to stderr (progress JSON, the log) or stdout would land in the output. Each closed one
+ * is taken by an O_PATH descriptor of /dev/null: the number is used, and reading or writing
+ * through it still fails (EBADF) as on a closed descriptor, so `check >&-` still reports its
+ * lost output instead of printing into /dev/null. False if that could not be done. */
+static bool
+hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int got = open("/dev/null", O_PATH); /* the lowest free number: fd itself */
+        if (got != fd) {
+            if (got >= 0)
+                close(got);
+            return false;
+        }
+    }
+    return true;
+}
+
 static int
 usage_error(const char *fmt, const char *arg)
 {
@@ -134,26 +171,46 @@ usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
+/* An int64 in decimal digits with an optional '-', ending at `stop` (or the string's end):
+ * nothing else. strtoll would also take blanks, a '+' and, wrapped, out-of-range values; a
+ * lenient parse turns a typo into a different number. Sets *end past the digits. */
 static bool
-parse_i64(const char *s, int64_t *out)
+parse_i64_to(const char *s, char stop, int64_t *out, const char **end)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || *end || errno)
+    bool neg = *s == '-';
+    const char *p = s + neg;
+    int64_t v = 0;
+    if (*p < '0' || *p > '9')
+        return false;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (!tsr_mul_checked(v, 10, &v) || !tsr_add_checked(v, neg ? '0' - *p : *p - '0', &v))
+            return false;
+    if (*p != stop && *p != '\0')
         return false;
     *out = v;
+    *end = p;
     return true;
 }
 
 static bool
+parse_i64(const char *s, int64_t *out)
+{
+    const char *end;
+    return parse_i64_to(s, '\0', out, &end);
+}
+
+/* "X,Y,W,H", each strict (parse_i64), W and H > 0. Whether it lies inside the root is the
+ * engine's exact test (tsr_rect_contains), whatever X + W would be. */
+static bool
 parse_region(const char *s, tsr_rect *r)
 {
-    long long v[4];
-    int used = 0;
-    if (sscanf(s, "%lld,%lld,%lld,%lld%n", &v[0], &v[1], &v[2], &v[3], &used) != 4 ||
-        s[used] != '\0')
-        return false;
+    int64_t v[4];
+    for (int i = 0; i < 4; i++) {
+        const char *end;
+        if (!parse_i64_to(s, i < 3 ? ',' : '\0', &v[i], &end) || (i < 3) != (*end == ','))
+            return false;
+        s = end + (i < 3);
+    }
     *r = tsr_rect_make(v[0], v[1], v[2], v[3]);
     return r->w > 0 && r->h > 0;
 }
@@ -163,7 +220,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -174,6 +231,8 @@ parse_args(int argc, char **argv, args *a)
         {"deflate", no_argument, 0, O_DEFLATE},       {"resume-at", required_argument, 0, O_RESUME},
         {"progress", required_argument, 0, O_PROGRESS}, {"listen", required_argument, 0, O_LISTEN},
         {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
+        {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
+        {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -195,16 +254,21 @@ parse_args(int argc, char **argv, args *a)
                 return usage_error("--memory %s: expected a size like 512M or 4GiB", optarg);
             a->eo.memory = v > 9e18 ? INT64_MAX : (int64_t)v;
             break;
+        case O_GPU_MEMORY:
+            if (!tsr_parse_size(optarg, &v) || v < 1)
+                return usage_error("--gpu-memory %s: expected a size like 8G or 40GiB", optarg);
+            a->eo.gpu_memory = v > 9e18 ? INT64_MAX : (int64_t)v;
+            break;
         case O_THREADS:
             if (!parse_i64(optarg, &i) || i < 1 || i > 1024)
                 return usage_error("--threads %s: expected 1..1024", optarg);
             a->eo.threads = (int)i;
             break;
         case O_ROWS: {
-            long long y0, y1;
-            int used = 0;
-            if (sscanf(optarg, "%lld:%lld%n", &y0, &y1, &used) != 2 || optarg[used] ||
-                y0 < 0 || y1 <= y0)
+            int64_t y0, y1;
+            const char *end;
+            if (!parse_i64_to(optarg, ':', &y0, &end) || *end != ':' ||
+                !parse_i64(end + 1, &y1) || y0 < 0 || y1 <= y0)
                 return usage_error("--rows %s: expected Y0:Y1 with 0 <= Y0 < Y1", optarg);
             a->eo.rows[0] = y0;
             a->eo.rows[1] = y1;
@@ -217,7 +281,8 @@ parse_args(int argc, char **argv, args *a)
             break;
         case O_REGION:
             if (!parse_region(optarg, &a->region))
-                return usage_error("--region %s: expected X,Y,W,H with W, H > 0", optarg);
+                return usage_error("--region %s: expected X,Y,W,H (decimal integers) with "
+                                   "W, H > 0", optarg);
             a->have_region = true;
             break;
         case O_SCALE:
@@ -238,25 +303,19 @@ parse_args(int argc, char **argv, args *a)
             if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
                 return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
             break;
-        case O_STALL: {
-            char *end;
-            a->stall = strtod(optarg, &end);
-            if (end == optarg || *end || !(a->stall > 0) || a->stall > 1e9)
+        case O_STALL:
+            if (!tsr_parse_decimal(optarg, &a->stall) || !(a->stall > 0) || a->stall > 1e9)
                 return usage_error("--stall-timeout %s: expected seconds > 0", optarg);
             break;
-        }
         case O_FRAMED: a->framed = true; break;
         case O_DEFLATE: a->deflate = true; break;
-        case O_RESUME: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 10);
-            if (end == optarg || *end || errno || optarg[0] == '-')
+        case O_RESUME:
+            /* int64 is enough: a stream holds at most 2^62 sample bytes (DESIGN.md §2) */
+            if (!parse_i64(optarg, &i) || i < 0)
                 return usage_error("--resume-at %s: expected a byte offset", optarg);
-            a->resume_at = v;
+            a->resume_at = (uint64_t)i;
             a->have_resume = true;
             break;
-        }
         case O_PROGRESS:
             if (strcmp(optarg, "auto") && strcmp(optarg, "bar") && strcmp(optarg, "json") &&
                 strcmp(optarg, "none"))
@@ -268,7 +327,8 @@ parse_args(int argc, char **argv, args *a)
             if (!parse_i64(optarg, &a->jobs) || a->jobs < 1)
                 return usage_error("--jobs %s: expected an integer >= 1", optarg);
             break;
-        case 'h': fputs(usage, stdout); exit(0);
+        case O_EXIT_ON_ABORT: a->exit_on_abort = true; break;
+        case 'h': fputs(usage, stdout); exit(stdout_done(0));
         case ':': return usage_error("%s: missing value", argv[optind - 1]);
         default: return usage_error("%s: unknown option", argv[optind - 1]);
         }
@@ -280,8 +340,9 @@ parse_args(int argc, char **argv, args *a)
             return usage_error("%s: controller needs --listen 127.0.0.1:PORT", a->cmd);
         return 0;
     }
-    if (a->listen || a->jobs != 1)
-        return usage_error("%s: --listen and --jobs are controller options", a->cmd);
+    if (a->listen || a->jobs != 1 || a->exit_on_abort)
+        return usage_error("%s: --listen, --jobs and --exit-on-abort are controller options",
+                           a->cmd);
     if (optind != argc - 1)
         return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
     a->design = argv[optind];
@@ -421,7 +482,8 @@ cmd_controller(args *a)
 {
     tsr_error err = {0};
     tsr_controller_opts o = {.listen = a->listen, .rate = a->rate, .out = a->out,
-                             .jobs = a->jobs, .stop = &g_stop, .log = stderr,
+                             .jobs = a->jobs, .stall_s = a->stall,
+                             .exit_on_abort = a->exit_on_abort, .stop = &g_stop, .log = stderr,
                              .fault = getenv("TSR_FAULT")}; /* docs/reliability.md */
     if (tsr_controller_run(&o, &err) != TSR_OK)
         return fail(&err);
@@ -437,9 +499,9 @@ cmd_preview(args *a, tsr_engine *e)
     const char *out = a->out ? a->out : "preview.png";
     if (tsr_engine_preview(e, a->region, a->scale, a->depth, out, &err) != TSR_OK)
         return fail(&err);
-    fprintf(stderr, "tessera: wrote %s (%lldx%lld)\n", out,
-            (long long)((a->region.w + a->scale - 1) / a->scale),
-            (long long)((a->region.h + a->scale - 1) / a->scale));
+    int64_t k = a->scale, w = a->region.w, h = a->region.h; /* ceil(w / k), no w + k */
+    fprintf(stderr, "tessera: wrote %s (%lldx%lld)\n", strcmp(out, "-") ? out : "stdout",
+            (long long)(w / k + (w % k != 0)), (long long)(h / k + (h % k != 0)));
     return 0;
 }
 
@@ -541,9 +603,15 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 int
 main(int argc, char **argv)
 {
+    /* first of all: before tessera opens a design, an output or a log */
+    if (!hold_std_fds()) {
+        fprintf(stderr, "tessera: cannot open /dev/null for a closed descriptor 0-2: %s\n",
+                strerror(errno));
+        return 1;
+    }
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : 0;
+        return argc < 2 ? 2 : stdout_done(0);
     }
     const char *cmds[] = {"render", "preview", "profile", "check", "controller", NULL};
     int known = 0;
@@ -578,13 +646,13 @@ main(int argc, char **argv)
     else if (strcmp(a.cmd, "preview") == 0)
         rc = cmd_preview(&a, e);
     else if (strcmp(a.cmd, "profile") == 0)
-        rc = cmd_profile(&a, e, d);
+        rc = stdout_done(cmd_profile(&a, e, d));
     else if (g_stop) { /* a stop while loading or planning */
         fprintf(stderr, "tessera: interrupted\n");
         rc = 1;
     } else {
         tsr_engine_print_check(e, stdout);
-        rc = 0;
+        rc = stdout_done(0);
     }
     tsr_engine_free(e);
     tsr_design_free(d);

@@ -53,6 +53,11 @@
  * what a hostile file can make us allocate per level. */
 #define TSR_DESIGN_MAX_YAML_DEPTH 10000
 
+/* Largest design text, in bytes (16 MiB: a polygon of some 700 000 points). The file is
+ * read whole and its YAML tree costs several times its size, so a bigger file, or one that
+ * never ends (/dev/zero, a pipe), is refused (TSR_EINVAL) after reading at most this much. */
+#define TSR_DESIGN_MAX_BYTES ((size_t)16 << 20)
+
 typedef struct tsr_design_opts {
     /* Decodes an image source: a w x h array of values in [0, 1] the caller of the loader then
      * owns (freed with free()). The engine passes stream/'s tsr_png_read_gray. NULL: images
@@ -76,7 +81,8 @@ typedef struct tsr_design_opts {
 /* Load the design file at `path` (borrowed; it names the file in messages and images are
  * resolved against its folder). `opts` may be NULL (= all defaults). Returns a prepared design
  * the caller frees with tsr_design_free, or NULL with `err` (may be NULL) filled:
- * TSR_EIO when the file cannot be read, TSR_EINVAL for an invalid design (exit 2),
+ * TSR_EIO when the file cannot be read, TSR_EINVAL for an invalid design (exit 2) or one
+ * larger than TSR_DESIGN_MAX_BYTES,
  * TSR_ENOMEM, or whatever status opts->read_image returned for an image. */
 tsr_design *
 tsr_design_load(const char *path, const tsr_design_opts *opts, tsr_error *err);

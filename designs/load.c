@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct named {
     const char *name; /* the key under nodes: */
@@ -860,6 +861,14 @@ drop_unreachable(dctx *c, tsr_node **keep, size_t nkeep)
     return TSR_OK;
 }
 
+static tsr_design *
+too_big(const char *file, tsr_error *err)
+{
+    tsr_fail(err, TSR_EINVAL, "%s: larger than %zu MiB, the most a design file may hold", file,
+             TSR_DESIGN_MAX_BYTES >> 20);
+    return NULL;
+}
+
 tsr_design *
 tsr_design_load_string(const char *text, size_t len, const char *name, const char *base_dir,
                        const tsr_design_opts *opts, tsr_error *err)
@@ -872,6 +881,8 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
     tsr_status st;
 
     c.file = name ? name : "<string>";
+    if (len > TSR_DESIGN_MAX_BYTES)
+        return too_big(c.file, err);
     c.base_dir = base_dir;
     c.opts = opts;
     c.err = err;
@@ -943,9 +954,20 @@ tsr_design_load(const char *path, const tsr_design_opts *opts, tsr_error *err)
         tsr_fail(err, TSR_EINVAL, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
+    /* One byte past the bound tells a file of exactly the bound from a longer one. */
+    const size_t most = TSR_DESIGN_MAX_BYTES + 1;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size >= most) {
+        too_big(path, err);
+        goto fail;
+    }
     for (;;) {
+        if (len == most) {
+            too_big(path, err);
+            goto fail;
+        }
         if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
+            size_t ncap = cap ? (cap * 2 < most ? cap * 2 : most) : 65536;
             char *t = ncap > cap ? realloc(text, ncap) : NULL;
             if (!t) {
                 tsr_fail(err, TSR_ENOMEM, "%s: out of memory reading the file", path);

@@ -281,7 +281,13 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
     switch (pm->type) {
     case TSR_P_INT: return get_int(c, v, p, pm, field);
     case TSR_P_INT2: return get_int_n(c, v, p, pm, field, 2);
-    case TSR_P_INT4: return get_int_n(c, v, p, pm, field, 4);
+    case TSR_P_INT4: {
+        tsr_status st = get_int_n(c, v, p, pm, field, 4);
+        const int64_t *r = field;
+        if (st == TSR_OK && (pm->flags & TSR_PF_RECT) && (r[2] <= 0 || r[3] <= 0))
+            return derr(c, v, p, "w and h must be > 0");
+        return st;
+    }
     case TSR_P_F32: return get_f32(c, v, p, pm, field);
     case TSR_P_F32_2: return get_f32_n(c, v, p, pm, field, 2);
     case TSR_P_F64: return get_f64(c, v, p, pm, field);

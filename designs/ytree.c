@@ -14,6 +14,8 @@
 
 typedef struct builder {
     const char *file;
+    const char *text; /* the whole input, for positions libyaml gives as offsets */
+    size_t len;
     tsr_error *err;
     ytree *t;
     ynode **stack; /* open collections */
@@ -280,17 +282,40 @@ on_event(builder *b, yaml_event_t *ev)
     }
 }
 
+/* Line and column (1-based) of byte `off` of the input, counted as libyaml's marks count:
+ * "\r\n", "\r" and "\n" end a line, a column is a character (a UTF-8 sequence is one), a
+ * leading byte order mark is not. */
+static void
+offset_position(const builder *b, size_t off, size_t *line, size_t *col)
+{
+    const unsigned char *t = (const unsigned char *)b->text;
+    size_t i = b->len >= 3 && memcmp(t, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    *line = 1;
+    *col = 1;
+    for (off = off < b->len ? off : b->len; i < off; i++) {
+        if (t[i] == '\n' || (t[i] == '\r' && (i + 1 >= b->len || t[i + 1] != '\n'))) {
+            ++*line;
+            *col = 1;
+        } else if (t[i] != '\r' && (t[i] & 0xC0) != 0x80) {
+            ++*col;
+        }
+    }
+}
+
 static tsr_status
 syntax_error(builder *b, const yaml_parser_t *p)
 {
     if (p->error == YAML_MEMORY_ERROR)
         return poom(b);
     const char *problem = p->problem ? p->problem : "malformed YAML";
-    /* reader errors (bad encoding) carry a byte offset, the others a mark */
-    if (p->error == YAML_READER_ERROR)
-        return tsr_fail(b->err, TSR_EINVAL, "%s:%zu:%zu: YAML syntax error: %s (byte %zu)", b->file,
-                        p->problem_mark.line + 1, p->problem_mark.column + 1, problem,
-                        p->problem_offset);
+    /* Reader errors (bad UTF-8, a control character) carry only a byte offset: libyaml
+     * leaves their mark at the start of the file. */
+    if (p->error == YAML_READER_ERROR) {
+        size_t line, col;
+        offset_position(b, p->problem_offset, &line, &col);
+        return tsr_fail(b->err, TSR_EINVAL, "%s:%zu:%zu: YAML syntax error: %s (byte %zu)",
+                        b->file, line, col, problem, p->problem_offset);
+    }
     if (p->context)
         return tsr_fail(b->err, TSR_EINVAL,
                         "%s:%zu:%zu: YAML syntax error: %s (%s, which starts at %zu:%zu)", b->file,
@@ -305,7 +330,7 @@ ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error 
 {
     yaml_parser_t parser;
     yaml_event_t ev;
-    builder b = {file, err, t, NULL, 0, 0, 0};
+    builder b = {file, text, len, err, t, NULL, 0, 0, 0};
     tsr_status st = TSR_OK;
     bool done = false;
 

@@ -270,7 +270,7 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
                     "nested nodes %lld deep; give threads more stack: OMP_STACKSIZE=%zuM for "
                     "worker threads, ulimit -s %zu for the main thread",
                     n->name, size >> 10, main_thread ? "main" : "worker",
-                    (long long)e->depth, e->stack >> 20, e->stack >> 10);
+                    (long long)e->nest, e->stack >> 20, e->stack >> 10);
 }
 
 /* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */
@@ -295,8 +295,6 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
         return out_of_stack(e, n, err);
     if (stopping(e))
         return interrupted(err);
-    if (e->opts.plan_only) /* its images and tables were never made */
-        return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;
     float *L = NULL;

@@ -2,6 +2,7 @@
  * double, exactly as written (a subtraction and a division, not a multiply by a reciprocal),
  * so every backend produces the same samples. */
 #include "engine/engine.h"
+#include "nodes/pointwise.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -14,28 +15,14 @@
 static inline double
 to_unit(const tsr_output *o, double v)
 {
-    double t = (v - o->range[0]) / (o->range[1] - o->range[0]);
-    t = t > 0.0 ? (t < 1.0 ? t : 1.0) : 0.0; /* NaN (inf - inf upstream) becomes 0 */
-    const tsr_points *c = &o->calibration;
-    if (c->n >= 2) {
-        if (t == 1.0)
-            return c->p[c->n - 1][1];
-        /* segments are few (a handful of points): a linear scan is cheaper than a search */
-        size_t i = 0;
-        while (i + 2 < c->n && !(t < c->p[i + 1][0]))
-            i++;
-        double t0 = c->p[i][0], t1 = c->p[i + 1][0], c0 = c->p[i][1], c1 = c->p[i + 1][1];
-        t = c0 + (c1 - c0) * ((t - t0) / (t1 - t0));
-    }
-    return t;
+    return tsr_pw_to_unit(o->range[0], o->range[1], (const double (*)[2])o->calibration.p,
+                          (int64_t)o->calibration.n, v);
 }
 
 uint32_t
 tsr_convert_one(const tsr_output *o, double v)
 {
-    double max = o->depth == 16 ? 65535.0 : 255.0;
-    /* t * max + 0.5 >= 0.5, where truncation is floor: no libm call in the hot loop */
-    return (uint32_t)(to_unit(o, v) * max + 0.5);
+    return tsr_pw_sample(to_unit(o, v), o->depth == 16 ? 65535.0 : 255.0);
 }
 
 /* The common case (8 bit, no calibration), several doubles at a time, with the operations of

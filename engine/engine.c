@@ -1,6 +1,8 @@
 /* Engine lifetime, design loading, root rects and the stream in output order. */
 #include "engine/engine_int.h"
 #include "designs/designs.h"
+#include "engine/backend.h"
+#include "gpu/gpu.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -29,16 +31,23 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     e->d = d;
     if (opts)
         e->opts = *opts;
+    /* the backend: the one option spelled as a word, parsed once here */
     const char *be = e->opts.backend ? e->opts.backend : "auto";
-    if (strcmp(be, "gpu") == 0) {
-        tsr_fail(err, TSR_EINVAL, "--backend gpu: the GPU backend does not render designs yet");
-        goto fail;
-    }
-    if (strcmp(be, "cpu") != 0 && strcmp(be, "auto") != 0) {
+    if (strcmp(be, "cpu") == 0) {
+        e->ops = &tsr_backend_cpu;
+    } else if (strcmp(be, "gpu") == 0 || strcmp(be, "auto") == 0) {
+        bool gpu = tsr_gpu_available();
+        if (!gpu && strcmp(be, "gpu") == 0) {
+            char why[256];
+            tsr_gpu_describe(why, sizeof why);
+            tsr_fail(err, TSR_EINVAL, "--backend gpu: no usable GPU (%s); use --backend cpu", why);
+            goto fail;
+        }
+        e->ops = gpu ? &tsr_backend_gpu : &tsr_backend_cpu;
+    } else {
         tsr_fail(err, TSR_EINVAL, "--backend %s: must be cpu, gpu or auto", be);
         goto fail;
     }
-    e->backend = "cpu";
     e->threads = e->opts.threads > 0 ? e->opts.threads : omp_get_num_procs();
     e->rows0 = 0;
     e->rows1 = d->root->h;
@@ -73,6 +82,17 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         tsr_fail(err, TSR_ENOMEM, "out of memory (cache)");
         goto fail;
     }
+    if (e->ops->open(e, err) != TSR_OK) {
+        /* `auto` takes the CPU for a design the device's memory plan cannot hold (a band of a
+         * 2^40 px wide root); `--backend gpu` says why instead */
+        bool fallback = e->ops == &tsr_backend_gpu && strcmp(be, "auto") == 0 && err &&
+                        err->status == TSR_EPLAN;
+        e->ops = fallback ? &tsr_backend_cpu : NULL; /* NULL: nothing to close */
+        if (!fallback || e->ops->open(e, err) != TSR_OK) {
+            e->ops = NULL;
+            goto fail;
+        }
+    }
     return e;
 fail:
     tsr_engine_free(e);
@@ -84,6 +104,8 @@ tsr_engine_free(tsr_engine *e)
 {
     if (!e)
         return;
+    if (e->ops)
+        e->ops->close(e);
     tsr_cache_free(e->cache);
     free(e->tile);
     free(e->period);
@@ -103,7 +125,7 @@ tsr_engine_plan(const tsr_engine *e)
 const char *
 tsr_engine_backend(const tsr_engine *e)
 {
-    return e->backend;
+    return e->ops->name;
 }
 
 int
@@ -142,41 +164,6 @@ tsr_engine_get_stats(tsr_engine *e)
     return s;
 }
 
-/* ---- rects of the root ----------------------------------------------------------------- */
-
-/* Root rect r cut into pieces at most one root tile wide, so a band spreads over threads. */
-static size_t
-cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out)
-{
-    int64_t t = e->tile[e->d->root->id];
-    size_t n = (size_t)((r.w + t - 1) / t);
-    tsr_rect *v = malloc(n * sizeof *v);
-    if (!v)
-        return 0;
-    for (size_t k = 0; k < n; k++) {
-        int64_t x = r.x + (int64_t)k * t;
-        v[k] = tsr_rect_make(x, r.y, (r.x + r.w - x) < t ? (r.x + r.w - x) : t, r.h);
-    }
-    *out = v;
-    return n;
-}
-
-typedef struct copy_ctx {
-    const tsr_rect *rects;
-    tsr_rect area;
-    float *dst; /* area.w * area.h */
-} copy_ctx;
-
-static void
-emit_copy(void *ctx, size_t k, const float *px)
-{
-    copy_ctx *c = ctx;
-    tsr_rect r = c->rects[k];
-    for (int64_t y = 0; y < r.h; y++)
-        memcpy(c->dst + (r.y - c->area.y + y) * c->area.w + (r.x - c->area.x), px + y * r.w,
-               (size_t)r.w * sizeof(float));
-}
-
 tsr_status
 tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
 {
@@ -185,54 +172,9 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "region %lld,%lld,%lld,%lld: must lie inside the root (%lldx%lld)",
                         (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                         (long long)root->w, (long long)root->h);
-    int64_t bh = e->plan.band_rows; /* what the plan's per-thread figure assumes */
-    for (int64_t y = r.y; y < r.y + r.h; y += bh) {
-        tsr_rect band = tsr_rect_make(r.x, y, r.w, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh);
-        tsr_rect *rects;
-        size_t n = cut_rects(e, band, &rects);
-        if (!n)
-            return tsr_fail(err, TSR_ENOMEM, "out of memory");
-        copy_ctx c = {rects, r, out};
-        tsr_status st = tsr_cpu_root_batch(e, rects, n, emit_copy, &c, err);
-        free(rects);
-        if (st != TSR_OK)
-            return st;
-    }
-    return TSR_OK;
-}
-
-/* ---- the stream ----------------------------------------------------------------------- */
-
-/* One band of the stream: root columns [x, x+w), crop rows [y, y+h) (crop coordinates),
- * written bottom row first when `up`. */
-typedef struct band {
-    int64_t x, w, y, h;
-    bool up;
-} band;
-
-typedef struct quant_ctx {
-    const tsr_engine *e;
-    const tsr_rect *rects;
-    band b;
-    int64_t root_y; /* root row of crop row b.y */
-    int64_t bps;
-    uint8_t *buf;   /* b.w * b.h samples */
-} quant_ctx;
-
-/* Quantize a computed root rect straight into its place in the band buffer (the last pass
- * over the rect, while it is still in this core's cache). */
-static void
-emit_quant(void *ctx, size_t k, const float *px)
-{
-    quant_ctx *q = ctx;
-    tsr_rect r = q->rects[k];
-    for (int64_t y = 0; y < r.h; y++) {
-        int64_t row = r.y - q->root_y + y;
-        if (q->b.up)
-            row = q->b.h - 1 - row;
-        uint8_t *dst = q->buf + (row * q->b.w + (r.x - q->b.x)) * q->bps;
-        tsr_convert(&q->e->d->out, px + y * r.w, (size_t)r.w, dst);
-    }
+    if (e->opts.plan_only) /* its images and tables were never made */
+        return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
+    return e->ops->values(e, r, out, err);
 }
 
 /* ---- a periodic root ------------------------------------------------------------------
@@ -268,89 +210,71 @@ root_period_samples(tsr_engine *e, tsr_error *err)
     return TSR_OK;
 }
 
-/* Band b (root columns [b.x, b.x + b.w), root rows from root_y) of a periodic root. */
+/* Row j (in root order) of a band of a periodic root, from the period's row py: one period from
+ * phase x0, then doubling copies of what is already there (a whole number of periods each
+ * time). */
 static void
-fill_periodic(const tsr_engine *e, band b, int64_t root_y, int64_t bps, uint8_t *buf)
+periodic_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t row)
 {
+    size_t first = prow - x0b, done;
+    if (first > row)
+        first = row;
+    memcpy(dst, src + x0b, first);
+    done = first;
+    if (done < row) {
+        size_t more = prow - first < row - done ? prow - first : row - done;
+        memcpy(dst + done, src, more);
+        done += more;
+    }
+    while (done < row) {
+        size_t n = done < row - done ? done : row - done;
+        memcpy(dst + done, dst, n);
+        done += n;
+    }
+}
+
+/* Band j0 of a periodic root, on all the engine's threads: its first Py rows from the period,
+ * then every later row a copy of the row Py above it in root order (the same bytes). Rows are
+ * independent within each pass, so one memory-bound core does not set the rate. */
+static void
+fill_periodic(const tsr_engine *e, const tsr_band_job *j0)
+{
+    int64_t h = j0->h, bps = j0->bps;
     const tsr_node *root = e->d->root;
     int64_t pw = e->period[root->id][0], ph = e->period[root->id][1];
-    int64_t x0 = tsr_floor_mod(b.x, pw), py = tsr_floor_mod(root_y, ph);
-    size_t row = (size_t)(b.w * bps), prow = (size_t)(pw * bps);
-    for (int64_t j = 0; j < b.h; j++) {
-        uint8_t *dst = buf + (size_t)(b.up ? b.h - 1 - j : j) * row;
-        if (j >= ph) {
-            /* a row Py above (in root order) is this row: one long copy */
-            int64_t same = b.up ? b.h - 1 - (j - ph) : j - ph;
-            memcpy(dst, buf + (size_t)same * row, row);
-        } else {
-            /* one period from phase x0, then doubling copies of what is already there (a
-             * whole number of periods each time) */
-            const uint8_t *src = e->root_period + (size_t)py * prow;
-            size_t first = (size_t)((pw - x0) * bps), done;
-            if (first > row)
-                first = row;
-            memcpy(dst, src + x0 * bps, first);
-            done = first;
-            if (done < row) {
-                size_t more = prow - first < row - done ? prow - first : row - done;
-                memcpy(dst + done, src, more);
-                done += more;
-            }
-            while (done < row) {
-                size_t n = done < row - done ? done : row - done;
-                memcpy(dst + done, dst, n);
-                done += n;
-            }
-        }
-        if (++py == ph)
-            py = 0;
+    size_t x0b = (size_t)(tsr_floor_mod(j0->x, pw) * bps);
+    int64_t py0 = tsr_floor_mod(j0->y, ph), lead = h < ph ? h : ph;
+    size_t row = (size_t)(j0->w * bps), prow = (size_t)(pw * bps);
+    uint8_t *buf = j0->dst;
+    const uint8_t *period = e->root_period;
+    bool up = j0->up;
+#pragma omp parallel for num_threads(e->threads) schedule(static)
+    for (int64_t j = 0; j < lead; j++) {
+        int64_t py = py0 + j < ph ? py0 + j : py0 + j - ph;
+        periodic_row(period + (size_t)py * prow, prow, x0b, buf + (size_t)(up ? h - 1 - j : j) * row, row);
+    }
+#pragma omp parallel for num_threads(e->threads) schedule(static)
+    for (int64_t j = lead; j < h; j++) {
+        int64_t same = j % ph; /* a row among the first Py with the same phase */
+        memcpy(buf + (size_t)(up ? h - 1 - j : j) * row, buf + (size_t)(up ? h - 1 - same : same) * row,
+               row);
     }
 }
 
-/* Freed tiles stay in malloc's heap (compute.c, tune_malloc: no mmap/munmap per tile), and
- * tiles, layers and scratch of many sizes, freed and allocated by different threads, leave
- * holes malloc does not give back by itself: measured, the heap held 2.3x what was live
- * (wafer-fields at --memory 128M: 88 MB in use, 199 MB of heap, 209 MB resident), so the plan
- * would bound what is live but not the process. Between bands, when the resident size passes
- * 7/8 of the budget, the free holes' whole pages go back to the kernel (malloc_trim). Below
- * that nothing is given back: reusing resident holes is what keeps tiles cheap. */
-static void
-heap_within_budget(const tsr_engine *e)
+tsr_status
+tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err)
 {
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long long size, resident;
-    if (!f)
-        return;
-    bool got = fscanf(f, "%llu %llu", &size, &resident) == 2;
-    fclose(f);
-    if (got && (double)resident * (double)sysconf(_SC_PAGESIZE) > (double)e->plan.budget * 0.875)
-        malloc_trim(0);
-}
-
-/* Fill one band: the periodic shortcut, or the root's tiles computed in parallel and
- * quantized into place. */
-static tsr_status
-fill_band(tsr_engine *e, band b, int64_t root_y, int64_t bps, uint8_t *buf, tsr_error *err)
-{
-    if (e->period && e->period[e->d->root->id][0]) {
-        tsr_status st = root_period_samples(e, err); /* counts its own compute time */
-        if (st != TSR_OK)
-            return st;
-        uint64_t t0 = tsr_now_ns();
-        fill_periodic(e, b, root_y, bps, buf);
-        /* the copies are the root's own time too (profile's per-node seconds) */
-        atomic_fetch_add(&e->node_ns[e->d->root->id], tsr_now_ns() - t0);
+    *done = e->period && e->period[e->d->root->id][0];
+    if (!*done)
         return TSR_OK;
-    }
-    tsr_rect *rects;
-    size_t n = cut_rects(e, tsr_rect_make(b.x, root_y, b.w, b.h), &rects);
-    if (!n)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory");
-    quant_ctx q = {e, rects, b, root_y, bps, buf};
-    tsr_status st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
-    free(rects);
-    heap_within_budget(e); /* between bands: no tile is being computed */
-    return st;
+    tsr_status st = root_period_samples(e, err); /* counts its own compute time */
+    if (st != TSR_OK)
+        return st;
+    uint64_t t0 = tsr_now_ns();
+    fill_periodic(e, j);
+    /* the copies are the root's own time too (profile's per-node seconds) */
+    atomic_fetch_add(&e->node_ns[e->d->root->id], tsr_now_ns() - t0);
+    return TSR_OK;
 }
 
 uint64_t
@@ -385,65 +309,119 @@ tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn
     return tsr_engine_stream_ex(e, sink, &o, err);
 }
 
-tsr_status
-tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, tsr_error *err)
+/* ---- the pipeline: bands submitted in order, completed in order, handed to the writer ----- */
+
+#define PIPE_MAX 8 /* bands in flight at most (backends ask for 1 to 4) */
+
+typedef struct pipe_slot {
+    uint8_t *buf;
+    uint64_t skip, len; /* bytes before the resume offset, bytes of the band */
+} pipe_slot;
+
+typedef struct pipeline {
+    tsr_engine *e;
+    tsr_writer *wr;
+    uint8_t *pool;      /* the writer's pool, attached to the backend (or NULL) */
+    pipe_slot q[PIPE_MAX];
+    size_t head, n, depth;
+    uint64_t seq;
+    uint64_t pos, total; /* bytes handed to the writer so far (resume skip included) */
+    tsr_progress_fn progress;
+    void *ctx;
+} pipeline;
+
+/* Writer buffers: the bands in flight plus what the writer holds (two queued and one being
+ * written), so the backend never waits for the sink while the sink has work. */
+static tsr_status
+pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, tsr_error *err)
 {
-    static const tsr_stream_opts none = {0};
-    if (!so)
-        so = &none;
-    uint64_t start = so->start;
-    tsr_progress_fn progress = so->progress;
-    void *ctx = so->ctx;
-    const tsr_design *d = e->d;
-    const tsr_output *o = &d->out;
-    int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
-    int64_t sw = o->order == TSR_ORDER_SWATH && o->swath_width < W ? o->swath_width : W;
-    int64_t nswath = (W + sw - 1) / sw;
-    int64_t bh = e->plan.band_rows;
-    uint64_t total = tsr_engine_stream_bytes(e), pos = 0;
-    if (start > total)
-        return tsr_fail(err, TSR_EINVAL, "resume offset %llu is past the end (%llu bytes)",
-                        (unsigned long long)start, (unsigned long long)total);
-    tsr_writer *wr = tsr_writer_new(sink, 3, (size_t)(sw * bh * bps));
-    if (!wr)
+    memset(p, 0, sizeof *p);
+    if (e->opts.plan_only) /* its images and tables were never made */
+        return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
+    p->e = e;
+    p->depth = (size_t)(e->depth > 0 && e->depth <= PIPE_MAX ? e->depth : 1);
+    size_t cap = (size_t)(width * e->band_rows * (e->d->out.depth / 8));
+    p->wr = tsr_writer_new(sink, (size_t)e->writer_bufs, cap);
+    if (!p->wr)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
-    tsr_status st = TSR_OK;
-    bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT;
-    for (int64_t k = 0; k < nswath && st == TSR_OK; k++) {
-        band b;
-        swath_cols(e, sw, k, &b.x, &b.w);
-        b.up = bottom;
-        if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
-            b.up = !b.up;
-        for (int64_t i = 0; i * bh < H && st == TSR_OK; i++) {
-            b.h = (H - i * bh) < bh ? (H - i * bh) : bh;
-            b.y = b.up ? H - i * bh - b.h : i * bh;
-            uint64_t len = (uint64_t)(b.w * b.h * bps);
-            if (pos + len <= start) { /* before the resume offset: nothing to compute */
-                pos += len;
-                continue;
-            }
-            if (so->stop && *so->stop) {
-                st = tsr_fail(err, TSR_EINTR, "interrupted");
-                break;
-            }
-            uint8_t *buf = tsr_writer_acquire(wr);
-            if (!buf)
-                break; /* the writer failed: its error comes from finish */
-            st = fill_band(e, b, e->rows0 + b.y, bps, buf, err);
-            if (st != TSR_OK)
-                break;
-            uint64_t skip = start > pos ? start - pos : 0;
-            if (skip)
-                memmove(buf, buf + skip, (size_t)(len - skip));
-            tsr_writer_submit(wr, buf, (size_t)(len - skip));
-            pos += len;
-            if (progress)
-                progress(ctx, pos, total);
+    size_t len;
+    tsr_writer_pool(p->wr, &p->pool, &len);
+    if (e->ops->attach) {
+        tsr_status st = e->ops->attach(e, p->pool, len, err);
+        if (st != TSR_OK) {
+            p->pool = NULL;
+            return st;
         }
     }
+    return TSR_OK;
+}
+
+/* Complete the oldest band and give it to the writer. */
+static tsr_status
+pipe_pop(pipeline *p, tsr_error *err)
+{
+    tsr_status st = p->e->ops->complete(p->e, err);
+    pipe_slot s = p->q[p->head];
+    p->head = (p->head + 1) % PIPE_MAX;
+    p->n--;
+    if (st != TSR_OK)
+        return st;
+    if (s.skip)
+        memmove(s.buf, s.buf + s.skip, (size_t)(s.len - s.skip));
+    tsr_writer_submit(p->wr, s.buf, (size_t)(s.len - s.skip));
+    p->pos += s.len;
+    if (p->progress)
+        p->progress(p->ctx, p->pos, p->total);
+    return TSR_OK;
+}
+
+/* Submit band b (root rows); *stopped when the writer has failed (its error comes from finish). */
+static tsr_status
+pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint64_t skip,
+          bool *stopped, tsr_error *err)
+{
+    int64_t bps = p->e->d->out.depth / 8;
+    *stopped = false;
+    if (p->e->opts.stop && *p->e->opts.stop) /* any backend, between bands (profile too) */
+        return tsr_fail(err, TSR_EINTR, "interrupted");
+    if (p->n == p->depth) {
+        tsr_status st = pipe_pop(p, err);
+        if (st != TSR_OK)
+            return st;
+    }
+    uint8_t *buf = tsr_writer_acquire(p->wr);
+    if (!buf) {
+        *stopped = true;
+        return TSR_OK;
+    }
+    tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++};
+    tsr_status st = p->e->ops->submit(p->e, &j, err);
+    if (st != TSR_OK)
+        return st;
+    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, (uint64_t)(w * h * bps)};
+    p->n++;
+    return TSR_OK;
+}
+
+/* Complete what is in flight (when st is still OK), detach, finish the writer: the first error
+ * wins. */
+static tsr_status
+pipe_close(pipeline *p, tsr_status st, tsr_error *err)
+{
+    while (p->n > 0) {
+        if (st == TSR_OK) {
+            st = pipe_pop(p, err);
+        } else { /* wait for the band's device work, drop it */
+            tsr_error ignore;
+            (void)p->e->ops->complete(p->e, &ignore);
+            p->head = (p->head + 1) % PIPE_MAX;
+            p->n--;
+        }
+    }
+    if (p->pool && p->e->ops->detach)
+        p->e->ops->detach(p->e, p->pool);
     tsr_error werr;
-    tsr_status ws = tsr_writer_finish(wr, &werr);
+    tsr_status ws = tsr_writer_finish(p->wr, &werr);
     if (st == TSR_OK && ws != TSR_OK) {
         if (err)
             *err = werr;
@@ -453,25 +431,107 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
 }
 
 tsr_status
+tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, tsr_error *err)
+{
+    static const tsr_stream_opts none = {0};
+    if (!so)
+        so = &none;
+    uint64_t start = so->start;
+    const tsr_design *d = e->d;
+    const tsr_output *o = &d->out;
+    int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
+    int64_t sw = o->order == TSR_ORDER_SWATH && o->swath_width < W ? o->swath_width : W;
+    int64_t nswath = (W + sw - 1) / sw;
+    int64_t bh = e->band_rows;
+    uint64_t total = tsr_engine_stream_bytes(e), pos = 0;
+    if (start > total)
+        return tsr_fail(err, TSR_EINVAL, "resume offset %llu is past the end (%llu bytes)",
+                        (unsigned long long)start, (unsigned long long)total);
+    pipeline p;
+    tsr_status st = pipe_open(&p, e, sink, sw, err);
+    if (st != TSR_OK) {
+        if (p.wr)
+            (void)tsr_writer_finish(p.wr, NULL);
+        return st;
+    }
+    p.progress = so->progress;
+    p.ctx = so->ctx;
+    p.total = total;
+    bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT, stopped = false;
+    for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
+        int64_t x, w;
+        swath_cols(e, sw, k, &x, &w);
+        bool up = bottom;
+        if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
+            up = !up;
+        for (int64_t i = 0; i * bh < H && st == TSR_OK && !stopped; i++) {
+            int64_t h = (H - i * bh) < bh ? (H - i * bh) : bh;
+            int64_t y = up ? H - i * bh - h : i * bh;
+            uint64_t len = (uint64_t)(w * h * bps);
+            if (pos + len <= start) { /* before the resume offset: nothing to compute */
+                pos += len;
+                p.pos = pos;
+                continue;
+            }
+            if (so->stop && *so->stop) {
+                st = tsr_fail(err, TSR_EINTR, "interrupted");
+                break;
+            }
+            st = pipe_push(&p, x, w, e->rows0 + y, h, up, start > pos ? start - pos : 0,
+                           &stopped, err);
+            pos += len;
+        }
+    }
+    return pipe_close(&p, st, err);
+}
+
+tsr_status
 tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
 {
     const tsr_node *root = e->d->root;
+    *bytes = 0;
     if (tsr_rect_empty(r) || !tsr_rect_contains(tsr_rect_make(0, 0, root->w, root->h), r))
         return tsr_fail(err, TSR_EINVAL, "region %lld,%lld,%lld,%lld: must lie inside the root (%lldx%lld)",
                         (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                         (long long)root->w, (long long)root->h);
-    int64_t bh = e->plan.band_rows, bps = e->d->out.depth / 8;
-    uint8_t *buf = malloc((size_t)(r.w * bh * bps));
-    if (!buf)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory (band)");
-    tsr_status st = TSR_OK;
-    *bytes = 0;
-    for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK; y += bh) {
-        band b = {r.x, r.w, y, (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh, false};
-        st = fill_band(e, b, b.y, bps, buf, err);
-        *bytes += (uint64_t)(b.w * b.h * bps);
+    /* the same pipeline as a stream, into a null sink: what profile measures is what a stream
+     * of this region would cost the renderer */
+    tsr_sink *null = tsr_sink_open("null", err);
+    if (!null)
+        return TSR_EIO;
+    /* A backend that sizes bands in bytes (the GPU pins its pool: every byte costs) gets bands
+     * of those bytes across the region, which may be wider than the stream's swath; the CPU's
+     * bands are its plan's rows. */
+    int64_t bh = e->band_rows, bps = e->d->out.depth / 8;
+    if (e->band_bytes > 0) {
+        bh = e->band_bytes / (r.w * bps);
+        bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
     }
-    free(buf);
+    int64_t keep = e->band_rows;
+    e->band_rows = bh; /* pipe_open sizes the writer's buffers from it */
+    pipeline p;
+    tsr_status st = pipe_open(&p, e, null, r.w, err);
+    e->band_rows = keep;
+    if (st != TSR_OK) {
+        if (p.wr)
+            (void)tsr_writer_finish(p.wr, NULL);
+        tsr_sink_close(null, NULL);
+        return st;
+    }
+    bool stopped = false;
+    for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK && !stopped; y += bh) {
+        int64_t h = (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh;
+        st = pipe_push(&p, r.x, r.w, y, h, false, 0, &stopped, err);
+        *bytes += (uint64_t)(r.w * h * bps);
+    }
+    st = pipe_close(&p, st, err);
+    tsr_error cerr;
+    tsr_status cs = tsr_sink_close(null, &cerr);
+    if (st == TSR_OK && cs != TSR_OK) {
+        if (err)
+            *err = cerr;
+        st = cs;
+    }
     return st;
 }
 
@@ -550,14 +610,11 @@ tsr_engine_header(const tsr_engine *e, tsr_header *hd, tsr_error *err)
         line = next;
     }
     free(dump);
-    bool blur = false;
-    for (size_t i = 0; i < d->nnodes; i++)
-        for (size_t k = 0; k < d->nodes[i]->nedges; k++)
-            blur |= strcmp(d->nodes[i]->edges[k].trait->name, "blur") == 0;
+    /* every trait is bit-identical across backends (DESIGN.md §5): the backend is not part of
+     * the fingerprint, so a job started on one resumes on the other */
     char tail[160];
-    snprintf(tail, sizeof tail, "stream:\n  rows: [%lld, %lld]\n%s%s%s",
-             (long long)e->rows0, (long long)e->rows1, blur ? "  backend: " : "",
-             blur ? e->backend : "", blur ? "\n" : "");
+    snprintf(tail, sizeof tail, "stream:\n  rows: [%lld, %lld]\n", (long long)e->rows0,
+             (long long)e->rows1);
     tsr_sha256_update(sh, tail, strlen(tail));
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_source *src = d->nodes[i]->source;

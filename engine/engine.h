@@ -25,6 +25,8 @@ typedef struct tsr_engine_opts {
     int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
+    int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */
+    int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
     bool plan_only;      /* plan, and refuse what does not fit, but decode no image and build
                           * no table: for tsr_engine_print_check (`tessera check`); every
                           * render then fails with TSR_EINVAL */
@@ -105,6 +107,11 @@ tsr_engine_plan(const tsr_engine *e);
 /* Name of the backend in use ("cpu", "gpu"). */
 const char *
 tsr_engine_backend(const tsr_engine *e);
+
+/* How the GPU backend keeps node n ("device", "periodic" or "host": engine/gpu_backend.c), or
+ * NULL when the engine runs on the CPU. */
+const char *
+tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n);
 
 /* Threads the CPU backend uses. */
 int
@@ -192,8 +199,14 @@ void
 tsr_engine_print_check(tsr_engine *e, FILE *f);
 
 /* Parse a byte size: "64M", "4G", "512MiB", "1e9", plain bytes. SI K/M/G = 1e3/1e6/1e9;
- * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. False on garbage. */
+ * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. The number is a plain decimal (see
+ * tsr_parse_decimal). False on anything else ("0x40M", "+5", " 5", "inf"). */
 bool
 tsr_parse_size(const char *s, double *out);
+
+/* Parse a plain decimal: digits with an optional fraction and exponent ("30", "0.5", ".5",
+ * "1e3"), nothing else: no sign, blanks, hex, inf or nan. False on anything else. */
+bool
+tsr_parse_decimal(const char *s, double *out);
 
 #endif

@@ -13,7 +13,13 @@ struct tsr_engine {
     tsr_plan plan;
     tsr_cache *cache;
     int threads;
-    const char *backend;        /* "cpu" */
+    const struct tsr_backend_ops *ops; /* the backend computing pixels (engine/backend.h) */
+    void *bk;                   /* its state */
+    int64_t band_rows;          /* rows per stream band (the backend's choice) */
+    int64_t band_bytes;         /* 0, or the bytes a band should hold whatever its width (a
+                                 * backend that pins its buffers: profile's regions) */
+    int depth;                  /* bands the backend keeps in flight */
+    int64_t writer_bufs;        /* writer buffers of band_rows rows (the host plan's bands) */
     int64_t *tile;              /* per node id: tile edge in use */
     tsr_grid *grid;             /* per node id */
     _Atomic uint64_t *node_ns;  /* per node id: nanoseconds computing its pixels (self) */
@@ -24,7 +30,7 @@ struct tsr_engine {
                                  * (plan.c: tsr_plan_make fills it) */
     uint8_t *root_period;       /* a periodic root's period as output samples, made by the
                                  * first band that needs it (engine.c), else NULL */
-    int64_t depth;              /* nodes on the design's longest chain, the root included */
+    int64_t nest;               /* nodes on the design's longest chain, the root included */
     int64_t design_bytes;       /* what the loaded design keeps on the heap (plan: fixed) */
     size_t stack;               /* the stack its worker threads get (stack.c) */
 };
@@ -52,7 +58,13 @@ tsr_status
 tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err);
 
-/* Fill e->plan, e->depth and e->stack for e->opts and set up thread stacks (stack.c);
+/* Root rect r cut into pieces one root tile wide (the last narrower) and r.h tall, into *out
+ * (malloc'd): the rects the CPU backend computes a band in, and the band schedule's chunks
+ * (engine/schedule.c). Returns their count; 0 on out of memory. */
+size_t
+tsr_cpu_cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out);
+
+/* Fill e->plan, e->nest and e->stack for e->opts and set up thread stacks (stack.c);
  * TSR_EPLAN when the plan does not fit, or its threads do not fit ulimit -v. */
 tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err);
@@ -90,7 +102,7 @@ tsr_stack_for_depth(int64_t depth);
 int64_t
 tsr_stack_touched(int64_t depth);
 
-/* After the plan fits (e->plan, e->threads, e->stack, e->depth set): refuse with TSR_EPLAN,
+/* After the plan fits (e->plan, e->threads, e->stack, e->nest set): refuse with TSR_EPLAN,
  * naming the remedy, when the threads' stacks and the plan's minimum do not fit the address
  * space an RLIMIT_AS (ulimit -v) leaves; then make e->stack the default stack of threads the
  * process creates from now on (never below what an earlier engine or the host asked for). */

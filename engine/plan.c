@@ -188,7 +188,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     int64_t troot_w = troot < root->w ? troot : root->w;
     p->per_thread = sat_add(path[root->id], sat_mul(sat_mul(troot_w, p->band_rows), 4));
     /* the stack pages its recursion touches */
-    p->per_thread = sat_add(p->per_thread, tsr_stack_touched(e->depth));
+    p->per_thread = sat_add(p->per_thread, tsr_stack_touched(e->nest));
     free(path);
     p->threads = e->threads;
     /* the design itself (nodes, edges, parameters, small state), the engine's bookkeeping
@@ -248,10 +248,10 @@ plan_fit(tsr_engine *e, tsr_error *err)
 tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err)
 {
-    e->depth = tsr_design_depth(e->d);
-    if (e->depth < 0)
+    e->nest = tsr_design_depth(e->d);
+    if (e->nest < 0)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
-    e->stack = tsr_stack_for_depth(e->depth);
+    e->stack = tsr_stack_for_depth(e->nest);
     e->design_bytes = tsr_design_bytes(e->d);
     tsr_status st = plan_fit(e, err);
     if (st == TSR_OK)

@@ -142,7 +142,7 @@ tsr_stack_setup(tsr_engine *e, tsr_error *err)
                         "the memory plan's minimum %.1f MiB do not fit the address space "
                         "ulimit -v leaves (%llu MiB in all): use fewer threads (--threads N) "
                         "or raise ulimit -v",
-                        e->threads, e->stack >> 20, (long long)e->depth,
+                        e->threads, e->stack >> 20, (long long)e->nest,
                         (double)e->plan.minimum / 1048576.0,
                         (unsigned long long)(rl.rlim_cur >> 20));
     }

@@ -1,20 +1,12 @@
-/* CUDA context: device discovery and the launch/copy self-test. */
-extern "C" {
-#include "gpu/gpu.h"
-}
+/* The CUDA context: device discovery, the arena, resident uploads, pinned host ranges, the
+ * compute and copy streams and the copy tickets. */
+#include "gpu/gpu_int.cuh"
 
-#include <cuda_runtime.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-/* Every CUDA call goes through this: a cudaError_t becomes a tsr_status with a message. */
-#define TSR_CUDA_TRY(call, err)                                                               \
-    do {                                                                                      \
-        cudaError_t e_ = (call);                                                              \
-        if (e_ != cudaSuccess)                                                                \
-            return tsr_fail((err), TSR_EIO, "cuda: %s: %s", #call, cudaGetErrorString(e_));  \
-    } while (0)
-
-static int probed = 0;   /* 0 unknown, 1 present, -1 absent */
+static int probed = 0; /* 0 unknown, 1 present, -1 absent */
 static char why[256];
 
 static void
@@ -22,6 +14,12 @@ probe(void)
 {
     if (probed)
         return;
+    const char *no = getenv("TSR_NOGPU");
+    if (no && *no && strcmp(no, "0") != 0) {
+        snprintf(why, sizeof why, "no CUDA device: TSR_NOGPU is set");
+        probed = -1;
+        return;
+    }
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
@@ -58,8 +56,8 @@ tsr_gpu_describe(char *buf, size_t n)
 static __global__ void
 fill_kernel(float *p, size_t n, float v)
 {
-    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
         p[i] = v;
 }
 
@@ -70,13 +68,311 @@ tsr_gpu_fill_test(float *out, size_t n, float v, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "gpu: %s", why);
     float *d = NULL;
     TSR_CUDA_TRY(cudaMalloc(&d, n * sizeof(float)), err);
-    unsigned blocks = (unsigned)((n + 255) / 256);
-    fill_kernel<<<blocks ? blocks : 1, 256>>>(d, n, v);
+    fill_kernel<<<tsr_blocks(n, 256), 256>>>(d, n, v);
     cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess)
         e = cudaMemcpy(out, d, n * sizeof(float), cudaMemcpyDeviceToHost);
     cudaFree(d);
     if (e != cudaSuccess)
-        return tsr_fail(err, TSR_EIO, "cuda: fill test: %s", cudaGetErrorString(e));
+        return tsr_fail(err, TSR_EIO, "gpu: fill test: %s", cudaGetErrorString(e));
     return TSR_OK;
+}
+
+extern "C" tsr_status
+tsr_gpu_meminfo(size_t *free_bytes, size_t *total_bytes, tsr_error *err)
+{
+    if (!tsr_gpu_available())
+        return tsr_fail(err, TSR_EINVAL, "gpu: %s", why);
+    TSR_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes), err);
+    return TSR_OK;
+}
+
+#define NEV 64 /* copy tickets in flight at most (a band each) */
+
+extern "C" tsr_gpu *
+tsr_gpu_open(size_t arena, tsr_error *err)
+{
+    if (!tsr_gpu_available()) {
+        tsr_fail(err, TSR_EINVAL, "gpu: %s", why);
+        return NULL;
+    }
+    tsr_gpu *g = (tsr_gpu *)calloc(1, sizeof *g);
+    if (!g) {
+        tsr_fail(err, TSR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    cudaError_t e = cudaSetDevice(0);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking);
+    if (e == cudaSuccess)
+        e = cudaStreamCreateWithFlags(&g->copy, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        tsr_fail(err, TSR_EIO, "gpu: streams: %s", cudaGetErrorString(e));
+        tsr_gpu_close(g);
+        return NULL;
+    }
+    g->ev = (cudaEvent_t *)calloc(NEV, sizeof *g->ev);
+    if (!g->ev) {
+        tsr_fail(err, TSR_ENOMEM, "out of memory");
+        tsr_gpu_close(g);
+        return NULL;
+    }
+    for (; g->nev < NEV; g->nev++)
+        if (cudaEventCreateWithFlags(&g->ev[g->nev], cudaEventDisableTiming) != cudaSuccess) {
+            tsr_fail(err, TSR_EIO, "gpu: events");
+            tsr_gpu_close(g);
+            return NULL;
+        }
+    if (arena > 0 && cudaMalloc((void **)&g->arena, arena) != cudaSuccess) {
+        cudaGetLastError();
+        tsr_fail(err, TSR_ENOMEM, "gpu: cannot allocate %.1f MiB of device memory (--gpu-memory)",
+                 (double)arena / 1048576.0);
+        g->arena = NULL;
+        tsr_gpu_close(g);
+        return NULL;
+    }
+    g->arena_bytes = arena;
+    g->top = g->base = arena;
+    return g;
+}
+
+extern "C" void
+tsr_gpu_close(tsr_gpu *g)
+{
+    if (!g)
+        return;
+    if (g->compute)
+        cudaStreamSynchronize(g->compute);
+    if (g->copy)
+        cudaStreamSynchronize(g->copy);
+    for (size_t i = 0; i < g->nup; i++)
+        cudaFree(g->up[i].dev);
+    free(g->up);
+    for (size_t i = 0; i < g->nreg; i++)
+        cudaHostUnregister(g->reg[i]);
+    free(g->reg);
+    for (size_t i = 0; i < g->nev; i++)
+        cudaEventDestroy(g->ev[i]);
+    free(g->ev);
+    cudaFree(g->arena);
+    if (g->compute)
+        cudaStreamDestroy(g->compute);
+    if (g->copy)
+        cudaStreamDestroy(g->copy);
+    cudaGetLastError(); /* nothing of this context's errors outlives it */
+    free(g);
+}
+
+extern "C" void *
+tsr_gpu_alloc(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    size_t at = (g->used + 255) & ~(size_t)255;
+    if (at > g->top || bytes > g->top - at) {
+        tsr_fail(err, TSR_ENOMEM,
+                 "gpu: arena full: %.1f MiB wanted, %.1f of %.1f MiB in use (raise --gpu-memory)",
+                 (double)bytes / 1048576.0, (double)g->used / 1048576.0,
+                 (double)g->arena_bytes / 1048576.0);
+        return NULL;
+    }
+    g->used = at + bytes;
+    if (g->used + (g->arena_bytes - g->top) > g->peak)
+        g->peak = g->used + (g->arena_bytes - g->top);
+    return g->arena + at;
+}
+
+extern "C" void *
+tsr_gpu_alloc_kept(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    if (bytes > g->top || ((g->top - bytes) & ~(size_t)255) < g->used) {
+        tsr_fail(err, TSR_ENOMEM,
+                 "gpu: arena full: %.1f MiB wanted, %.1f of %.1f MiB in use (raise --gpu-memory)",
+                 (double)bytes / 1048576.0,
+                 (double)(g->used + g->arena_bytes - g->top) / 1048576.0,
+                 (double)g->arena_bytes / 1048576.0);
+        return NULL;
+    }
+    g->top = (g->top - bytes) & ~(size_t)255;
+    if (g->used + (g->arena_bytes - g->top) > g->peak)
+        g->peak = g->used + (g->arena_bytes - g->top);
+    return g->arena + g->top;
+}
+
+extern "C" void
+tsr_gpu_release_kept(tsr_gpu *g)
+{
+    g->top = g->base;
+}
+
+/* Only between chunks (nothing kept is live): the resident block goes just below the others. */
+extern "C" void *
+tsr_gpu_alloc_resident(tsr_gpu *g, size_t bytes, tsr_error *err)
+{
+    g->top = g->base;
+    void *p = tsr_gpu_alloc_kept(g, bytes, err);
+    if (p)
+        g->base = g->top;
+    return p;
+}
+
+extern "C" size_t
+tsr_gpu_mark(const tsr_gpu *g)
+{
+    return g->used;
+}
+
+extern "C" void
+tsr_gpu_reset(tsr_gpu *g, size_t mark)
+{
+    if (mark < g->used)
+        g->used = mark;
+}
+
+extern "C" size_t
+tsr_gpu_arena_peak(const tsr_gpu *g)
+{
+    return g->peak;
+}
+
+extern "C" const void *
+tsr_gpu_resident(tsr_gpu *g, const void *host, size_t bytes, tsr_error *err)
+{
+    for (size_t i = 0; i < g->nup; i++)
+        if (g->up[i].host == host && g->up[i].bytes == bytes)
+            return g->up[i].dev;
+    if (g->nup == g->capup) {
+        size_t cap = g->capup ? 2 * g->capup : 16;
+        struct tsr_upload *n = (struct tsr_upload *)realloc(g->up, cap * sizeof *n);
+        if (!n) {
+            tsr_fail(err, TSR_ENOMEM, "out of memory");
+            return NULL;
+        }
+        g->up = n;
+        g->capup = cap;
+    }
+    void *d = NULL;
+    cudaError_t e = cudaMalloc(&d, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        tsr_fail(err, TSR_ENOMEM, "gpu: cannot allocate %zu bytes for design data", bytes);
+        return NULL;
+    }
+    e = cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, g->compute);
+    if (e == cudaSuccess)
+        e = cudaStreamSynchronize(g->compute); /* host may be pageable: done before return */
+    if (e != cudaSuccess) {
+        cudaFree(d);
+        tsr_fail(err, TSR_EIO, "gpu: upload of %zu bytes: %s", bytes, cudaGetErrorString(e));
+        return NULL;
+    }
+    g->up[g->nup++] = (struct tsr_upload){host, d, bytes};
+    return d;
+}
+
+extern "C" tsr_status
+tsr_gpu_upload(tsr_gpu *g, tsr_gpu_buf out, const float *host, tsr_error *err)
+{
+    size_t n = (size_t)out.r.w * (size_t)out.r.h * sizeof(float);
+    TSR_CUDA_TRY(cudaMemcpyAsync(out.px, host, n, cudaMemcpyHostToDevice, g->compute), err);
+    TSR_CUDA_TRY(cudaStreamSynchronize(g->compute), err);
+    return TSR_OK;
+}
+
+extern "C" tsr_status
+tsr_gpu_download(tsr_gpu *g, tsr_gpu_buf in, float *host, tsr_error *err)
+{
+    size_t n = (size_t)in.r.w * (size_t)in.r.h * sizeof(float);
+    TSR_CUDA_TRY(cudaMemcpyAsync(host, in.px, n, cudaMemcpyDeviceToHost, g->compute), err);
+    return tsr_gpu_sync(g, err);
+}
+
+extern "C" tsr_status
+tsr_gpu_memset(tsr_gpu *g, void *dst, int value, size_t bytes, tsr_error *err)
+{
+    TSR_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, g->compute), err);
+    return TSR_OK;
+}
+
+extern "C" tsr_status
+tsr_gpu_register(tsr_gpu *g, void *p, size_t bytes, tsr_error *err)
+{
+    for (size_t i = 0; i < g->nreg; i++)
+        if (g->reg[i] == p)
+            return TSR_OK;
+    if (g->nreg == g->capreg) {
+        size_t cap = g->capreg ? 2 * g->capreg : 8;
+        void **n = (void **)realloc(g->reg, cap * sizeof *n);
+        if (!n)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory");
+        g->reg = n;
+        g->capreg = cap;
+    }
+    TSR_CUDA_TRY(cudaHostRegister(p, bytes, cudaHostRegisterDefault), err);
+    g->reg[g->nreg++] = p;
+    return TSR_OK;
+}
+
+extern "C" void
+tsr_gpu_unregister(tsr_gpu *g, void *p)
+{
+    for (size_t i = 0; i < g->nreg; i++)
+        if (g->reg[i] == p) {
+            cudaHostUnregister(p);
+            g->reg[i] = g->reg[--g->nreg];
+            return;
+        }
+}
+
+/* The compute stream's "done so far" event for copies, one per ticket slot, reused for the
+ * copy's own completion. A slot is reused NEV tickets later: the engine never keeps that many
+ * copies in flight (it waits on the oldest band first). */
+extern "C" tsr_status
+tsr_gpu_copy_out(tsr_gpu *g, void *dst, const void *src, size_t bytes, uint64_t *ticket,
+                 tsr_error *err)
+{
+    uint64_t t = g->next_ticket++;
+    cudaEvent_t ev = g->ev[t % g->nev];
+    TSR_CUDA_TRY(cudaEventRecord(ev, g->compute), err);
+    TSR_CUDA_TRY(cudaStreamWaitEvent(g->copy, ev, 0), err);
+    TSR_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g->copy), err);
+    TSR_CUDA_TRY(cudaEventRecord(ev, g->copy), err);
+    *ticket = t;
+    return TSR_OK;
+}
+
+static tsr_status
+fault(tsr_gpu *g, tsr_error *err)
+{
+    g->fault = false;
+    return tsr_fail(err, TSR_EIO, "gpu: injected device fault (TSR_FAULT=gpu)");
+}
+
+extern "C" tsr_status
+tsr_gpu_wait(tsr_gpu *g, uint64_t ticket, tsr_error *err)
+{
+    if (g->fault)
+        return fault(g, err);
+    TSR_CUDA_TRY(cudaEventSynchronize(g->ev[ticket % g->nev]), err);
+    return TSR_OK;
+}
+
+extern "C" tsr_status
+tsr_gpu_after(tsr_gpu *g, uint64_t ticket, tsr_error *err)
+{
+    TSR_CUDA_TRY(cudaStreamWaitEvent(g->compute, g->ev[ticket % g->nev], 0), err);
+    return TSR_OK;
+}
+
+extern "C" tsr_status
+tsr_gpu_sync(tsr_gpu *g, tsr_error *err)
+{
+    if (g->fault)
+        return fault(g, err);
+    TSR_CUDA_TRY(cudaStreamSynchronize(g->compute), err);
+    return TSR_OK;
+}
+
+extern "C" void
+tsr_gpu_inject_fault(tsr_gpu *g)
+{
+    g->fault = true;
 }

@@ -44,7 +44,9 @@ enum {
     TSR_PF_REQUIRED = 1u << 0, /* the key must be present */
     TSR_PF_MIN_OPEN = 1u << 1, /* value > min rather than >= min */
     TSR_PF_MAX_OPEN = 1u << 2, /* value < max rather than <= max */
-    TSR_PF_RANGE = 1u << 3     /* check every number against [min, max] */
+    TSR_PF_RANGE = 1u << 3,    /* check every number against [min, max] */
+    TSR_PF_RECT = 1u << 4      /* TSR_P_INT4 [x, y, w, h]: w and h must be > 0 where the key
+                                * is given (an all-zero default can still mean "none") */
 };
 
 /* One key of a parameter struct. A static array of these is the only description of a
@@ -165,6 +167,12 @@ tsr_source_render(const tsr_source *s, tsr_rect r, float *px);
 
 void
 tsr_source_free(tsr_source *s);
+
+/* The part of rect r a shape source may draw on: its bounding box grown by 2 px (so rounding
+ * never cuts a pixel the inside test takes) and clipped to r; may be empty. Every backend tests
+ * exactly these pixels. Gradients and images: meaningless (they cover every pixel). */
+tsr_rect
+tsr_source_box(const tsr_source *s, tsr_rect r);
 
 /* ---- nodes, edges, designs ------------------------------------------------------ */
 
@@ -296,6 +304,19 @@ struct tsr_trait {
     /* Bytes of temporary memory layer() may allocate for a parent tile of tw x th. */
     size_t (*scratch)(const tsr_edge *e, int64_t tw, int64_t th);
 };
+
+/* Trait ids, in the order of nodes/traits.def (TSR_TRAIT_pattern, ...): what the engine and
+ * the backends switch on, never the name. */
+typedef enum tsr_trait_id {
+#define X(id) TSR_TRAIT_##id,
+#include "nodes/traits.def"
+#undef X
+    TSR_TRAIT_COUNT
+} tsr_trait_id;
+
+/* The id of a trait of the table (its index in tsr_traits[]). */
+tsr_trait_id
+tsr_trait_id_of(const tsr_trait *t);
 
 /* The trait named `name`, or NULL. */
 const tsr_trait *

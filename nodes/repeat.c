@@ -23,7 +23,7 @@ const char *const tsr_overlap_names[] = {"average", "max", "add", "first", NULL}
 #define COORD_RANGE TSR_PF_RANGE, -(double)TSR_COORD_MAX, (double)TSR_COORD_MAX
 #define OVERLAP {"overlap", TSR_P_ENUM, OFF(overlap), 0, 0, 0, 0, tsr_overlap_names, \
                  "how overlapping copies combine: average | max | add | first"}
-#define REGION {"region", TSR_P_INT4, OFF(region), COORD_RANGE, 0, NULL, \
+#define REGION {"region", TSR_P_INT4, OFF(region), TSR_PF_RECT | COORD_RANGE, 0, NULL, \
                 "[x, y, w, h] in parent px the layer is clipped to, default the whole parent"}
 
 static const tsr_param repeat_params[] = {
@@ -56,6 +56,8 @@ vector_defaults(void *p)
     r->overlap = TSR_OVERLAP_AVERAGE;
 }
 
+/* The loader refuses a given region with w or h <= 0 (TSR_PF_RECT), [0, 0, 0, 0] included;
+ * this holds parameters made in code to the same rule (all zero: no region). */
 static tsr_status
 check_region(const tsr_repeat_params *r, tsr_check *c)
 {

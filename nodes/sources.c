@@ -5,6 +5,7 @@
  * columns of their (conservatively grown) bounding box: a circle on a 200000 px node costs
  * its own area, not the node's. */
 #include "nodes/nodes.h"
+#include "nodes/pointwise.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -118,29 +119,12 @@ inside(const tsr_source *s, double px, double py)
 {
     double dx = px - s->center[0], dy = py - s->center[1];
     switch (s->kind) {
-    case TSR_SRC_CIRCLE: return dx * dx + dy * dy <= s->radius * s->radius;
-    case TSR_SRC_ELLIPSE: {
-        double ex = dx / s->radii[0], ey = dy / s->radii[1];
-        return ex * ex + ey * ey <= 1.0;
-    }
-    case TSR_SRC_RING: {
-        double d2 = dx * dx + dy * dy;
-        return s->radii[0] * s->radii[0] <= d2 && d2 <= s->radii[1] * s->radii[1];
-    }
-    case TSR_SRC_RECT:
-        return s->rect[0] <= px && px <= s->rect[0] + s->rect[2] && s->rect[1] <= py &&
-               py <= s->rect[1] + s->rect[3];
-    case TSR_SRC_POLYGON: {
-        int odd = 0;
-        size_t n = s->points.n;
-        for (size_t i = 0; i < n; i++) {
-            double x1 = s->points.p[i][0], y1 = s->points.p[i][1];
-            double x2 = s->points.p[(i + 1) % n][0], y2 = s->points.p[(i + 1) % n][1];
-            if ((y1 > py) != (y2 > py) && px < (x2 - x1) * (py - y1) / (y2 - y1) + x1)
-                odd ^= 1;
-        }
-        return odd;
-    }
+    case TSR_SRC_CIRCLE: return tsr_pw_in_circle(dx, dy, s->radius);
+    case TSR_SRC_ELLIPSE: return tsr_pw_in_ellipse(dx, dy, s->radii[0], s->radii[1]);
+    case TSR_SRC_RING: return tsr_pw_in_ring(dx, dy, s->radii[0], s->radii[1]);
+    case TSR_SRC_RECT: return tsr_pw_in_rect(px, py, s->rect);
+    case TSR_SRC_POLYGON:
+        return tsr_pw_in_polygon((const double (*)[2])s->points.p, (int64_t)s->points.n, px, py);
     default: return 0;
     }
 }
@@ -254,13 +238,21 @@ fill_row_interval(const tsr_source *s, double py, int64_t x0, int64_t x1, float 
         row[x] = value;
 }
 
-static void
-render_shape(const tsr_source *s, tsr_rect r, float *px)
+tsr_rect
+tsr_source_box(const tsr_source *s, tsr_rect r)
 {
     double bx0 = 0, by0 = 0, bx1 = 0, by1 = 0;
     shape_bounds(s, &bx0, &by0, &bx1, &by1);
     int64_t x0 = clampd(bx0, r.x, r.x + r.w), x1 = clampd(bx1, r.x, r.x + r.w);
     int64_t y0 = clampd(by0, r.y, r.y + r.h), y1 = clampd(by1, r.y, r.y + r.h);
+    return tsr_rect_make(x0, y0, x1 > x0 ? x1 - x0 : 0, y1 > y0 ? y1 - y0 : 0);
+}
+
+static void
+render_shape(const tsr_source *s, tsr_rect r, float *px)
+{
+    tsr_rect box = tsr_source_box(s, r);
+    int64_t x0 = box.x, x1 = box.x + box.w, y0 = box.y, y1 = box.y + box.h;
     int64_t n = s->aa;
     float value = s->value;
     bool intervals = n == 0 && (s->kind == TSR_SRC_CIRCLE || s->kind == TSR_SRC_ELLIPSE ||
@@ -286,23 +278,16 @@ render_shape(const tsr_source *s, tsr_rect r, float *px)
             }
             int64_t count = 0;
             for (int64_t j = 0; j < n; j++) {
-                double sy = (double)y + ((double)j + 0.5) / (double)n;
+                double sy = tsr_pw_sub(y, j, n);
                 for (int64_t i = 0; i < n; i++)
-                    count += inside(s, (double)x + ((double)i + 0.5) / (double)n, sy);
+                    count += inside(s, tsr_pw_sub(x, i, n), sy);
             }
             if (count == 0)
                 continue;
             /* coverage and the mix in double, rounded once (DESIGN.md §2.2, docs/semantics.md) */
-            double c = (double)count / (double)(n * n);
-            row[x] = (float)((double)row[x] * (1.0 - c) + (double)value * c);
+            row[x] = tsr_pw_aa_mix(row[x], value, count, n);
         }
     }
-}
-
-static double
-clamp01(double t)
-{
-    return t < 0.0 ? 0.0 : (t > 1.0 ? 1.0 : t);
 }
 
 static void
@@ -318,14 +303,10 @@ render_gradient(const tsr_source *s, tsr_rect r, float *px)
         if (tsr_stop_requested())
             return; /* unfinished: the caller drops it */
         for (int64_t x = 0; x < r.w; x++) {
-            double pxc = (double)(r.x + x) + 0.5, t;
-            if (s->kind == TSR_SRC_LINEAR) {
-                t = clamp01(((pxc - fx) * gx + (py - fy) * gy) / len2);
-            } else {
-                double dx = pxc - s->center[0], dy = py - s->center[1];
-                t = clamp01(sqrt(dx * dx + dy * dy) / s->radius);
-            }
-            row[x] = (float)(a + t * (b - a));
+            double pxc = (double)(r.x + x) + 0.5;
+            row[x] = s->kind == TSR_SRC_LINEAR
+                         ? tsr_pw_linear(a, b, fx, fy, gx, gy, len2, pxc, py)
+                         : tsr_pw_radial(a, b, pxc - s->center[0], py - s->center[1], s->radius);
         }
     }
 }

@@ -1,6 +1,7 @@
 /* The trait table, the common edge keys, blending, and design lifetime. */
 #include "nodes/nodes.h"
 #include "nodes/params.h"
+#include "nodes/pointwise.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,15 @@ const tsr_trait *const tsr_traits[] = {
 const char *const tsr_blend_names[] = {"over", "add", "max", "min", "multiply", NULL};
 const char *const tsr_mask_names[] = {"none", "nonzero", NULL};
 const char *const tsr_edge_keys[] = {"trait", "node", "ref", "blend", "offset", "mask", NULL};
+
+tsr_trait_id
+tsr_trait_id_of(const tsr_trait *t)
+{
+    size_t i = 0;
+    while (tsr_traits[i] && tsr_traits[i] != t)
+        i++;
+    return (tsr_trait_id)i;
+}
 
 const tsr_trait *
 tsr_trait_find(const char *name)
@@ -145,48 +155,28 @@ tsr_edge_covered(const tsr_edge *e, tsr_rect pr)
     return tsr_rect_intersect(c, tsr_rect_make(0, 0, e->child->w, e->child->h));
 }
 
-/* Each mode in its own loop so the compiler vectorises it; float32 arithmetic as written. */
+/* Each mode in its own loop so the compiler vectorises it (the mode is a constant in each, so
+ * tsr_pw_blend folds to one operation); float32 arithmetic as written, the same expressions the
+ * GPU's kernels evaluate (nodes/pointwise.h). */
+#define BLEND_LOOP(mode)                                                                       \
+    for (size_t i = 0; i < n; i++)                                                             \
+        P[i] = cov[i] ? tsr_pw_blend((mode), P[i], L[i]) : P[i];
+
 void
 tsr_blend_apply(tsr_blend b, int mask_nonzero, float *restrict P, const float *restrict L,
                 const uint8_t *restrict cov, size_t n)
 {
     if (mask_nonzero) {
-        for (size_t i = 0; i < n; i++) {
-            if (!cov[i] || L[i] == 0.0f)
-                continue;
-            float p = P[i], l = L[i];
-            switch (b) {
-            case TSR_BLEND_OVER: p = l; break;
-            case TSR_BLEND_ADD: p = p + l; break;
-            case TSR_BLEND_MAX: p = l > p ? l : p; break;
-            case TSR_BLEND_MIN: p = l < p ? l : p; break;
-            case TSR_BLEND_MULTIPLY: p = p * l; break;
-            }
-            P[i] = p;
-        }
+        for (size_t i = 0; i < n; i++)
+            P[i] = tsr_pw_apply((int)b, 1, P[i], L[i], cov[i]);
         return;
     }
     switch (b) {
-    case TSR_BLEND_OVER:
-        for (size_t i = 0; i < n; i++)
-            P[i] = cov[i] ? L[i] : P[i];
-        break;
-    case TSR_BLEND_ADD:
-        for (size_t i = 0; i < n; i++)
-            P[i] = cov[i] ? P[i] + L[i] : P[i];
-        break;
-    case TSR_BLEND_MAX:
-        for (size_t i = 0; i < n; i++)
-            P[i] = (cov[i] && L[i] > P[i]) ? L[i] : P[i];
-        break;
-    case TSR_BLEND_MIN:
-        for (size_t i = 0; i < n; i++)
-            P[i] = (cov[i] && L[i] < P[i]) ? L[i] : P[i];
-        break;
-    case TSR_BLEND_MULTIPLY:
-        for (size_t i = 0; i < n; i++)
-            P[i] = cov[i] ? P[i] * L[i] : P[i];
-        break;
+    case TSR_BLEND_OVER: BLEND_LOOP(TSR_BLEND_OVER) break;
+    case TSR_BLEND_ADD: BLEND_LOOP(TSR_BLEND_ADD) break;
+    case TSR_BLEND_MAX: BLEND_LOOP(TSR_BLEND_MAX) break;
+    case TSR_BLEND_MIN: BLEND_LOOP(TSR_BLEND_MIN) break;
+    case TSR_BLEND_MULTIPLY: BLEND_LOOP(TSR_BLEND_MULTIPLY) break;
     }
 }
 

@@ -1,21 +1,64 @@
 #!/usr/bin/env bash
-# Build with nvcc (sm_90) and run the test suite on a machine with a GPU; results under $OUT.
-# Used through the device tool: one call builds, tests and describes the device.
+# On a GPU machine (through the device tool, with .debs carried: scripts/gpu-debs.sh): unpack
+# the Debian packages it lacks into a prefix (never /), build tessera with CUDA, run every test
+# (the GPU suite included), compute-sanitizer on the GPU suite, and the GPU benchmarks. Logs
+# and results go to $OUT (default out/gpu). One call does it all: device time is scarce.
+#   GPU_CHECK_STEPS="build test sanitize bench" (default: all)
 set -uo pipefail
+cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu}
+STEPS=${GPU_CHECK_STEPS:-build test sanitize bench}
 mkdir -p "$OUT"
+. scripts/gpu-env.sh
 {
   date -u
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+  nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.max,pcie.link.width.max \
+      --format=csv,noheader || true
   nvcc --version | tail -2
+  nproc
 } >"$OUT/device.txt" 2>&1
-bash scripts/deps.sh >"$OUT/deps.log" 2>&1 || { echo "deps failed"; tail "$OUT/deps.log"; exit 1; }
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release >"$OUT/cmake.log" 2>&1 &&
-  cmake --build build-gpu -j "$(nproc)" >"$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 1; }
-grep -h "tessera:" "$OUT/cmake.log"
-(cd build-gpu && ctest --output-on-failure -j 8 -E cli_oracle 2>&1) | tee "$OUT/ctest.log" | tail -15
-./build-gpu/tests/test_gpu --verbose 2>&1 | tail -6 | tee "$OUT/test_gpu.log"
-for d in designs/examples/*.yaml; do
-  ./build-gpu/tessera profile "$d" --json --threads "$(nproc)" >>"$OUT/profile-cpu.jsonl" 2>&1
-done
 cat "$OUT/device.txt"
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+rc=0
+if has build; then
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+      >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" >"$OUT/build.log" 2>&1 ||
+      { tail -40 "$OUT/build.log" "$OUT/cmake.log"; exit 1; }
+  grep -h "tessera:" "$OUT/cmake.log"
+fi
+if has test; then
+  # The suite as CI runs it (CPU backend: TSR_NOGPU hides the device from `auto`; the numpy
+  # oracle is CI's), then the GPU suites, then the CLI suites again with `auto` = the GPU.
+  (cd build-gpu && TSR_NOGPU=1 timeout 300 ctest --output-on-failure -j 8 -LE oracle -E test_gpu \
+      2>&1) >"$OUT/ctest-cpu.log"
+  rc=$?
+  echo "ctest, CPU backend: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
+  ./build-gpu/tests/test_gpu --verbose --jobs 4 >"$OUT/test_gpu.log" 2>&1 || rc=1
+  grep -E "^\[(FAIL|SKIP)|Synthesis" "$OUT/test_gpu.log"
+  ./build-gpu/tests/test_gpu_math >"$OUT/test_gpu_math.log" 2>&1 || rc=1
+  tail -1 "$OUT/test_gpu_math.log"
+  (cd build-gpu && timeout 240 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss' \
+      2>&1) >"$OUT/ctest-cli-gpu.log"
+  echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"
+  grep -E "^FAIL|\*\*\*" "$OUT/ctest-cli-gpu.log" | head -20
+fi
+if has sanitize; then
+  # memcheck over the GPU suite's fault and budget tests and the oracle sweep; racecheck (shared
+  # memory hazards, which only the distance and blur kernels could have) over the sweep's
+  # first designs only: under racecheck the whole sweep takes most of the device time
+  compute-sanitizer --tool memcheck --error-exitcode 9 ./build-gpu/tests/test_gpu --jobs 1 \
+      --filter 'gpu/a_device*' >"$OUT/sanitizer-memcheck.log" 2>&1
+  echo "compute-sanitizer memcheck (fault, budget tests): exit $?"
+  compute-sanitizer --tool memcheck --error-exitcode 9 ./build-gpu/tests/test_gpu --jobs 1 \
+      --filter 'gpu/sanitized*' >>"$OUT/sanitizer-memcheck.log" 2>&1
+  echo "compute-sanitizer memcheck (oracle designs): exit $?"
+  TSR_GPU_SWEEP=blur,distance timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
+      ./build-gpu/tests/test_gpu --jobs 1 --filter 'gpu/sanitized*' \
+      >"$OUT/sanitizer-racecheck.log" 2>&1
+  echo "compute-sanitizer racecheck (blur and distance oracle designs): exit $?"
+  grep -h "ERROR SUMMARY" "$OUT"/sanitizer-*.log | sort | uniq -c
+fi
+if has bench; then
+  bash scripts/bench-gpu.sh build-gpu/tessera "$OUT" 2>&1 | tee "$OUT/bench.log"
+fi
+exit $rc

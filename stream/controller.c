@@ -7,6 +7,12 @@
  * (and the folder fsync'd), so a controller killed at any instant restarts from a state whose
  * bytes are really on disk, and the sender it answers resends exactly the rest.
  *
+ * What it vouches for: a state whose offset is the job's total means the job is complete, its
+ * trailer's crc matched; until then the last frame counts as missing (`keep`), and a trailer
+ * that does not match rolls the state back to where its connection began, so no restart ever
+ * answers `total` for bytes no trailer checked. The output is locked (flock) for as long as
+ * the controller uses it: a second controller on it is refused before it touches anything.
+ *
  * A connection is read through a `conn` (a socket, or a buffer for the fuzz target and tests:
  * tsr_ctl_mem_*), so the reader that checks every byte a sender sends is the same code either
  * way. */
@@ -24,17 +30,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define STATE_MAGIC "tessera-controller-state 1"
-#define HEADER_TIMEOUT_S 60.0   /* a connection that says nothing is dropped */
-#define IDLE_TIMEOUT_S 600.0    /* a sender silent this long mid-job is dropped */
+#define HEADER_TIMEOUT_S 60.0   /* a whole header must arrive within this (or --stall-timeout) */
+#define IDLE_TIMEOUT_S 600.0    /* --stall-timeout's default: a sender silent this long mid-job
+                                 * is dropped (the sink's own default is the same) */
 #define CHECKPOINT_BYTES ((uint64_t)8 << 20)
 #define CHECKPOINT_S 0.25     /* at 10 MB/s a restart resends at most ~2.5 MB */
 
-/* What the controller holds of its current (or last) job. */
+/* What the controller holds of its current (or last) job. offset = total only once the
+ * job's trailer matched: complete(). */
 typedef struct state {
     bool valid;       /* a job is known */
     uint8_t fp[32];   /* its fingerprint */
@@ -45,9 +54,15 @@ typedef struct state {
 
 typedef struct ctl {
     const tsr_controller_opts *o;
-    char *state_path, *state_tmp; /* NULL when the state lives in memory only */
-    int out;                      /* output descriptor, -1 when discarding */
+    bool numbered;                /* -o holds a %d: each job has its own file */
+    int64_t slot;                 /* the number of the job being received, from 1 */
+    char *out_path;               /* its output (-o, %d filled in); NULL when discarding */
+    char *state_path, *state_tmp; /* its state file and temporary; NULL when discarding */
+    int out;                      /* output descriptor (locked), -1 when discarding */
     state st;                     /* durable state */
+    state prev;                   /* numbered: the job completed last, answered on a retry */
+    char *prev_path;              /* ... and its output */
+    double idle_s, header_s;      /* a sender's longest silence; the whole header's limit */
     tsr_bucket bucket;            /* consumption pace */
     uint8_t *wire, *raw;          /* frame buffers, grown to the largest frame seen */
     size_t wire_len, raw_len;     /* their sizes */
@@ -57,10 +72,13 @@ typedef struct ctl {
 } ctl;
 
 /* One sender's bytes: read exactly n (*eof when the sender is gone; TSR_EINTR when stopped;
- * TSR_EIO on errors), and answer the header with a resume offset (false: it did not go). */
+ * TSR_EIO on errors) within `timeout` seconds of silence, or of the whole read when `whole`
+ * (the header: a sender trickling it byte by byte is dropped all the same); and answer the
+ * header with a resume offset (false: it did not go). */
 typedef struct conn conn;
 struct conn {
-    tsr_status (*get)(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err);
+    tsr_status (*get)(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof,
+                      tsr_error *err);
     bool (*answer)(conn *k, uint64_t offset);
     ctl *c;
     int fd;              /* the socket */
@@ -101,7 +119,92 @@ hex(char *b, const uint8_t *p, size_t n)
         sprintf(b + 2 * i, "%02x", p[i]);
 }
 
-/* ---- the state file ---------------------------------------------------------------------- */
+static bool
+complete(const state *s)
+{
+    return s->valid && s->offset == s->total;
+}
+
+static bool
+same_job(const state *s, const tsr_header *h)
+{
+    return s->valid && memcmp(s->fp, h->fingerprint, 32) == 0 && s->total == h->total;
+}
+
+/* The length of the character at p (n bytes left) when it may be printed as it is: printable
+ * ASCII but the backslash, or well-formed UTF-8 for a code point that is neither a control
+ * (C0, DEL, C1) nor one that moves or hides text on a terminal (line and paragraph
+ * separators, bidi marks and overrides); else 0. */
+static size_t
+plain_char(const uint8_t *p, size_t n)
+{
+    if (p[0] < 0x80)
+        return p[0] >= 0x20 && p[0] < 0x7f && p[0] != '\\';
+    size_t len = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : (p[0] & 0xf0) == 0xe0 ? 3
+               : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    if (len == 0 || len > n)
+        return 0;
+    uint32_t cp = p[0] & (0x7fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    static const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000}; /* shorter is overlong */
+    if (cp < least[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0xa0 ||
+        cp == 0x200e || cp == 0x200f || (cp >= 0x2028 && cp <= 0x202e) ||
+        (cp >= 0x2066 && cp <= 0x2069))
+        return 0;
+    return len;
+}
+
+/* Text a sender chose (an abort reason) made safe to log: what plain_char() lets through
+ * stays, every other byte is written \xNN (CR, LF, ESC -- and so any escape sequence -- and
+ * the backslash itself, so that \xNN is unambiguous). out: at least 4 * n + 1 bytes. */
+static void
+escape(char *out, const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t len = plain_char(p + i, n - i);
+        if (len) {
+            memcpy(out, p + i, len);
+            out += len;
+            i += len;
+        } else {
+            out += sprintf(out, "\\x%02x", p[i++]);
+        }
+    }
+    *out = '\0';
+}
+
+/* ---- the output and the state file ------------------------------------------------------- */
+
+/* The controller writes only regular files: its output at offsets (a symbolic link to one is
+ * written through), its state by renaming a new one over it. A FIFO, a device, a directory or
+ * a socket is never written to or replaced: TSR_EINVAL naming it. */
+static tsr_status
+regular(const char *path, const struct stat *sb, tsr_error *err)
+{
+    if (S_ISREG(sb->st_mode))
+        return TSR_OK;
+    mode_t m = sb->st_mode;
+    const char *what = S_ISLNK(m) ? "a symbolic link" : S_ISFIFO(m) ? "a FIFO"
+                     : S_ISCHR(m) || S_ISBLK(m) ? "a device" : S_ISDIR(m) ? "a directory"
+                     : S_ISSOCK(m) ? "a socket" : "a special file";
+    return tsr_fail(err, TSR_EINVAL, "%s: is %s; the controller writes and replaces only "
+                    "regular files (remove it or choose another -o)", path, what);
+}
+
+/* A path about to be written (follow: through a symbolic link) or renamed over (not even a
+ * link: the rename would replace the link): absent, or a regular file. */
+static tsr_status
+check_path(const char *path, bool follow, tsr_error *err)
+{
+    struct stat sb;
+    if ((follow ? stat(path, &sb) : lstat(path, &sb)) != 0)
+        return errno == ENOENT ? TSR_OK : tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(errno));
+    return regular(path, &sb, err);
+}
 
 static tsr_status
 state_load(ctl *c, tsr_error *err)
@@ -153,7 +256,9 @@ fsync_dir(const char *path, tsr_error *err)
     return st;
 }
 
-/* Make `s` the durable state: output data first, then the state that names it. */
+/* Make `s` the durable state: output data first, then the state that names it. The temporary
+ * is opened without following a link or waiting on a FIFO, and written only if it is a
+ * regular file; the state is renamed over only a regular file (checked again each time). */
 static tsr_status
 state_save(ctl *c, const state *s, tsr_error *err)
 {
@@ -161,47 +266,138 @@ state_save(ctl *c, const state *s, tsr_error *err)
     if (!c->state_path)
         return TSR_OK;
     if (fdatasync(c->out) != 0)
-        return tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
-    int fd = open(c->state_tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+    int fd = open(c->state_tmp, O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd < 0)
         return tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp, strerror(errno));
     char fp[65], buf[256];
     hex(fp, s->fp, 32);
     int n = snprintf(buf, sizeof buf, "%s\nfingerprint %s\ntotal %" PRIu64 "\noffset %" PRIu64
                      "\ncrc32 %08x\n", STATE_MAGIC, fp, s->total, s->offset, (unsigned)s->crc);
-    bool ok = write(fd, buf, (size_t)n) == n && fsync(fd) == 0;
-    int e = errno;
-    if (close(fd) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok)
-        return tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp, strerror(e));
+    struct stat sb;
+    tsr_status st = fstat(fd, &sb) != 0 ? tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp,
+                                                   strerror(errno))
+                                        : regular(c->state_tmp, &sb, err);
+    if (st == TSR_OK && (ftruncate(fd, 0) != 0 || write(fd, buf, (size_t)n) != n ||
+                         fsync(fd) != 0))
+        st = tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp, strerror(errno));
+    if (close(fd) != 0 && st == TSR_OK)
+        st = tsr_fail(err, TSR_EIO, "%s: %s", c->state_tmp, strerror(errno));
+    if (st != TSR_OK || (st = check_path(c->state_path, false, err)) != TSR_OK)
+        return st;
     if (rename(c->state_tmp, c->state_path) != 0)
         return tsr_fail(err, TSR_EIO, "%s: %s", c->state_path, strerror(errno));
     return fsync_dir(c->state_path, err);
 }
 
+/* -o names one file per job when it holds one %d (and no other %): the job's number. */
+static bool
+is_numbered(const char *out)
+{
+    const char *d = strstr(out, "%d");
+    return d && strchr(out, '%') == d && !strchr(d + 1, '%');
+}
+
+static void
+slot_close(ctl *c)
+{
+    if (c->out >= 0)
+        close(c->out);
+    c->out = -1;
+}
+
+/* Open job c->slot's output and read its state. The paths are checked first (regular files
+ * or nothing, the state's before the output is created), the output is locked -- one
+ * controller per output: a second one is refused (TSR_EINVAL) before it reads or writes
+ * anything -- and only then is the state read. */
+static tsr_status
+slot_open(ctl *c, tsr_error *err)
+{
+    const char *o = c->o->out;
+    size_t n = strlen(o) + 32; /* room for %d's 20 digits and ".tsrstate.tmp" */
+    free(c->out_path);
+    free(c->state_path);
+    free(c->state_tmp);
+    c->out_path = malloc(n);
+    c->state_path = malloc(n);
+    c->state_tmp = malloc(n);
+    if (!c->out_path || !c->state_path || !c->state_tmp)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    if (c->numbered) {
+        const char *d = strstr(o, "%d");
+        snprintf(c->out_path, n, "%.*s%" PRId64 "%s", (int)(d - o), o, c->slot, d + 2);
+    } else {
+        snprintf(c->out_path, n, "%s", o);
+    }
+    snprintf(c->state_path, n, "%s.tsrstate", c->out_path);
+    snprintf(c->state_tmp, n, "%s.tsrstate.tmp", c->out_path);
+    tsr_status st;
+    if ((st = check_path(c->state_path, false, err)) != TSR_OK ||
+        (st = check_path(c->state_tmp, false, err)) != TSR_OK ||
+        (st = check_path(c->out_path, true, err)) != TSR_OK)
+        return st;
+    /* O_NONBLOCK: opening a FIFO put there since the check must not wait for a writer (on a
+     * regular file it changes nothing). */
+    c->out = open(c->out_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (c->out < 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+    struct stat sb;
+    if (fstat(c->out, &sb) != 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+    if ((st = regular(c->out_path, &sb, err)) != TSR_OK)
+        return st;
+    if (flock(c->out, LOCK_EX | LOCK_NB) != 0)
+        return errno == EWOULDBLOCK
+                   ? tsr_fail(err, TSR_EINVAL, "%s: in use by another controller (it holds the "
+                              "lock on it); one controller per output", c->out_path)
+                   : tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+    if ((st = state_load(c, err)) != TSR_OK)
+        return st;
+    if (c->st.valid)
+        logf_(c, "state: %" PRIu64 " of %" PRIu64 " bytes held in %s%s", c->st.offset,
+              c->st.total, c->out_path, complete(&c->st) ? " (complete)" : "");
+    return TSR_OK;
+}
+
+/* A job complete: count it. Numbered outputs go on to the next job's file, keeping the
+ * finished job's state to answer a sender that retries it. */
+static tsr_status
+job_done(ctl *c, tsr_error *err)
+{
+    c->jobs_done++;
+    if (!c->numbered || c->jobs_done >= c->o->jobs)
+        return TSR_OK;
+    c->prev = c->st;
+    free(c->prev_path);
+    c->prev_path = c->out_path;
+    c->out_path = NULL;
+    slot_close(c);
+    c->slot++;
+    return slot_open(c, err);
+}
+
 /* ---- the socket -------------------------------------------------------------------------- */
 
 /* Read exactly n bytes. TSR_OK; or *eof when the sender went away (at a clean boundary when
- * nothing was read); TSR_EINTR when stopped; TSR_EIO for errors and the idle timeout. */
+ * nothing was read) or let `timeout` pass (of silence; of the whole read when `whole`);
+ * TSR_EINTR when stopped; TSR_EIO for errors. */
 static tsr_status
-sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err)
+sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof, tsr_error *err)
 {
     ctl *c = k->c;
     int fd = k->fd;
     double end = tsr_mono_s() + timeout;
     *eof = false;
     while (n > 0) {
-        ssize_t k = recv(fd, p, n, MSG_DONTWAIT);
-        if (k > 0) {
-            p += k;
-            n -= (size_t)k;
-            end = tsr_mono_s() + timeout;
+        ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
+        if (got > 0) {
+            p += got;
+            n -= (size_t)got;
+            if (!whole)
+                end = tsr_mono_s() + timeout;
             continue;
         }
-        if (k == 0 || (k < 0 && errno == ECONNRESET)) {
+        if (got == 0 || (got < 0 && errno == ECONNRESET)) {
             *eof = true;
             return TSR_OK;
         }
@@ -211,7 +407,11 @@ sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *er
             return tsr_fail(err, TSR_EINTR, "interrupted");
         if (tsr_mono_s() > end) {
             *eof = true; /* as good as gone */
-            logf_(c, "sender silent for %.0f s: dropping the connection", timeout);
+            if (whole) /* the header, the one read bounded as a whole */
+                logf_(c, "no whole header within %g s (%zu bytes missing): dropping the "
+                      "connection", timeout, n);
+            else
+                logf_(c, "sender silent for %g s: dropping the connection", timeout);
             return TSR_OK;
         }
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -228,7 +428,7 @@ sock_answer(conn *k, uint64_t offset)
     size_t n = sizeof b;
     tsr_put_le64(b, offset);
     int fd = k->fd;
-    double end = tsr_mono_s() + HEADER_TIMEOUT_S;
+    double end = tsr_mono_s() + k->c->header_s;
     while (n > 0) {
         ssize_t sent = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (sent > 0) {
@@ -248,9 +448,10 @@ sock_answer(conn *k, uint64_t offset)
 
 /* Bytes in memory: the sender sent buf[0, len) and closed. */
 static tsr_status
-mem_get(conn *k, uint8_t *p, size_t n, double timeout, bool *eof, tsr_error *err)
+mem_get(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof, tsr_error *err)
 {
     (void)timeout;
+    (void)whole;
     (void)err;
     *eof = n > k->len - k->at;
     if (*eof) {
@@ -292,14 +493,14 @@ static tsr_status
 resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
 {
     const state *s = &c->st;
-    bool same = s->valid && memcmp(s->fp, h->fingerprint, 32) == 0 && s->total == h->total;
+    bool same = same_job(s, h);
     if (same && c->out >= 0) {
         struct stat sb;
         if (fstat(c->out, &sb) != 0)
-            return tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+            return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
         if ((uint64_t)sb.st_size < s->offset) {
             logf_(c, "%s holds %lld bytes, less than the state's %" PRIu64 ": starting over",
-                  c->o->out, (long long)sb.st_size, s->offset);
+                  c->out_path, (long long)sb.st_size, s->offset);
             same = false;
         }
     }
@@ -319,7 +520,7 @@ resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
     }
     /* A new job: nothing held, or a finished/empty job of another design. */
     if (c->out >= 0 && ftruncate(c->out, 0) != 0)
-        return tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
     state ns = {true, {0}, h->total, 0, 0};
     memcpy(ns.fp, h->fingerprint, 32);
     if (state_save(c, &ns, err) != TSR_OK)
@@ -328,15 +529,67 @@ resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
     return TSR_OK;
 }
 
-static outcome
-conn_failed(ctl *c, const state *cur, tsr_error *err)
+/* Record what is held of an unfinished job: `cur`, except that the whole job counts as held
+ * only once its trailer matched (complete()): until then its last frame counts as missing
+ * (`last`: the state before it), so no later sender is answered `total` for bytes no trailer
+ * checked; it re-sends that frame and a trailer over it. */
+static tsr_status
+keep(ctl *c, const state *cur, const state *last, tsr_error *err)
 {
-    /* What was checked before the failure is good: keep it. */
+    const state *s = cur->offset < cur->total ? cur : last;
+    if (s->offset == c->st.offset)
+        return TSR_OK;
+    return state_save(c, s, err);
+}
+
+static outcome
+conn_failed(ctl *c, const state *cur, const state *last)
+{
+    /* What was checked before the failure is good: keep it (the failure is what is reported,
+     * not a failure to record). */
     tsr_error e2;
-    if (cur->offset != c->st.offset)
-        state_save(c, cur, &e2);
-    (void)err;
+    keep(c, cur, last, &e2);
     return CONN_FAILED;
+}
+
+/* A sender of the job completed last (numbered outputs: the controller has gone on to the
+ * next file) comes back, e.g. after it saw a reset instead of the close: answer total, take
+ * its bare trailer, count nothing. */
+static outcome
+serve_retry(ctl *c, conn *k, const tsr_header *h, tsr_error *err)
+{
+    bool eof = true;
+    uint8_t fh[TSR_FRAME_HEAD];
+    tsr_error ge = {TSR_OK, ""};
+    if (!k->answer(k, h->total) ||
+        k->get(k, fh, sizeof fh, c->idle_s, false, &eof, &ge) != TSR_OK || eof) {
+        if (ge.status == TSR_EINTR) { /* stopped: that is the controller's end */
+            if (err)
+                *err = ge;
+            return CONN_FAILED;
+        }
+        logf_(c, "a sender of job %" PRId64 " (complete in %s) went away", c->slot - 1,
+              c->prev_path);
+        return CONN_DROPPED;
+    }
+    tsr_frame f;
+    tsr_frame_decode(fh, &f);
+    if (f.flags == TSR_FRAME_ABORT) {
+        logf_(c, "a sender of job %" PRId64 " (complete in %s) aborted", c->slot - 1,
+              c->prev_path);
+        return CONN_DROPPED;
+    }
+    if (f.flags != TSR_FRAME_TRAILER || f.offset != h->total || f.wire || f.raw || f.crc) {
+        tsr_fail(err, TSR_EIO, "job %" PRId64 " is complete in %s, and its sender, answered %"
+                 PRIu64 ", sent flags 0x%x at byte %" PRIu64 " (lengths %u/%u, crc %08x) "
+                 "instead of a bare trailer", c->slot - 1, c->prev_path, h->total,
+                 (unsigned)f.flags, f.offset, (unsigned)f.wire, (unsigned)f.raw,
+                 (unsigned)f.crc);
+        return CONN_FAILED;
+    }
+    logf_(c, "job %" PRId64 " is complete in %s already: its sender came back and was answered "
+          "%" PRIu64, c->slot - 1, c->prev_path, h->total);
+    return CONN_DROPPED;
 }
 
 static outcome
@@ -344,7 +597,7 @@ serve(ctl *c, conn *k, tsr_error *err)
 {
     uint8_t hb[TSR_HEADER_SIZE];
     bool eof;
-    if (k->get(k, hb, sizeof hb, HEADER_TIMEOUT_S, &eof, err) != TSR_OK)
+    if (k->get(k, hb, sizeof hb, c->header_s, true, &eof, err) != TSR_OK)
         return CONN_FAILED;
     if (eof) {
         logf_(c, "a connection closed before sending a header");
@@ -358,6 +611,8 @@ serve(ctl *c, conn *k, tsr_error *err)
         logf_(c, "refused a connection: %s", herr.msg);
         return CONN_DROPPED;
     }
+    if (same_job(&c->prev, &h))
+        return serve_retry(c, k, &h, err);
     uint64_t r = 0;
     if (resume_offset(c, &h, &r, err) != TSR_OK) {
         if (r == TSR_RESUME_REFUSED)
@@ -371,12 +626,14 @@ serve(ctl *c, conn *k, tsr_error *err)
     char fp[65];
     hex(fp, h.fingerprint, 32);
     logf_(c, "job %" PRId64 ": %" PRIu64 " x %" PRIu64 " at %u bit, %" PRIu64
-          " bytes, fingerprint %.16s..., %s at byte %" PRIu64, c->jobs_done + 1, h.width,
-          h.height, (unsigned)h.depth, h.total, fp, r ? "resuming" : "starting", r);
+          " bytes, fingerprint %.16s..., %s at byte %" PRIu64 "%s%s", c->jobs_done + 1, h.width,
+          h.height, (unsigned)h.depth, h.total, fp, r ? "resuming" : "starting", r,
+          c->numbered ? ", into " : "", c->numbered ? c->out_path : "");
 
-    state cur = c->st; /* what we hold now; c->st is what is durable */
-    uint32_t at_r = cur.crc; /* crc32 of bytes [0, r) */
-    uint32_t since = 0;     /* crc32 of the bytes of this connection */
+    const state at_r = c->st; /* what was held before this connection: bytes [0, r) */
+    state cur = at_r;         /* what we hold now; c->st is what is durable */
+    state last = at_r;        /* cur before its last data frame (keep()) */
+    uint32_t since = 0;       /* crc32 of the bytes of this connection */
     uint64_t underruns = 0;
     double underrun_s = 0, last_save = tsr_mono_s();
     bool paced = c->o->rate > 0;
@@ -391,8 +648,8 @@ serve(ctl *c, conn *k, tsr_error *err)
             starving = poll(&pf, 1, 0) == 0;
             t0 = tsr_mono_s();
         }
-        if (k->get(k, fh, sizeof fh, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
-            return conn_failed(c, &cur, err);
+        if (k->get(k, fh, sizeof fh, c->idle_s, false, &eof, err) != TSR_OK)
+            return conn_failed(c, &cur, &last);
         if (eof)
             break;
         if (starving) {
@@ -404,43 +661,60 @@ serve(ctl *c, conn *k, tsr_error *err)
         if (f.flags & ~(TSR_FRAME_DEFLATE | TSR_FRAME_ABORT | TSR_FRAME_TRAILER)) {
             tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": unknown flags 0x%x", f.offset,
                      (unsigned)f.flags);
-            return conn_failed(c, &cur, err);
+            return conn_failed(c, &cur, &last);
         }
         if (f.flags & TSR_FRAME_ABORT) {
-            char reason[TSR_ABORT_MAX + 1] = "";
+            /* The operator stopped the sender (or it failed): the job goes on when it comes
+             * back, unless --exit-on-abort. The reason is the sender's text: escaped. */
+            uint8_t reason[TSR_ABORT_MAX];
+            char shown[4 * TSR_ABORT_MAX + 1] = "(no readable reason)";
             if (f.wire <= TSR_ABORT_MAX &&
-                k->get(k, (uint8_t *)reason, f.wire, IDLE_TIMEOUT_S, &eof, err) == TSR_OK &&
-                !eof)
-                reason[f.wire] = '\0';
-            else
-                snprintf(reason, sizeof reason, "(no readable reason)");
+                k->get(k, reason, f.wire, c->idle_s, false, &eof, err) == TSR_OK && !eof)
+                escape(shown, reason, f.wire);
+            tsr_error ab;
             if (f.offset == cur.offset)
-                tsr_fail(err, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
-                         f.offset, reason);
+                tsr_fail(&ab, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
+                         f.offset, shown);
             else /* its word against what arrived: say both */
-                tsr_fail(err, TSR_EIO, "the sender aborted the job at byte %" PRIu64 " (%" PRIu64
-                         " bytes held): %s", f.offset, cur.offset, reason);
-            return conn_failed(c, &cur, err);
+                tsr_fail(&ab, TSR_EIO, "the sender aborted the job at byte %" PRIu64 " (%" PRIu64
+                         " bytes held): %s", f.offset, cur.offset, shown);
+            if (c->o->exit_on_abort) {
+                if (err)
+                    *err = ab;
+                return conn_failed(c, &cur, &last);
+            }
+            if (keep(c, &cur, &last, err) != TSR_OK)
+                return CONN_FAILED;
+            logf_(c, "%s", ab.msg);
+            logf_(c, "holding %" PRIu64 " of %" PRIu64 " bytes; waiting for the sender to come "
+                  "back and resume", c->st.offset, h.total);
+            return CONN_DROPPED;
         }
         if (f.flags & TSR_FRAME_TRAILER) {
             if (f.wire || f.raw || f.offset != cur.offset || cur.offset != h.total) {
                 tsr_fail(err, TSR_EIO, "trailer at byte %" PRIu64 " (lengths %u/%u): the job "
                          "ends at %" PRIu64 " and %" PRIu64 " bytes are held", f.offset,
                          (unsigned)f.wire, (unsigned)f.raw, h.total, cur.offset);
-                return conn_failed(c, &cur, err);
+                return conn_failed(c, &cur, &last);
             }
-            /* The sender's crc of what it sent since r, combined with the crc of what was
-             * held before r, must be the crc of everything held. */
-            uint32_t whole = tsr_crc32_combine(at_r, f.crc, h.total - r);
-            if (whole != cur.crc) {
-                tsr_fail(err, TSR_EIO, "trailer crc %08x (whole job %08x) does not match the "
-                         "%08x of the %" PRIu64 " bytes received since byte %" PRIu64
-                         " (whole job %08x)", (unsigned)f.crc, (unsigned)whole,
-                         (unsigned)since, h.total - r, r, (unsigned)cur.crc);
-                return conn_failed(c, &cur, err);
+            /* The trailer covers this connection's bytes [r, total): the crc of what was held
+             * before r combined with it is the whole job's. Compared directly (not through
+             * crc32_combine, which ignores the second crc of an empty range). */
+            if (f.crc != since) {
+                tsr_fail(err, TSR_EIO, "trailer crc %08x does not match the %08x of the %" PRIu64
+                         " bytes received since byte %" PRIu64 " (whole job %08x): the job is "
+                         "not complete%s", (unsigned)f.crc, (unsigned)since, h.total - r, r,
+                         (unsigned)cur.crc, complete(&at_r) ? " (it was before: kept so)"
+                         : "; holding the bytes before them only, so that a rerun re-sends "
+                           "them");
+                /* Which of this connection's bytes are wrong is not known: none is kept. */
+                tsr_error e2;
+                if (!complete(&at_r) && state_save(c, &at_r, &e2) != TSR_OK)
+                    logf_(c, "%s", e2.msg);
+                return CONN_FAILED;
             }
             if (c->out >= 0 && ftruncate(c->out, (off_t)h.total) != 0) {
-                tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, strerror(errno));
+                tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
                 return CONN_FAILED;
             }
             if (state_save(c, &cur, err) != TSR_OK)
@@ -468,29 +742,29 @@ serve(ctl *c, conn *k, tsr_error *err)
             tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 " (wire %u, raw %u): %s (expected "
                      "byte %" PRIu64 ")", f.offset, (unsigned)f.wire, (unsigned)f.raw, bad,
                      cur.offset);
-            return conn_failed(c, &cur, err);
+            return conn_failed(c, &cur, &last);
         }
         if (!reserve(&c->raw, &c->raw_len, f.raw) ||
             (z && !reserve(&c->wire, &c->wire_len, f.wire))) {
             tsr_fail(err, TSR_ENOMEM, "frame at byte %" PRIu64 ": out of memory for %u bytes",
                      f.offset, (unsigned)f.raw);
-            return conn_failed(c, &cur, err);
+            return conn_failed(c, &cur, &last);
         }
         uint8_t *payload = z ? c->wire : c->raw;
-        if (k->get(k, payload, f.wire, IDLE_TIMEOUT_S, &eof, err) != TSR_OK)
-            return conn_failed(c, &cur, err);
+        if (k->get(k, payload, f.wire, c->idle_s, false, &eof, err) != TSR_OK)
+            return conn_failed(c, &cur, &last);
         if (eof)
             break; /* half a frame: dropped, resent by the next sender */
         tsr_error ze;
         if (z && tsr_inflate(c->wire, f.wire, c->raw, f.raw, &ze) != TSR_OK) {
             tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": %s", f.offset, ze.msg);
-            return conn_failed(c, &cur, err);
+            return conn_failed(c, &cur, &last);
         }
         uint32_t crc = tsr_crc32(0, c->raw, f.raw);
         if (crc != f.crc) {
             tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": crc mismatch (payload %08x, "
                      "frame says %08x)", f.offset, (unsigned)crc, (unsigned)f.crc);
-            return conn_failed(c, &cur, err);
+            return conn_failed(c, &cur, &last);
         }
         if (c->out >= 0) {
             size_t done = 0;
@@ -498,41 +772,42 @@ serve(ctl *c, conn *k, tsr_error *err)
                 /* the hook's position is the file offset: enospc@N = a file of N bytes */
                 tsr_fault_seek(&c->fault, f.offset + done);
                 size_t ask = tsr_fault_allow(&c->fault, f.raw - done);
-                ssize_t k = ask ? pwrite(c->out, c->raw + done, ask, (off_t)(f.offset + done))
-                                : -1;
-                if (k < 0 && errno == EINTR)
+                ssize_t put = ask ? pwrite(c->out, c->raw + done, ask, (off_t)(f.offset + done))
+                                  : -1;
+                if (put < 0 && errno == EINTR)
                     continue;
-                if (k <= 0) {
-                    tsr_fail(err, TSR_EIO, "%s: %s", c->o->out, k < 0 ? strerror(errno)
-                                                                     : "write took nothing");
-                    return conn_failed(c, &cur, err);
+                if (put <= 0) {
+                    tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, put < 0 ? strerror(errno)
+                                                                         : "write took nothing");
+                    return conn_failed(c, &cur, &last);
                 }
-                done += (size_t)k;
+                done += (size_t)put;
             }
         }
         for (uint64_t left = paced ? f.raw : 0; left > 0;) {
             size_t piece = left < (uint64_t)c->bucket.cap ? (size_t)left : (size_t)c->bucket.cap;
             if (!tsr_bucket_take(&c->bucket, piece, c->o->stop)) {
                 tsr_fail(err, TSR_EINTR, "interrupted");
-                return conn_failed(c, &cur, err);
+                return conn_failed(c, &cur, &last);
             }
             left -= piece;
         }
+        last = cur;
         cur.crc = tsr_crc32_combine(cur.crc, crc, f.raw);
         since = tsr_crc32_combine(since, crc, f.raw);
         cur.offset += f.raw;
         double t = tsr_mono_s();
         if (cur.offset - c->st.offset >= CHECKPOINT_BYTES || t - last_save >= CHECKPOINT_S) {
-            if (state_save(c, &cur, err) != TSR_OK)
+            if (keep(c, &cur, &last, err) != TSR_OK)
                 return CONN_FAILED;
             last_save = t;
         }
     }
     /* The sender went away mid-job: keep what was checked, wait for the next one. */
-    if (state_save(c, &cur, err) != TSR_OK)
+    if (keep(c, &cur, &last, err) != TSR_OK)
         return CONN_FAILED;
     logf_(c, "sender gone at byte %" PRIu64 " of %" PRIu64 " (%" PRIu64 " underruns); "
-          "holding it for a resume", cur.offset, h.total, underruns);
+          "holding %" PRIu64 " for a resume", cur.offset, h.total, underruns, c->st.offset);
     return CONN_DROPPED;
 }
 
@@ -630,32 +905,35 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "--jobs %lld: must be at least 1", (long long)o->jobs);
     if (o->rate < 0 || o->rate != o->rate)
         return tsr_fail(err, TSR_EINVAL, "--rate: must be positive");
+    if (o->stall_s < 0 || o->stall_s != o->stall_s)
+        return tsr_fail(err, TSR_EINVAL, "--stall-timeout: must be positive");
+    if (o->out && o->jobs > 1 && !is_numbered(o->out))
+        return tsr_fail(err, TSR_EINVAL, "--jobs %lld -o %s: one file per job: put %%d in the "
+                        "name, the job's number (plate-%%d.raw: plate-1.raw, plate-2.raw, ...)",
+                        (long long)o->jobs, o->out);
     if (tsr_fault_parse(o->fault, &c.fault, err) != TSR_OK)
         return TSR_EINVAL;
+    c.idle_s = o->stall_s > 0 ? o->stall_s : IDLE_TIMEOUT_S;
+    c.header_s = c.idle_s < HEADER_TIMEOUT_S ? c.idle_s : HEADER_TIMEOUT_S;
     c.wire_cap = tsr_deflate_bound(TSR_FRAME_MAX_RAW);
     /* The bucket holds 1/20 s of the rate (at least 512 bytes); a frame is consumed in
      * pieces of at most that, so no burst beyond it ever passes. */
     tsr_bucket_init(&c.bucket, o->rate, o->rate / 20 > 512 ? o->rate / 20 : 512);
     if (o->out) {
-        size_t n = strlen(o->out);
-        c.state_path = malloc(n + 16);
-        c.state_tmp = malloc(n + 16);
-        if (!c.state_path || !c.state_tmp) {
-            st = tsr_fail(err, TSR_ENOMEM, "out of memory");
+        c.numbered = is_numbered(o->out);
+        c.slot = 1;
+        if ((st = slot_open(&c, err)) != TSR_OK)
+            goto done;
+        /* Restarted, numbered outputs go on after the jobs already complete. */
+        while (c.numbered && complete(&c.st) && c.jobs_done < o->jobs) {
+            logf_(&c, "job %" PRId64 " is complete in %s", c.slot, c.out_path);
+            if ((st = job_done(&c, err)) != TSR_OK)
+                goto done;
+        }
+        if (c.jobs_done >= o->jobs) {
+            logf_(&c, "all %lld jobs are complete: nothing to receive", (long long)o->jobs);
             goto done;
         }
-        sprintf(c.state_path, "%s.tsrstate", o->out);
-        sprintf(c.state_tmp, "%s.tsrstate.tmp", o->out);
-        c.out = open(o->out, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (c.out < 0) {
-            st = tsr_fail(err, TSR_EIO, "%s: %s", o->out, strerror(errno));
-            goto done;
-        }
-        if ((st = state_load(&c, err)) != TSR_OK)
-            goto done;
-        if (c.st.valid)
-            logf_(&c, "state: %" PRIu64 " of %" PRIu64 " bytes held in %s", c.st.offset,
-                  c.st.total, o->out);
     }
     lfd = listen_on(&c, err);
     if (lfd < 0) {
@@ -681,16 +959,17 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
             st = err && err->status != TSR_OK ? err->status : TSR_EIO;
             break;
         }
-        if (oc == CONN_DONE)
-            c.jobs_done++;
+        if (oc == CONN_DONE && (st = job_done(&c, err)) != TSR_OK)
+            break;
     }
 done:
     if (lfd >= 0)
         close(lfd);
-    if (c.out >= 0)
-        close(c.out);
+    slot_close(&c);
+    free(c.out_path);
     free(c.state_path);
     free(c.state_tmp);
+    free(c.prev_path);
     free(c.wire);
     free(c.raw);
     return st;
@@ -704,15 +983,23 @@ struct tsr_ctl_mem {
 };
 
 tsr_ctl_mem *
-tsr_ctl_mem_new(int out_fd)
+tsr_ctl_mem_new(int out_fd, const tsr_controller_opts *o)
 {
     tsr_ctl_mem *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
-    m->o.out = out_fd >= 0 ? "(memory output)" : NULL; /* for messages only */
+    if (o)
+        m->o = *o;
+    m->o.out = NULL;
     m->o.jobs = 1;
     m->c.o = &m->o;
     m->c.out = out_fd;
+    m->c.out_path = out_fd >= 0 ? strdup("(memory output)") : NULL; /* for messages only */
+    if (out_fd >= 0 && !m->c.out_path) {
+        free(m);
+        return NULL;
+    }
+    m->c.idle_s = m->c.header_s = HEADER_TIMEOUT_S; /* unused: memory never waits */
     m->c.wire_cap = tsr_deflate_bound(TSR_FRAME_MAX_RAW);
     tsr_bucket_init(&m->c.bucket, 0, 0);
     return m;
@@ -746,6 +1033,7 @@ tsr_ctl_mem_free(tsr_ctl_mem *m)
 {
     if (!m)
         return;
+    free(m->c.out_path);
     free(m->c.wire);
     free(m->c.raw);
     free(m);

@@ -8,6 +8,7 @@
 #include "stream/stream.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdio.h>
@@ -156,6 +157,50 @@ write_body(struct pngio *io, png_uint_32 w, png_uint_32 h, int depth, const uint
     return flush_io(io) ? TSR_OK : TSR_EIO;
 }
 
+/* Open where the PNG goes, into *fd. A regular file (or nothing yet) gets a temporary beside
+ * it, renamed over it when complete (*tmp, owned), so a failure keeps the old file. Anything
+ * else is written in place (*tmp NULL): a rename would replace a device node, a FIFO or a
+ * symlink with a regular file (`-o /dev/null` would destroy /dev/null). "-" is stdout. */
+static tsr_status
+open_target(const char *path, int *fd, char **tmp, tsr_error *err)
+{
+    *tmp = NULL;
+    if (strcmp(path, "-") == 0) {
+        if (isatty(STDOUT_FILENO))
+            return tsr_fail(err, TSR_EINVAL, "stdout is a terminal: use -o FILE or a pipe");
+        /* A private descriptor, so that close() reports delayed errors; fd 1 stays open. */
+        *fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+        return *fd >= 0 ? TSR_OK : tsr_fail(err, TSR_EIO, "stdout: %s", strerror(errno));
+    }
+    struct stat st;
+    if (lstat(path, &st) == 0 ? !S_ISREG(st.st_mode) : errno != ENOENT) {
+        /* Through a symlink to its target, into a device or a FIFO; a directory, or a path
+         * lstat could not look at, fails here with open's own reason. */
+        *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (*fd < 0)
+            return tsr_fail(err, errno == ENOMEM ? TSR_ENOMEM : TSR_EIO, "%s: %s", path,
+                            strerror(errno));
+        return TSR_OK;
+    }
+    size_t plen = strlen(path);
+    char *t = malloc(plen + sizeof ".tmp.XXXXXX");
+    if (!t)
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", path);
+    memcpy(t, path, plen);
+    memcpy(t + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
+    /* Beside the target, so the final rename stays within one file system and is atomic. */
+    *fd = mkstemp(t);
+    if (*fd < 0) {
+        tsr_status st = tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(errno));
+        free(t);
+        return st;
+    }
+    /* mkstemp makes 0600; a preview is an ordinary file like the raw sink's outputs. */
+    (void)fchmod(*fd, 0644);
+    *tmp = t;
+    return TSR_OK;
+}
+
 tsr_status
 tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
               tsr_error *err)
@@ -169,47 +214,42 @@ tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *sam
                         "%s: a PNG of %lld x %lld pixels is impossible (1..2^31-1 each)", path,
                         (long long)w, (long long)h);
 
-    size_t plen = strlen(path);
-    char *tmp = malloc(plen + sizeof ".tmp.XXXXXX");
     struct pngio *io = calloc(1, sizeof *io);
-    if (!tmp || !io) {
-        free(tmp);
-        free(io);
+    if (!io)
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", path);
-    }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp.XXXXXX", sizeof ".tmp.XXXXXX");
-
-    /* Beside the target, so the final rename stays within one file system and is atomic. */
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        tsr_status st = tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(errno));
-        free(tmp);
+    char *tmp = NULL;
+    int fd = -1;
+    tsr_status st = open_target(path, &fd, &tmp, err);
+    if (st != TSR_OK) {
         free(io);
         return st;
     }
-    /* mkstemp makes 0600; a preview is an ordinary file like the raw sink's outputs. */
-    (void)fchmod(fd, 0644);
-
-    io->path = path;
+    const char *name = strcmp(path, "-") == 0 ? "stdout" : path;
+    io->path = name;
     io->fd = fd;
-    tsr_status st = write_body(io, (png_uint_32)w, (png_uint_32)h, depth, samples);
+    st = write_body(io, (png_uint_32)w, (png_uint_32)h, depth, samples);
+    struct stat fs;
+    /* a file reached through a symlink: no half PNG left in it (if even that fails, the
+     * error already reported stands; glibc's warn_unused_result wants the result looked at) */
+    if (st != TSR_OK && !tmp && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && ftruncate(fd, 0) != 0)
+        io->sys = io->sys ? io->sys : errno;
     if (close(fd) != 0 && st == TSR_OK && errno != EINTR) {
         io->sys = errno;
         st = TSR_EIO;
     }
-    if (st == TSR_OK && rename(tmp, path) != 0) {
+    if (st == TSR_OK && tmp && rename(tmp, path) != 0) {
         io->sys = errno;
         st = TSR_EIO;
     }
     if (st != TSR_OK) {
-        unlink(tmp);
+        if (tmp)
+            unlink(tmp);
         if (io->sys != 0)
-            tsr_fail(err, st, "%s: %s", path, strerror(io->sys));
+            tsr_fail(err, st, "%s: %s", name, strerror(io->sys));
         else if (st == TSR_ENOMEM)
-            tsr_fail(err, st, "%s: out of memory", path);
+            tsr_fail(err, st, "%s: out of memory", name);
         else
-            tsr_fail(err, st, "%s: libpng: %s", path, io->msg);
+            tsr_fail(err, st, "%s: libpng: %s", name, io->msg);
     }
     free(tmp);
     free(io);

@@ -51,7 +51,6 @@
 #define STALL_DEFAULT_S 600.0
 
 #define CONNECT_TIMEOUT_S 10.0
-#define ANSWER_TIMEOUT_S 600.0 /* a controller serves one sender at a time: we may queue */
 #define CONFIRM_TIMEOUT_S 120.0
 
 enum kind { SINK_FILE, SINK_STDOUT, SINK_NULL, SINK_TCP };
@@ -236,7 +235,8 @@ net_put(tsr_sink *s, const uint8_t *p, size_t n, tsr_error *err)
     return TSR_OK;
 }
 
-/* Read exactly n bytes from the socket within `timeout` seconds (stop-aware). */
+/* Read exactly n bytes from the socket within `timeout` seconds (stop-aware); the only wait
+ * is the handshake's, so the timeout is --stall-timeout's. */
 static tsr_status
 net_get(tsr_sink *s, uint8_t *p, size_t n, double timeout, const char *what, tsr_error *err)
 {
@@ -250,8 +250,8 @@ net_get(tsr_sink *s, uint8_t *p, size_t n, double timeout, const char *what, tsr
         }
         if (k == 0) {
             s->broken = true;
-            return tsr_fail(err, TSR_EIO, "%s: the receiver closed the connection %s", s->name,
-                            what);
+            return tsr_fail(err, TSR_EIO, "%s: the receiver closed the connection before "
+                            "answering %s", s->name, what);
         }
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
             return sink_fail(s, err, errno);
@@ -259,8 +259,8 @@ net_get(tsr_sink *s, uint8_t *p, size_t n, double timeout, const char *what, tsr
             return sink_interrupted(s, err);
         if (tsr_mono_s() > end) {
             s->broken = true;
-            return tsr_fail(err, TSR_EIO, "%s: no answer from the receiver %s within %.0f s",
-                            s->name, what, timeout);
+            return tsr_fail(err, TSR_EIO, "%s: the receiver did not answer %s within %g s "
+                            "(--stall-timeout): giving up", s->name, what, timeout);
         }
         if (!wait_fd(s->fd, POLLIN, 100))
             return sink_fail(s, err, errno);
@@ -557,8 +557,9 @@ handshake(tsr_sink *s, const tsr_header *h, tsr_error *err)
     if (s->kind != SINK_TCP)
         return TSR_OK;
     uint8_t ans[8];
-    tsr_status st = net_get(s, ans, sizeof ans, ANSWER_TIMEOUT_S, "before answering the header",
-                            err);
+    /* A controller serves one sender at a time, so a second one queues here: as long as
+     * --stall-timeout allows (default 600 s), like any other wait on the receiver. */
+    tsr_status st = net_get(s, ans, sizeof ans, s->stall_s, "the header", err);
     if (st != TSR_OK)
         return st;
     uint64_t r = tsr_get_le64(ans);

@@ -227,6 +227,17 @@ tsr_writer_acquire(tsr_writer *w);
 void
 tsr_writer_submit(tsr_writer *w, uint8_t *buf, size_t len);
 
+/* The pool: every buffer lies in [*mem, *mem + *len) (page-aligned anonymous memory), so a
+ * GPU backend can pin it once for its copies. Valid until tsr_writer_finish. */
+void
+tsr_writer_pool(tsr_writer *w, uint8_t **mem, size_t *len);
+
+/* From now on, write buffers by copy and never donate their pages (tsr_sink_write instead of
+ * tsr_sink_write_donate): required when the pool is pinned (cudaHostRegister), since a donated
+ * pinned page silently takes later DMA away from the process. Call before the first submit. */
+void
+tsr_writer_keep_pages(tsr_writer *w);
+
 /* Wait until everything queued is written, stop the thread, free the writer; returns the
  * first write error. NULL is fine. */
 tsr_status
@@ -265,8 +276,15 @@ typedef struct tsr_controller_opts {
     const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT" or "localhost:PORT"; a
                                   * loopback address only; port 0 picks a free one */
     double rate;                 /* sample bytes per second it consumes, 0 = unpaced */
-    const char *out;             /* output path, NULL = discard (state kept in memory) */
-    int64_t jobs;                /* complete jobs before it returns, >= 1 */
+    const char *out;             /* output path, NULL = discard (state kept in memory); one
+                                  * %d (and no other %) = one file per job, %d its number */
+    int64_t jobs;                /* complete jobs before it returns, >= 1; > 1 with `out`
+                                  * only when `out` holds the %d */
+    double stall_s;              /* a sender silent this long mid-job is dropped (and the
+                                  * whole header must come within it, at most 60 s); 0 =
+                                  * 600 s */
+    bool exit_on_abort;          /* an abort frame fails the run (TSR_EIO) instead of
+                                  * holding the job for the sender's return */
     volatile sig_atomic_t *stop; /* borrowed, may be NULL: stop, keeping the state */
     FILE *log;                   /* messages ("tessera controller: ..."), e.g. stderr */
     const char *fault;           /* test hook, NULL = none: as tsr_sink_opts.fault, on the
@@ -277,18 +295,25 @@ typedef struct tsr_controller_opts {
  * offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the state to a
  * temporary, fsync, rename, fsync of the folder), check every frame (offsets contiguous, crc,
  * inflate, trailer crc), write or discard, consume at `rate`, count underruns, return after
- * `jobs` complete jobs. A sender that disconnects mid-stream is not an error: its progress is
- * recorded and the next connection resumes. TSR_EINVAL for a bad or non-loopback address;
- * TSR_EIO for a crc, protocol or fingerprint error, an abort frame, or an I/O failure;
- * TSR_EINTR when stopped. */
+ * `jobs` complete jobs. A sender that disconnects mid-stream, or aborts (unless
+ * exit_on_abort), is not an error: its progress is recorded and the next connection resumes.
+ * A job is recorded complete only when its trailer's crc matched; one that did not match is
+ * held only up to where that connection began. The output (each job's) is locked while in
+ * use. Output and state must be regular files or absent. TSR_EINVAL for a bad or non-loopback
+ * address, --jobs > 1 without a %d, an output or state that is not a regular file, an output
+ * another controller holds; TSR_EIO for a crc, protocol or fingerprint error, an abort frame
+ * with exit_on_abort, or an I/O failure; TSR_EINTR when stopped. */
 tsr_status
 tsr_controller_run(const tsr_controller_opts *o, tsr_error *err);
 
 /* ---- PNG ------------------------------------------------------------------------ */
 
 /* Write a gray PNG of w x h samples: depth 8 (uint8_t rows) or 16 (uint16_t rows, host
- * order), rows contiguous. Written to a temporary beside `path`, renamed when complete, so a
- * failure never leaves a half-written file under that name. */
+ * order), rows contiguous. Where `path` is a regular file or nothing, the PNG is written to a
+ * temporary beside it and renamed when complete, so a failure never leaves a half-written file
+ * under that name. Anything else (a symlink, a device, a FIFO) is written in place, through
+ * it, never replaced; "-" is stdout (refused when a terminal). TSR_EIO for a failed open,
+ * write or close (ENOSPC included), with the path and the reason. */
 tsr_status
 tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
               tsr_error *err);

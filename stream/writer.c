@@ -43,6 +43,7 @@ struct tsr_writer {
     bool stop;            /* finish was called: drain the queue and exit */
     bool failed;          /* a write failed: acquire returns NULL, queued buffers are dropped */
     bool wrote;           /* at least one buffer went out: a later wait is an underrun */
+    bool keep_pages;      /* write by copy, never donate (the pool is pinned for DMA) */
     tsr_error first;      /* the first failure */
     pthread_mutex_t mu;   /* guards everything above except sink/mem/geometry */
     pthread_cond_t freed; /* a buffer became free, or the writer failed */
@@ -105,7 +106,9 @@ writer_main(void *arg)
 
         tsr_error e;
         tsr_status st = TSR_OK;
-        if (!skip)
+        if (!skip && w->keep_pages)
+            st = tsr_sink_write(w->sink, w->mem + j.idx * w->stride, j.len, &e);
+        else if (!skip)
             st = tsr_sink_write_donate(w->sink, w->mem + j.idx * w->stride, j.len, &e);
 
         pthread_mutex_lock(&w->mu);
@@ -116,6 +119,21 @@ writer_main(void *arg)
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
+}
+
+void
+tsr_writer_pool(tsr_writer *w, uint8_t **mem, size_t *len)
+{
+    *mem = w->mem;
+    *len = w->memlen;
+}
+
+void
+tsr_writer_keep_pages(tsr_writer *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->keep_pages = true;
+    pthread_mutex_unlock(&w->mu);
 }
 
 static void

@@ -1,11 +1,13 @@
 /* controller: the reference controller's reader (stream/controller.c) over bytes in memory
  * (tsr_ctl_mem_*, the same code the socket loop runs): what it holds, answers and reports
- * for complete, resumed, aborted, cut, reordered and corrupted streams. The socket side is
+ * for complete, resumed, aborted, cut, reordered and corrupted streams, and what it vouches
+ * for: never a job whose trailer did not match. The socket side is
  * tested in test_stream_sink.c and tests/cli/stream_*.sh. */
 #include <criterion/criterion.h>
 
 #include "stream/stream_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -94,7 +96,7 @@ assert_output(int fd, uint64_t n)
 Test(controller, a_whole_job_is_held_and_its_output_is_the_samples)
 {
     int fd = memfd_create("ctl", 0);
-    tsr_ctl_mem *m = tsr_ctl_mem_new(fd);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, NULL);
     tx t;
     header(&t, 1);
     frames(&t, 0, TOTAL, 700);
@@ -115,7 +117,7 @@ Test(controller, a_whole_job_is_held_and_its_output_is_the_samples)
 Test(controller, a_cut_stream_is_held_to_its_last_whole_frame_and_resumed_there)
 {
     int fd = memfd_create("ctl", 0);
-    tsr_ctl_mem *m = tsr_ctl_mem_new(fd);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, NULL);
     tx t;
     header(&t, 2);
     frames(&t, 0, 1400, 700);
@@ -145,7 +147,7 @@ Test(controller, a_cut_stream_is_held_to_its_last_whole_frame_and_resumed_there)
 
 Test(controller, a_different_design_is_refused_while_one_is_half_held)
 {
-    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1, NULL);
     tx t;
     header(&t, 4);
     frames(&t, 0, 1000, 1000);
@@ -160,9 +162,44 @@ Test(controller, a_different_design_is_refused_while_one_is_half_held)
     tsr_ctl_mem_free(m);
 }
 
-Test(controller, an_abort_fails_the_job_and_names_its_offset_and_what_is_held)
+Test(controller, an_abort_holds_the_job_and_the_senders_return_resumes_it)
 {
-    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    char *logbuf = NULL;
+    size_t loglen = 0;
+    FILE *log = open_memstream(&logbuf, &loglen);
+    tsr_controller_opts o = {.log = log};
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, &o);
+    tx t;
+    header(&t, 6);
+    frames(&t, 0, 1000, 500);
+    const char *why = "interrupted by SIGINT";
+    frame(&t, 1000, (uint32_t)strlen(why), TSR_FRAME_ABORT, why);
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 1, "an abort is not a failure: %s", r.err.msg);
+    cr_assert_eq(r.offset, 1000, "what arrived is held");
+    fflush(log);
+    cr_assert(strstr(logbuf, "the sender aborted the job at byte 1000: interrupted by SIGINT\n"),
+              "%s", logbuf);
+    cr_assert(strstr(logbuf, "holding 1000 of 3000 bytes; waiting for the sender"), "%s", logbuf);
+    /* the sender comes back: answered 1000, completes */
+    header(&t, 6);
+    frames(&t, 1000, TOTAL, 700);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 1000);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    assert_output(fd, TOTAL);
+    tsr_ctl_mem_free(m);
+    fclose(log);
+    free(logbuf);
+    close(fd);
+}
+
+Test(controller, exit_on_abort_fails_the_job_and_names_its_offset_and_what_is_held)
+{
+    tsr_controller_opts o = {.exit_on_abort = true};
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1, &o);
     tx t;
     header(&t, 6);
     frames(&t, 0, 1000, 500);
@@ -184,6 +221,101 @@ Test(controller, an_abort_fails_the_job_and_names_its_offset_and_what_is_held)
     tsr_ctl_mem_free(m);
 }
 
+Test(controller, an_abort_reason_is_printed_escaped)
+{
+    /* ESC sequences, CR/LF (a forged log line), a backslash, DEL, a C1 CSI (U+009B), a bidi
+     * override (U+202E), a stray continuation byte; UTF-8 text stays as it is */
+    const char why[] = "\x1b[2J\x1b[31mred\r\ntessera controller: job 1 complete\\ \x7f"
+                       "\xc2\x9b\xe2\x80\xae \x80 Pl\xc3\xa4tte";
+    const char *want = "the sender aborted the job at byte 0: \\x1b[2J\\x1b[31mred\\x0d\\x0a"
+                       "tessera controller: job 1 complete\\x5c \\x7f\\xc2\\x9b\\xe2\\x80\\xae "
+                       "\\x80 Pl\xc3\xa4tte";
+    char *logbuf = NULL;
+    size_t loglen = 0;
+    FILE *log = open_memstream(&logbuf, &loglen);
+    tsr_controller_opts o[2] = {{.log = log}, {.exit_on_abort = true}};
+    for (int i = 0; i < 2; i++) {
+        tsr_ctl_mem *m = tsr_ctl_mem_new(-1, &o[i]);
+        tx t;
+        header(&t, 9);
+        frame(&t, 0, (uint32_t)strlen(why), TSR_FRAME_ABORT, why);
+        run r = serve(m, &t);
+        cr_assert_eq(r.rc, i ? 2 : 1);
+        if (i)
+            cr_assert_str_eq(r.err.msg, want);
+        tsr_ctl_mem_free(m);
+    }
+    fclose(log);
+    cr_assert(strstr(logbuf, want), "%s", logbuf);
+    cr_assert(!strchr(logbuf, '\r') && !strchr(logbuf, '\x1b'), "%s", logbuf);
+    free(logbuf);
+}
+
+Test(controller, a_trailer_crc_that_does_not_match_never_completes_the_job)
+{
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, NULL);
+    tx t;
+    header(&t, 10);
+    frames(&t, 0, 1000, 500);
+    cr_assert_eq(serve(m, &t).rc, 1);
+    /* the rest arrives, every frame right, but the trailer disowns them */
+    header(&t, 10);
+    frames(&t, 1000, TOTAL, 500);
+    t.since ^= 0x40;
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 2);
+    cr_assert(strstr(r.err.msg, "does not match") && strstr(r.err.msg, "not complete"), "%s",
+              r.err.msg);
+    cr_assert_eq(r.offset, 1000, "held back to where that connection began, not %llu",
+                 (unsigned long long)r.offset);
+    /* a restart is not answered total, so a bare trailer cannot complete it */
+    header(&t, 10);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 1000);
+    cr_assert_eq(r.rc, 2);
+    cr_assert_eq(r.offset, 1000);
+    /* the bytes re-sent with a true trailer complete it */
+    header(&t, 10);
+    frames(&t, 1000, TOTAL, 500);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 1000);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    assert_output(fd, TOTAL);
+    /* a complete job stays complete when a bare trailer with a wrong crc comes */
+    header(&t, 10);
+    t.since = 1;
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, TOTAL);
+    cr_assert_eq(r.rc, 2);
+    cr_assert_eq(r.offset, TOTAL);
+    tsr_ctl_mem_free(m);
+    close(fd);
+}
+
+Test(controller, all_frames_without_a_trailer_are_not_a_complete_job)
+{
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1, NULL);
+    tx t;
+    header(&t, 11);
+    frames(&t, 0, TOTAL, 1000);
+    run r = serve(m, &t);
+    cr_assert_eq(r.rc, 1);
+    cr_assert_eq(r.offset, 2000, "the last frame counts as missing until a trailer checks it");
+    header(&t, 11);
+    frames(&t, 2000, TOTAL, 1000);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 2000);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    cr_assert_eq(r.crc, tsr_crc32(0, data, TOTAL));
+    tsr_ctl_mem_free(m);
+}
+
 Test(controller, bad_frames_fail_naming_the_frame_and_keep_what_was_checked)
 {
     struct {
@@ -198,7 +330,7 @@ Test(controller, bad_frames_fail_naming_the_frame_and_keep_what_was_checked)
         {"trailer crc", "does not match"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+        tsr_ctl_mem *m = tsr_ctl_mem_new(-1, NULL);
         tx t;
         header(&t, 7);
         frames(&t, 0, 700, 700);
@@ -220,7 +352,7 @@ Test(controller, bad_frames_fail_naming_the_frame_and_keep_what_was_checked)
         run r = serve(m, &t);
         cr_assert_eq(r.rc, 2, "%s", cases[i].name);
         cr_assert(strstr(r.err.msg, cases[i].msg), "%s: %s", cases[i].name, r.err.msg);
-        cr_assert_eq(r.offset, i == 5 ? TOTAL : 700, "%s: holds %llu", cases[i].name,
+        cr_assert_eq(r.offset, i == 5 ? 0 : 700, "%s: holds %llu", cases[i].name,
                      (unsigned long long)r.offset);
         tsr_ctl_mem_free(m);
     }
@@ -228,7 +360,7 @@ Test(controller, bad_frames_fail_naming_the_frame_and_keep_what_was_checked)
 
 Test(controller, a_header_that_is_not_ours_is_refused_and_serving_goes_on)
 {
-    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1, NULL);
     tx t;
     header(&t, 8);
     t.b[0] = 'X';

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/lsan_interface.h>
@@ -256,6 +257,8 @@ check_structure(const tsr_design *d)
     X(radial_radius_0, TSR_EINVAL, "7:13: root.source.radius: must be > 0, got 0") \
     X(range_equal, TSR_EINVAL, "3:10: output.range: lo and hi must differ") \
     X(range_three, TSR_EINVAL, "3:10: output.range: expected 2 values, got 3") \
+    X(reader_bad_utf8, TSR_EINVAL, \
+      "4:12: YAML syntax error: invalid leading UTF-8 octet (byte 43)") \
     X(rect_three, TSR_EINVAL, "6:11: root.source.rect: expected 4 values, got 3") \
     X(rect_w0, TSR_EINVAL, "6:5: root.source.rect: w and h must be > 0") \
     X(ref_cycle, TSR_EINVAL, \
@@ -275,13 +278,14 @@ check_structure(const tsr_design *d)
     X(repeat_period_real, TSR_EINVAL, \
       "6:16: root.children[0].period[0]: expected a decimal integer, got '2.5'") \
     X(repeat_region_three, TSR_EINVAL, "6:15: root.children[0].region: expected 4 values, got 3") \
-    X(repeat_region_w0, TSR_EINVAL, "6:7: root.children[0].region: w and h must be > 0") \
+    X(repeat_region_w0, TSR_EINVAL, "6:15: root.children[0].region: w and h must be > 0") \
+    X(repeat_region_zero, TSR_EINVAL, "6:15: root.children[0].region: w and h must be > 0") \
     X(repeat_vector_colinear, TSR_EINVAL, \
       "7:7: root.children[0].v: u and v are colinear (u = [10, 0], v = [20, 0])") \
     X(repeat_vector_missing_v, TSR_EINVAL, "5:7: root.children[0]: missing required key 'v'") \
     X(repeat_vector_overlap_bad, TSR_EINVAL, \
       "8:16: root.children[0].overlap: unknown overlap 'mean' (did you mean 'max'?)") \
-    X(repeat_vector_region_h0, TSR_EINVAL, "8:7: root.children[0].region: w and h must be > 0") \
+    X(repeat_vector_region_h0, TSR_EINVAL, "8:15: root.children[0].region: w and h must be > 0") \
     X(repeat_vector_typo, TSR_EINVAL, \
       "5:14: root.children[0].trait: unknown trait 'repeat_vector' (did you mean") \
     X(repeat_vector_u_huge, TSR_EINVAL, \
@@ -448,6 +452,71 @@ Test(designs_errors, nul_in_a_scalar)
 {
     static const char yaml[] = "tessera: 1\nname: \"a\\0b\"\nroot: {size: [1, 1]}\n";
     expect_text_error(yaml, TSR_EINVAL, "t.yaml:2:7: name: NUL character in a scalar");
+}
+
+/* libyaml reports reader errors (bad UTF-8, a control character) as a byte offset and left
+ * them at 1:1: the line and column (in characters, as its marks count) come from the offset. */
+Test(designs_errors, reader_errors_name_their_line_and_column)
+{
+    expect_text_error("tessera: 1\nroot:\n  size: [1, 1]\n  fill: 0.5\xff\n", TSR_EINVAL,
+                      "t.yaml:4:12: YAML syntax error: invalid leading UTF-8 octet (byte 43)");
+    static const char nul[] = "tessera: 1\nroot:\n  size: [1, 1]\n  fill: 0\0005\n";
+    tsr_error err = {0};
+    cr_assert_null(tsr_design_load_string(nul, sizeof nul - 1, "t.yaml", NULL, NULL, &err));
+    cr_assert(strstr(err.msg, "t.yaml:4:10: YAML syntax error: control characters are not "
+                              "allowed (byte 41)"), "%s", err.msg);
+    /* CR LF ends one line; two-byte characters are one column each */
+    expect_text_error("tessera: 1\r\nname: \"\xc3\xa9\xc3\xa9\xff\"\r\n", TSR_EINVAL,
+                      "t.yaml:2:10: YAML syntax error: invalid leading UTF-8 octet (byte 23)");
+    /* a byte order mark is no column; a lone CR ends a line too */
+    expect_text_error("\xef\xbb\xbftessera: 1\rname: x\x01\n", TSR_EINVAL,
+                      "t.yaml:2:8: YAML syntax error: control characters are not allowed");
+}
+
+/* A design is read whole; a file over TSR_DESIGN_MAX_BYTES, or one that never ends, is refused
+ * after reading at most that much (`tessera check /dev/zero` grew until killed). */
+Test(designs_errors, a_design_over_the_size_bound_is_refused)
+{
+    tsr_error err = {0};
+    cr_assert_null(tsr_design_load("/dev/zero", NULL, &err));
+    cr_assert_eq(err.status, TSR_EINVAL);
+    cr_assert_str_eq(err.msg, "/dev/zero: larger than 16 MiB, the most a design file may hold");
+
+    char path[] = "/tmp/tsr-big-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *yaml = "tessera: 1\nroot: {size: [1, 1]}\n";
+    cr_assert_eq(write(fd, yaml, strlen(yaml)), (ssize_t)strlen(yaml));
+    cr_assert_eq(ftruncate(fd, (off_t)TSR_DESIGN_MAX_BYTES + 1), 0); /* sparse: NUL bytes */
+    close(fd);
+    cr_assert_null(tsr_design_load(path, NULL, &err));
+    cr_assert(strstr(err.msg, "larger than 16 MiB"), "%s", err.msg);
+    unlink(path);
+
+    char *big = malloc(TSR_DESIGN_MAX_BYTES + 1);
+    cr_assert_not_null(big);
+    cr_assert_null(tsr_design_load_string(big, TSR_DESIGN_MAX_BYTES + 1, "t.yaml", NULL, NULL,
+                                          &err));
+    cr_assert_str_eq(err.msg, "t.yaml: larger than 16 MiB, the most a design file may hold");
+    free(big);
+    NO_LEAKS();
+}
+
+/* Exactly the bound loads: a valid design padded with a comment to TSR_DESIGN_MAX_BYTES. */
+Test(designs_errors, a_design_of_exactly_the_bound_loads)
+{
+    size_t n = TSR_DESIGN_MAX_BYTES;
+    char *text = malloc(n);
+    cr_assert_not_null(text);
+    const char *yaml = "tessera: 1\nroot: {size: [1, 1]}\n#";
+    memcpy(text, yaml, strlen(yaml));
+    memset(text + strlen(yaml), 'x', n - strlen(yaml) - 1);
+    text[n - 1] = '\n';
+    tsr_error err = {0};
+    tsr_design *d = tsr_design_load_string(text, n, "t.yaml", NULL, NULL, &err);
+    cr_assert_not_null(d, "%s", err.msg);
+    tsr_design_free(d);
+    free(text);
 }
 
 Test(designs_errors, int64_edges)

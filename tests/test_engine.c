@@ -400,39 +400,80 @@ Test(engine, a_budget_below_the_plan_is_refused_naming_the_minimum)
 
 /* ---- preview ------------------------------------------------------------------------------ */
 
-Test(engine, preview_averages_blocks_in_double_and_converts)
+/* Preview region r at scale k (tile 0: the design's) and compare every block with the sum of
+ * a reference render's values in row-major order, in double, divided by its pixel count.
+ * Blocks are clipped to the region, so a k past its size is one block per axis. */
+static void
+check_preview(const tsr_design *d, int64_t tile, tsr_rect r, int64_t k)
 {
-    tsr_design *d = th_design(repeat_yaml);
     tsr_error err = {0};
-    tsr_engine_opts o = {.threads = 2};
+    tsr_engine_opts o = {.threads = 2, .tile = tile};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
-    cr_assert(e != NULL);
+    cr_assert(e != NULL, "%s", err.msg);
     char path[] = "/tmp/tsr-prev-XXXXXX";
     close(mkstemp(path));
-    tsr_rect r = {11, 5, 23, 17};
-    cr_assert(tsr_engine_preview(e, r, 4, 16, path, &err) == TSR_OK, "%s", err.msg);
+    cr_assert(tsr_engine_preview(e, r, k, 16, path, &err) == TSR_OK, "%s", err.msg);
     int64_t w, h;
     float *img;
     cr_assert(tsr_png_read_gray(path, &w, &h, &img, &err) == TSR_OK, "%s", err.msg);
     unlink(path);
-    cr_assert(w == 6 && h == 5, "preview is ceil(W/K) x ceil(H/K): got %lldx%lld", (long long)w,
-              (long long)h);
+    int64_t kx = k < r.w ? k : r.w, ky = k < r.h ? k : r.h;
+    int64_t ow = (r.w + kx - 1) / kx, oh = (r.h + ky - 1) / ky;
+    cr_assert(w == ow && h == oh, "preview is ceil(W/K) x ceil(H/K) = %lldx%lld: got %lldx%lld",
+              (long long)ow, (long long)oh, (long long)w, (long long)h);
     float *px = th_rect(d, r, 0, 1);
     tsr_output out = d->out;
     out.depth = 16;
-    for (int by = 0; by < 5; by++) {
-        for (int bx = 0; bx < 6; bx++) {
+    for (int64_t by = 0; by < oh; by++) {
+        for (int64_t bx = 0; bx < ow; bx++) {
             double s = 0;
-            int cnt = 0;
-            for (int y = by * 4; y < by * 4 + 4 && y < 17; y++)
-                for (int x = bx * 4; x < bx * 4 + 4 && x < 23; x++, cnt++)
-                    s += px[y * 23 + x];
-            uint32_t want = tsr_convert_one(&out, s / cnt);
-            cr_assert_eq((uint32_t)lround(img[by * 6 + bx] * 65535.0), want, "block %d,%d", bx, by);
+            int64_t cnt = 0;
+            for (int64_t y = by * ky; y < (by + 1) * ky && y < r.h; y++)
+                for (int64_t x = bx * kx; x < (bx + 1) * kx && x < r.w; x++, cnt++)
+                    s += px[y * r.w + x];
+            uint32_t want = tsr_convert_one(&out, s / (double)cnt);
+            cr_assert_eq((uint32_t)lround(img[by * ow + bx] * 65535.0), want,
+                         "k %lld, block %lld,%lld", (long long)k, (long long)bx, (long long)by);
         }
     }
     free(px);
     free(img);
     tsr_engine_free(e);
+}
+
+Test(engine, preview_averages_blocks_in_double_and_converts)
+{
+    tsr_design *d = th_design(repeat_yaml);
+    check_preview(d, 0, tsr_rect_make(11, 5, 23, 17), 4);
+    tsr_design_free(d);
+}
+
+/* --scale 2147483648 wrapped the strip buffer's size (a heap overflow), INT64_MAX overflowed
+ * w + k - 1, 100000 asked for K x K floats: a scale past the region is the region. */
+Test(engine, preview_scale_past_the_region_is_one_block)
+{
+    tsr_design *d = th_design(repeat_yaml);
+    tsr_rect r = tsr_rect_make(11, 5, 23, 17);
+    check_preview(d, 0, r, 23);
+    check_preview(d, 0, r, 100000);
+    check_preview(d, 0, r, (int64_t)1 << 31);
+    check_preview(d, 0, r, INT64_MAX);
+    tsr_design_free(d);
+}
+
+/* Blocks wider than a render call (4096 columns) are fed a row at a time across several calls
+ * (tile 8: calls of 8 * 4096 columns, so block [30000, 35000) straddles one); the sums keep
+ * row-major order all the same. */
+Test(engine, preview_blocks_wider_than_a_render_call)
+{
+    tsr_design *d = th_design("tessera: 1\n"
+                              "root:\n"
+                              "  size: [50000, 6]\n"
+                              "  source: {gradient: linear, from: [0, 0], to: [49999, 5], "
+                              "values: [0.0, 1.0]}\n");
+    tsr_rect r = tsr_rect_make(100, 1, 45000, 5);
+    check_preview(d, 8, r, 5000);
+    check_preview(d, 8, r, 7);
+    check_preview(d, 8, r, INT64_MAX);
     tsr_design_free(d);
 }

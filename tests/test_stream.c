@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* ---- helpers ---------------------------------------------------------------------------- */
@@ -570,6 +571,81 @@ Test(png, write_replaces_an_existing_file)
     cr_assert_eq(px[3], spec_gray(4, 8));
     free(px);
     cr_assert_eq(count_entries(), 1);
+}
+
+/* A rename over PATH would turn a symlink into a regular file: the PNG goes through the link
+ * into its target, and the link stays. */
+Test(png, write_through_a_symlink_keeps_the_link)
+{
+    const char *target = th_in_dir("target.png");
+    spit(target, "old", 3);
+    const char *link = th_in_dir("link.png");
+    cr_assert_eq(symlink("target.png", link), 0);
+    uint8_t s[6] = {0, 50, 100, 150, 200, 255};
+    tsr_error err = {0};
+    cr_assert_eq(tsr_png_write(link, 3, 2, 8, s, &err), TSR_OK, "%s", err.msg);
+    struct stat st;
+    cr_assert_eq(lstat(link, &st), 0);
+    cr_assert(S_ISLNK(st.st_mode), "the symlink was replaced (mode %o)", (unsigned)st.st_mode);
+    float *px = NULL;
+    read_ok(target, 3, 2, &px);
+    cr_assert_eq(px[5], 1.0f);
+    free(px);
+    cr_assert_eq(count_entries(), 2); /* no temporary */
+}
+
+/* Made with mknod where the tests run as root (a private copy of /dev/full and /dev/null in
+ * the scratch folder, never the system's own); skipped otherwise. */
+static bool
+private_device(const char *path, unsigned minor)
+{
+    if (mknod(path, S_IFCHR | 0666, makedev(1, minor)) != 0)
+        return false;
+    int fd = open(path, O_WRONLY); /* fails on a nodev mount */
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+Test(png, write_into_a_device_keeps_the_node_and_reports_a_full_one)
+{
+    const char *full = th_in_dir("full"), *null = th_in_dir("null");
+    if (!private_device(full, 7) || !private_device(null, 3))
+        cr_skip_test("mknod of a character device needs root and a dev mount");
+    uint8_t s[4] = {1, 2, 3, 4};
+    tsr_error err = {0};
+    cr_assert_eq(tsr_png_write(null, 2, 2, 8, s, &err), TSR_OK, "%s", err.msg);
+    cr_assert_eq(tsr_png_write(full, 2, 2, 8, s, &err), TSR_EIO);
+    char want[512];
+    snprintf(want, sizeof want, "%s: No space left on device", full);
+    cr_assert_str_eq(err.msg, want);
+    struct stat st;
+    cr_assert(stat(null, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3));
+    cr_assert(stat(full, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 7));
+    cr_assert_eq(count_entries(), 2); /* no temporary */
+}
+
+/* "-" is stdout (it used to make a file named "-"); the bytes are those of a file write. */
+Test(png, dash_writes_to_stdout)
+{
+    uint8_t s[6] = {9, 8, 7, 6, 5, 4};
+    const char *path = th_in_dir("ref.png");
+    cr_assert_eq(tsr_png_write(path, 3, 2, 8, s, NULL), TSR_OK);
+    size_t n;
+    uint8_t *want = slurp(path, &n);
+    cr_assert_eq(chdir(th_dir()), 0);
+    th_stdout_pipe p;
+    th_stdout_pipe_start(&p, n + 1);
+    tsr_error err = {0};
+    tsr_status st = tsr_png_write("-", 3, 2, 8, s, &err);
+    th_stdout_pipe_finish(&p);
+    cr_assert_eq(st, TSR_OK, "%s", err.msg);
+    cr_assert_eq(p.n, n);
+    cr_assert(memcmp(p.got, want, n) == 0);
+    cr_assert_eq(access("-", F_OK), -1, "a file named '-' was made");
+    free(p.got);
+    free(want);
 }
 
 Test(png, failed_write_leaves_no_file_and_keeps_the_old_one)

@@ -23,6 +23,34 @@ Test(tiles, union_ignores_empty_rects_and_grow_adds_a_margin)
     cr_assert(!tsr_rect_contains(a, tsr_rect_grow(a, 1)));
 }
 
+/* A --region such as 9223372036854775807,0,1,1 once wrapped x + w and passed as inside the
+ * root. Every combination of edge values against the same test in 128-bit integers. */
+Test(tiles, contains_is_exact_at_the_int64_extremes)
+{
+    static const int64_t v[] = {INT64_MIN, INT64_MIN + 1, -(INT64_C(1) << 40), -100, -1, 0, 1,
+                                48, 64, INT64_C(1) << 40, INT64_MAX - 100, INT64_MAX - 1,
+                                INT64_MAX};
+    const size_t n = sizeof v / sizeof v[0];
+    cr_assert(!tsr_rect_contains(tsr_rect_make(0, 0, 64, 48), tsr_rect_make(INT64_MAX, 0, 1, 1)));
+    cr_assert(!tsr_rect_contains(tsr_rect_make(0, 0, 64, 48),
+                                 tsr_rect_make(0, INT64_MAX - 7, 1, 100)));
+    for (size_t a = 0; a < n; a++)
+        for (size_t aw = 0; aw < n; aw++)
+            for (size_t b = 0; b < n; b++)
+                for (size_t bw = 0; bw < n; bw++) {
+                    __int128 ea = (__int128)v[a] + v[aw], eb = (__int128)v[b] + v[bw];
+                    bool want = v[a] >= v[b] && ea <= eb;
+                    tsr_rect in = tsr_rect_make(v[a], 0, v[aw], 1);
+                    tsr_rect out = tsr_rect_make(v[b], 0, v[bw], 1);
+                    cr_assert_eq(tsr_rect_contains(out, in), want, "[%lld +%lld) in [%lld +%lld)",
+                                 (long long)v[a], (long long)v[aw], (long long)v[b],
+                                 (long long)v[bw]);
+                    /* the same along y */
+                    cr_assert_eq(tsr_rect_contains(tsr_rect_make(0, v[b], 1, v[bw]),
+                                                   tsr_rect_make(0, v[a], 1, v[aw])), want);
+                }
+}
+
 Test(tiles, grid_edges_are_ragged_and_tiles_cover_the_node_once)
 {
     tsr_grid g = tsr_grid_make(1000, 7, 512);

@@ -108,11 +108,24 @@ tsr_rect_shift(tsr_rect r, int64_t dx, int64_t dy)
     return r;
 }
 
+/* [a, a + aw) starts at or after b and ends at or before b + bw, exactly for every int64 input
+ * (a --region of 9223372036854775807,0,1,1 must not wrap): no sum is formed. When a >= b and
+ * aw <= bw, both a - b and bw - aw are exact as uint64. Plain C, no builtins: nvcc sees this. */
+static inline bool
+tsr_span_within(int64_t a, int64_t aw, int64_t b, int64_t bw)
+{
+    if (a < b || aw > bw)
+        return false;
+    return (uint64_t)a - (uint64_t)b <= (uint64_t)bw - (uint64_t)aw;
+}
+
+/* inner.x >= outer.x, inner.x + inner.w <= outer.x + outer.w and the same for y, as integers
+ * (no overflow whatever the values). */
 static inline bool
 tsr_rect_contains(tsr_rect outer, tsr_rect inner)
 {
-    return inner.x >= outer.x && inner.y >= outer.y && inner.x + inner.w <= outer.x + outer.w &&
-           inner.y + inner.h <= outer.y + outer.h;
+    return tsr_span_within(inner.x, inner.w, outer.x, outer.w) &&
+           tsr_span_within(inner.y, inner.h, outer.y, outer.h);
 }
 
 static inline bool

@@ -67,6 +67,48 @@ expect 1 "No space left on device" -- render "$tmp/small.yaml" -o /dev/full
 expect 2 "$tmp/missing.yaml: cannot open" -- render "$tmp/missing.yaml" -o null
 expect 2 "$tmp: read error: Is a directory" -- check "$tmp"
 
+# issue 10: regions whose x + w or y + h overflow int64 (UBSan in tsr_rect_contains; the release
+# build rendered 9.2e18 px outside the root), strict numbers, a design that never ends
+expect 2 "must lie inside the root" -- preview "$tmp/small.yaml" --region 9223372036854775806,0,1,1 -o "$tmp/p.png"
+expect 2 "must lie inside the root" -- profile "$tmp/small.yaml" --region 0,9223372036854775800,1,100
+expect 2 "must lie inside the root" -- preview "$tmp/small.yaml" --region 9223372036854775807,0,9223372036854775807,1 -o "$tmp/p.png"
+expect 2 "--region 9223372036854775808,0,1,1" -- preview "$tmp/small.yaml" --region 9223372036854775808,0,1,1 -o "$tmp/p.png"
+expect 2 "--region 0,+0,8,8" -- preview "$tmp/small.yaml" --region 0,+0,8,8 -o "$tmp/p.png"
+expect 2 "--region 0,0,8,8," -- preview "$tmp/small.yaml" --region 0,0,8,8, -o "$tmp/p.png"
+expect 2 "--region 0,0,0x8,8" -- preview "$tmp/small.yaml" --region 0,0,0x8,8 -o "$tmp/p.png"
+expect 2 "--memory 0x40M" -- check "$tmp/small.yaml" --memory 0x40M
+expect 2 "--memory inf" -- check "$tmp/small.yaml" --memory inf
+expect 2 "--memory  64M" -- check "$tmp/small.yaml" --memory " 64M"
+expect 2 "--resume-at +5" -- render "$tmp/small.yaml" --resume-at +5 -o "$tmp/r.raw"
+expect 2 "--resume-at  -5" -- render "$tmp/small.yaml" --resume-at " -5" -o "$tmp/r.raw"
+expect 2 "--threads +2" -- check "$tmp/small.yaml" --threads +2
+expect 2 "--rows 0:+5" -- render "$tmp/small.yaml" --rows 0:+5 -o null
+expect 2 "--scale 0x10" -- preview "$tmp/small.yaml" --region 0,0,8,8 --scale 0x10 -o "$tmp/p.png"
+expect 2 "--stall-timeout 0x10" -- render "$tmp/small.yaml" --stall-timeout 0x10 -o tcp://127.0.0.1:9
+expect 2 "--rate +1MB/s" -- render "$tmp/small.yaml" --rate +1MB/s -o null
+expect 2 "/dev/zero: larger than 16 MiB" -- check /dev/zero
+printf 'tessera: 1\nroot:\n  size: [1, 1]\n  fill: 0.5\xff\n' >"$tmp/utf8.yaml"
+expect 2 "utf8.yaml:4:12: YAML syntax error: invalid leading UTF-8 octet" -- check "$tmp/utf8.yaml"
+printf 'tessera: 1\nroot:\n  size: [9, 9]\n  children:\n    - {trait: repeat, region: [0, 0, 0, 0], node: {size: [3, 3]}}\n' >"$tmp/r0.yaml"
+expect 2 "r0.yaml:5:31: root.children[0].region: w and h must be > 0" -- check "$tmp/r0.yaml"
+
+# what check, profile and --help print must arrive: a full disk is exit 1, not 0
+full() {
+    local what=$1
+    shift
+    "$TESSERA" "$@" >/dev/full 2>"$tmp/err" </dev/null
+    local got=$?
+    if [ "$got" -eq 1 ] && grep -qF "stdout: No space left on device" "$tmp/err"; then
+        pass=$((pass + 1)); echo "ok   $what > /dev/full: exit 1"
+    else
+        fail=$((fail + 1)); echo "FAIL $what > /dev/full: exit $got, $(head -c 300 "$tmp/err")"
+    fi
+}
+full check check "$tmp/small.yaml"
+full profile profile "$tmp/small.yaml"
+full "profile --json" profile "$tmp/small.yaml" --json
+full --help --help
+
 # a failed preview leaves no PNG behind
 "$TESSERA" preview "$tmp/small.yaml" --region 0,0,99,99 -o "$tmp/none.png" 2>/dev/null
 if [ ! -e "$tmp/none.png" ]; then pass=$((pass + 1)); echo "ok   no PNG from a failed preview"

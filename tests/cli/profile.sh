@@ -8,7 +8,7 @@ trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
 pass=0 fail=0
 d="$SRC/designs/examples/microlens-sphere.yaml"
-if "$TESSERA" profile "$d" --region 100,200,700,300 --threads 2 --json >"$tmp/p.json" 2>"$tmp/err"; then
+if "$TESSERA" profile "$d" --backend cpu --region 100,200,700,300 --threads 2 --json >"$tmp/p.json" 2>"$tmp/err"; then
     pass=$((pass + 1)); echo "ok   profile --json exits 0"
 else
     fail=$((fail + 1)); echo "FAIL profile --json: $(cat "$tmp/err")"
@@ -34,11 +34,11 @@ assert [n["trait"] for n in p["nodes"] if n["name"] == "root"] == ["distance"]
 PY
 then pass=$((pass + 1)); echo "ok   JSON fields and values"
 else fail=$((fail + 1)); echo "FAIL JSON fields"; fi
-"$TESSERA" profile "$d" --region 0,0,300,200 --target 1MB/s >"$tmp/p.txt" 2>&1
+"$TESSERA" profile "$d" --backend cpu --region 0,0,300,200 --target 1MB/s >"$tmp/p.txt" 2>&1
 if grep -q "x the 1 MB/s target" "$tmp/p.txt" && grep -q "^cache" "$tmp/p.txt" && grep -q "distance" "$tmp/p.txt"; then
     pass=$((pass + 1)); echo "ok   human-readable profile"
 else fail=$((fail + 1)); echo "FAIL human-readable profile: $(cat "$tmp/p.txt")"; fi
-"$TESSERA" profile "$d" --region 0,0,150001,1 >/dev/null 2>"$tmp/err"
+"$TESSERA" profile "$d" --backend cpu --region 0,0,150001,1 >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && grep -q "inside the root" "$tmp/err" && { pass=$((pass + 1)); echo "ok   region outside refused"; } \
     || { fail=$((fail + 1)); echo "FAIL region outside: $(cat "$tmp/err")"; }
 echo "$pass passed, $fail failed"

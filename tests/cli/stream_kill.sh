@@ -2,8 +2,9 @@
 # Streams survive kills: a sender killed (SIGKILL) at random points mid-stream and restarted,
 # and a controller killed at random points and restarted, must leave the controller's output
 # byte-identical to a direct `render -o file` -- nothing lost, nothing written twice. Also a
-# SIGINT'd sender: abort frame, resume offset on stderr, controller exits non-zero and a
-# restarted pair completes. STREAM_SEED=N replays a run's kill points.
+# SIGINT'd sender (Ctrl-C): abort frame, resume offset on stderr, the controller keeps the job
+# and the sender run again completes it (--exit-on-abort: the controller exits 1 instead).
+# STREAM_SEED=N replays a run's kill points.
 source "$SRC/tests/stream/lib.sh"
 
 seed=${STREAM_SEED:-$(( $(date +%s) % 32768 ))}
@@ -87,34 +88,48 @@ done
 echo "# $kills kill points, $midstream of them with the controller holding part of the job"
 if [ "$kills" -ge 20 ]; then ok "$kills random kill points"; else bad "only $kills kill points"; fi
 
-# ---- SIGINT: clean stop, abort frame, resume ------------------------------------------------
+# ---- SIGINT (Ctrl-C): clean stop, abort frame, the controller keeps the job, a rerun resumes ----
+# sigint_sender OUT [ARGS...]: a controller (-o OUT ARGS) and a paced sender, SIGINT'd mid-job;
+# sets ctl (the controller's pid), src (the sender's exit) and n (the byte the sender named)
+sigint_sender() {
+  local out=$1
+  shift
+  start_controller "$tmp/ctl.log" -o "$out" "$@"
+  ctl=$CPID
+  "$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --rate 1MB/s --progress none \
+    2>"$tmp/int.err" &
+  local snd=$!
+  CHILDREN+=("$snd")
+  wait_for "$tmp/ctl.log" "job 1:" && sleep 0.4
+  kill -INT "$snd"
+  reap "$snd"; src=$REAPED
+  n=$(sed -n 's/.*interrupted at byte \([0-9]*\).*/\1/p' "$tmp/int.err")
+}
 out="$tmp/int.raw"
-start_controller "$tmp/ctl.log" -o "$out"
-ctl=$CPID
-"$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --rate 1MB/s --progress none \
-  2>"$tmp/int.err" &
-snd=$!
-CHILDREN+=("$snd")
-wait_for "$tmp/ctl.log" "job 1:" && sleep 0.4
-kill -INT "$snd"
-reap "$snd"; src=$REAPED
-reap "$ctl"; crc=$REAPED
-msg=$(grep -o 'interrupted at byte [0-9]*' "$tmp/int.err")
-check "SIGINT: sender exits 1 and names the byte ($msg)" test "$src" -eq 1 -a -n "$msg"
-check "SIGINT: controller exits non-zero on the abort frame" test "$crc" -ne 0
+sigint_sender "$out"
+check "SIGINT: sender exits 1 and names the byte ($n)" test "$src" -eq 1 -a -n "$n"
+wait_for "$tmp/ctl.log" "waiting for the sender"
+check "SIGINT: the controller keeps running, holding the job" alive "$ctl"
 check "SIGINT: controller names the abort and its reason" \
   grep -q "sender aborted the job at byte [0-9]*: interrupted by SIGINT" "$tmp/ctl.log"
-n=${msg##* }
 held=$(state_offset "$out.tsrstate")
 check "SIGINT: the controller holds exactly the byte the sender named ($held = $n)" \
   test "$held" = "$n"
-start_controller "$tmp/ctl.log" -o "$out"
-ctl=$CPID
+# run it again at once, to the same controller
 "$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --progress none 2>"$tmp/int.err"
 src=$?
 reap "$ctl"; crc=$REAPED
-check "SIGINT: resumed job completes (sender $src, controller $crc)" test "$src" -eq 0 -a "$crc" -eq 0
-check "SIGINT: resumed output identical" cmp -s "$out" "$FULL"
+check "SIGINT: the rerun completes the job (sender $src, controller $crc: $(tail -n 1 "$tmp/int.err"))" \
+  test "$src" -eq 0 -a "$crc" -eq 0
+check "SIGINT: resumed output identical to a direct render" cmp -s "$out" "$FULL"
 check "SIGINT: resumed at the held byte" grep -q "resuming at byte $n" "$tmp/ctl.log"
+
+# --exit-on-abort: the old behaviour, the controller exits 1 on the abort frame
+sigint_sender "$tmp/int2.raw" --exit-on-abort
+reap "$ctl"; crc=$REAPED
+check "--exit-on-abort: sender 1, controller exits 1 on the abort ($src, $crc)" \
+  test "$src" -eq 1 -a "$crc" -eq 1
+check "--exit-on-abort: it still holds what arrived" \
+  test "$(state_offset "$tmp/int2.raw.tsrstate")" = "$n"
 
 summary

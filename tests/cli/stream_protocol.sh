@@ -216,15 +216,18 @@ check "tessera refused by a controller with another partial job: exit 1, clear m
   test "$src" -eq 1 -a -n "$(grep 'refused the job' "$tmp/send.err")" -a "$REAPED" -ne 0
 
 # after a complete job, another design starts a new job at 0
-start_controller "$tmp/ctl.log" -o "$tmp/fp.raw" --jobs 2
+start_controller "$tmp/ctl.log" -o "$tmp/fp.raw"
 ctl=$CPID
 "$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_B" >"$tmp/send.json"
+reap "$ctl"
+start_controller "$tmp/ctl.log" -o "$tmp/fp.raw"
+ctl=$CPID
 "$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --progress none 2>"$tmp/send.err"
 src=$?
 reap "$ctl"
-check "--jobs 2: a finished job, then a new design from byte 0; exit 0" \
-  test "$src" -eq 0 -a "$REAPED" -eq 0 -a -n "$(grep 'job 2: .*starting at byte 0' "$tmp/ctl.log")"
-check "--jobs 2: output is the second job" cmp -s "$tmp/fp.raw" "$FULL"
+check "a finished job, then a new design from byte 0; exit 0" \
+  test "$src" -eq 0 -a "$REAPED" -eq 0 -a -n "$(grep 'job 1: .*starting at byte 0' "$tmp/ctl.log")"
+check "the output is the second job" cmp -s "$tmp/fp.raw" "$FULL"
 
 # a bad header is refused without ending the controller; discarding controller
 start_controller "$tmp/ctl.log"

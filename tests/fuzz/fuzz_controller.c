@@ -5,12 +5,14 @@
  * the state's offset is the answer, or a refusal); and, into a fresh memfd, with every frame's
  * crc (and the trailer's) rewritten to match its payload, so that mutated frames get past the
  * crc check and reach the offset, length, inflate, trailer and state logic behind it (a
- * fuzzer does not find crc32 collisions by itself).
+ * fuzzer does not find crc32 collisions by itself). The first two hold the job on an abort
+ * frame (the default), the third fails on it (--exit-on-abort).
  *
  * Properties beyond "no sanitizer report, no leak": the answer is 0, a held offset <= the
  * job's total, or a refusal; a failure has a message; what the controller holds is what it
  * checked: the output's bytes [0, offset) have the state's crc32; a completed job holds
- * exactly its total. Seeds: tests/fuzz/regress/controller (transcripts tessera wrote: raw,
+ * exactly its total; and a job is held whole only through a matching trailer: a connection
+ * that did not complete one leaves offset < total, unless the job was complete before it. Seeds: tests/fuzz/regress/controller (transcripts tessera wrote: raw,
  * deflated, 16 bit, swath, cropped, aborted, cut) and tests/fuzz/regress/frame. */
 #include "stream/stream_int.h"
 
@@ -46,9 +48,10 @@ crc_of(int fd, uint64_t n)
 static void
 serve_and_check(tsr_ctl_mem *m, int out, const uint8_t *data, size_t size)
 {
-    uint64_t answered = 0, offset, total;
+    uint64_t answered = 0, offset, total, offset0, total0;
     uint32_t crc;
     tsr_error err = {TSR_OK, ""};
+    bool was_complete = tsr_ctl_mem_state(m, &offset0, &total0, &crc) && offset0 == total0;
     int rc = tsr_ctl_mem_serve(m, data, size, &answered, &err);
     PROPERTY(rc >= 0 && rc <= 2, "outcome %d", rc);
     if (rc == 2)
@@ -69,6 +72,9 @@ serve_and_check(tsr_ctl_mem *m, int out, const uint8_t *data, size_t size)
     if (rc == 0)
         PROPERTY(offset == total, "a completed job holds %llu of %llu bytes",
                  (unsigned long long)offset, (unsigned long long)total);
+    else
+        PROPERTY(offset < total || (was_complete && total0 == total), "outcome %d (%s) left the "
+                 "whole job of %llu bytes held", rc, err.msg, (unsigned long long)total);
     if (out < 0)
         return;
     PROPERTY(crc_of(out, offset) == crc, "the output's first %llu bytes do not have the "
@@ -125,7 +131,7 @@ fix_crcs(const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    tsr_ctl_mem *m = tsr_ctl_mem_new(-1);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(-1, NULL);
     if (!m)
         return 0;
     serve_and_check(m, -1, data, size);
@@ -134,7 +140,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int out = memfd_create("fuzz_controller", MFD_CLOEXEC);
     if (out < 0)
         return 0;
-    m = tsr_ctl_mem_new(out);
+    m = tsr_ctl_mem_new(out, NULL);
     if (m) {
         serve_and_check(m, out, data, size);
         serve_and_check(m, out, data, size);
@@ -144,7 +150,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     uint8_t *fixed = fix_crcs(data, size);
     out = memfd_create("fuzz_controller", MFD_CLOEXEC);
-    m = fixed && out >= 0 ? tsr_ctl_mem_new(out) : NULL;
+    tsr_controller_opts strict = {.exit_on_abort = true};
+    m = fixed && out >= 0 ? tsr_ctl_mem_new(out, &strict) : NULL;
     if (m) {
         serve_and_check(m, out, fixed, size);
         tsr_ctl_mem_free(m);

@@ -13,11 +13,15 @@ controller what a faulty sender would.
   proto.py decode FILE [--out RAW]
       The same checks on a framed transcript (render --framed -o FILE).
   proto.py send  --port P --data RAW [--fingerprint HEX] [--corrupt K] [--deflate]
-                 [--stop-after K] [--bad-header]
+                 [--stop-after K [--abort-hex HEX]] [--bad-header] [--bad-trailer]
+                 [--trickle SECONDS]
       Send RAW as a one-row 8-bit job to a controller: header, resume offset, frames of 64 KiB
       from that offset (--corrupt K flips a payload byte of frame K keeping its crc;
-      --stop-after K closes after K frames), then the trailer. Prints the answer as JSON.
-      Exit 0 when the controller answered and (unless stopped early) closed after the trailer.
+      --stop-after K closes after K frames, or sends an abort frame whose reason is the bytes
+      HEX first), then the trailer (--bad-trailer: with a wrong crc). Prints the answer as
+      JSON. Exit 0 when the controller answered and (unless stopped early) closed after the
+      trailer. --trickle S sends the header one byte every S seconds and prints how many
+      bytes went before the controller closed the connection ({"sent": N, "cut": true}).
 """
 import argparse
 import io
@@ -200,6 +204,8 @@ def cmd_send(a):
     if a.bad_header:
         hb = b"XXXX" + hb[4:]
     conn = socket.create_connection(("127.0.0.1", a.port), timeout=60)
+    if a.trickle is not None:
+        return trickle(conn, hb, a.trickle)
     conn.sendall(hb)
     ans = read_exact(conn.recv, 8)
     if ans is None:
@@ -229,16 +235,40 @@ def cmd_send(a):
             k += 1
             if a.stop_after is not None and k >= a.stop_after:
                 result["stopped_at"] = pos
+                if a.abort_hex is not None:
+                    why = bytes.fromhex(a.abort_hex)
+                    conn.sendall(FRAME.pack(pos, len(why), len(why), zlib.crc32(why), F_ABORT) + why)
                 print(json.dumps(result))
                 conn.close()
                 return 0
-        conn.sendall(FRAME.pack(pos, 0, 0, crc, F_TRAILER))
+        conn.sendall(FRAME.pack(pos, 0, 0, crc ^ (1 if a.bad_trailer else 0), F_TRAILER))
         conn.shutdown(socket.SHUT_WR)
         rest = conn.recv(16)
         result["closed"] = rest == b""
     except (BrokenPipeError, ConnectionResetError) as e:
         result["closed"] = "reset: %s" % e
     print(json.dumps(result))
+    return 0
+
+
+def trickle(conn, hb, every):
+    """Send hb one byte at a time, `every` seconds apart, until the peer closes."""
+    import select
+    import time
+    sent = 0
+    conn.settimeout(None)
+    try:
+        for b in hb:
+            # readable before any answer: the controller closed (EOF) or reset the connection
+            if select.select([conn], [], [], 0)[0] and conn.recv(1) == b"":
+                break
+            conn.sendall(bytes([b]))
+            sent += 1
+            time.sleep(every)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    print(json.dumps({"sent": sent, "cut": sent < len(hb)}))
+    conn.close()
     return 0
 
 
@@ -261,6 +291,9 @@ def main():
     s.add_argument("--deflate", action="store_true")
     s.add_argument("--stop-after", type=int)
     s.add_argument("--bad-header", action="store_true")
+    s.add_argument("--bad-trailer", action="store_true")
+    s.add_argument("--abort-hex")
+    s.add_argument("--trickle", type=float)
     a = p.parse_args()
     return {"recv": cmd_recv, "decode": cmd_decode, "send": cmd_send}[a.cmd](a)
 

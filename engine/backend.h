@@ -1,0 +1,47 @@
+/* The backend seam (engine-internal): what the stream loop, drain and previews ask of whoever
+ * computes pixels. One table of functions per backend, one file each: engine/cpu.c (OpenMP,
+ * the reference) and engine/gpu_backend.c (CUDA through gpu/). The stream loop is a small
+ * in-order pipeline over it: submit band k, and once `depth` bands are in flight, complete the
+ * oldest and hand it to the writer. A synchronous backend (the CPU) does everything in submit. */
+#ifndef TSR_ENGINE_BACKEND_H
+#define TSR_ENGINE_BACKEND_H
+
+#include "engine/engine.h"
+
+/* One band of the stream: root columns [x, x + w), root rows [y, y + h), written bottom row
+ * first when `up`, as samples of bps bytes into dst (w * h * bps bytes, a writer buffer). */
+typedef struct tsr_band_job {
+    int64_t x, w, y, h;
+    bool up;
+    int64_t bps;
+    uint8_t *dst;
+    uint64_t seq; /* band number in submission order */
+} tsr_band_job;
+
+typedef struct tsr_backend_ops {
+    const char *name; /* "cpu", "gpu": for people (check, profile), never compared */
+    /* Build the backend's state in e->bk; set e->band_rows and e->depth. */
+    tsr_status (*open)(tsr_engine *e, tsr_error *err);
+    /* Free e->bk (waits for work in flight). */
+    void (*close)(tsr_engine *e);
+    /* The writer's pool [mem, mem + len) that jobs' dst lie in, before the first submit (the
+     * GPU pins it), and its release before the pool goes away. */
+    tsr_status (*attach)(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err);
+    void (*detach)(tsr_engine *e, uint8_t *mem);
+    /* Start computing a band into j->dst (may return before it is done). */
+    tsr_status (*submit)(tsr_engine *e, const tsr_band_job *j, tsr_error *err);
+    /* Wait until the oldest submitted band is in its dst. */
+    tsr_status (*complete)(tsr_engine *e, tsr_error *err);
+    /* Root values of rect r (inside the root) into out (r.w * r.h floats): previews, tests. */
+    tsr_status (*values)(tsr_engine *e, tsr_rect r, float *out, tsr_error *err);
+} tsr_backend_ops;
+
+extern const tsr_backend_ops tsr_backend_cpu;
+extern const tsr_backend_ops tsr_backend_gpu;
+
+/* Shared by both backends: a periodic root's band by row copies of its converted period
+ * (engine.c), true when the root is periodic (then the band is filled, synchronously). */
+tsr_status
+tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err);
+
+#endif

@@ -1,0 +1,555 @@
+/* The GPU backend: plain C that decides what the device computes (gpu/ executes it).
+ *
+ * A band is cut into root chunks of at most CHUNK_PX pixels. A chunk is computed by walking
+ * the design from the root: a node over rect R gets a device buffer from the arena, its base
+ * (fill and source) is one launch, then each edge asks its trait what child rects it needs
+ * (need(), the same function the CPU uses), computes the child over the bounding box of those
+ * (recursively, into the arena above), and launches the trait's kernel, which computes the
+ * layer and blends it in. Nothing recurses on the device; the arena is reset after each edge,
+ * so a chunk holds one path of the DAG at a time. The root's chunk is converted to samples on
+ * the device, into the band's device buffer at its place in output order (rows flipped for
+ * bands written bottom-up), and after the last chunk the band goes to the host in one
+ * contiguous copy, into the writer's own (pinned) buffer, on the copy stream: while band k is
+ * copied and written, band k + 1 computes. Up to DEPTH bands are in flight.
+ *
+ * Storage classes, decided when the backend opens (`tessera check` prints them):
+ * - periodic: a node whose period engine/plan.c found; its period tile is computed once by
+ *   the CPU reference, uploaded, and read modulo the period. A periodic root streams by the
+ *   host's row copies (engine.c), as on the CPU: those bytes are made in host memory.
+ * - device: computed on the device as above.
+ * - resident: a small node (up to RESIDENT_PX, RESIDENT_BYTES in all): computed once on the
+ *   device, whole, and kept; readers get the whole node.
+ * - host: a node the device cannot yet compute (a repeat lattice the CPU walks in a reduced
+ *   basis with an order-dependent overlap): computed by the CPU reference over the rect and
+ *   uploaded. Same bits; slower.
+ *
+ * Bit-identity: every kernel evaluates nodes/pointwise.h's expressions or the traits' exact
+ * integer/float sequences (gpu/), tables come from the host, so the device's values equal the
+ * CPU's bit for bit (tests/test_gpu.c compares them). */
+#include "engine/backend.h"
+#include "engine/engine_int.h"
+#include "gpu/gpu.h"
+#include "nodes/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEPTH 3                          /* bands in flight on the device */
+#define CHUNK_PX ((int64_t)4 << 20)      /* root pixels per chunk (4 Mpx measured best of 2..16) */
+#define BAND_BYTES ((int64_t)16 << 20)   /* copies at least this big run at link speed */
+#define SMALL_CHILD_PX ((int64_t)4 << 20) /* a repeat's child up to this is computed whole */
+#define RESIDENT_PX ((int64_t)1 << 20)    /* nodes up to this are computed once and kept */
+#define RESIDENT_BYTES ((int64_t)256 << 20) /* and that many bytes of them in all */
+
+enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
+
+typedef struct gpu_state {
+    tsr_gpu *g;
+    int *cls;              /* per node id: CLASS_* */
+    float **period;        /* per node id: the host's period tile of a periodic node */
+    uint8_t *slot[DEPTH];  /* device band buffers (attached pipelines) */
+    size_t slot_bytes;
+    uint64_t slot_ticket[DEPTH];
+    bool slot_used[DEPTH];
+    size_t slots_mark;     /* arena level below the band buffers */
+    struct {
+        bool copy;         /* false: a band the host filled (periodic root) */
+        uint64_t ticket;
+    } pend[DEPTH + 1];
+    size_t phead, pn;
+    uint64_t nsubmit;
+    int64_t chunk_px;      /* root pixels per chunk */
+    bool *shared;          /* per node id: read by more than one edge (ref:) */
+    float **res;           /* per node id: a resident node's whole pixels, once computed */
+    struct memo {          /* shared nodes computed in this chunk, kept to its end */
+        size_t id;
+        tsr_rect r;
+        float *px;
+    } *memo;
+    size_t nmemo, capmemo;
+    uint64_t fault_at;     /* TSR_GPU_FAULT=N: a device error is faked at band N (tests) */
+} gpu_state;
+
+static const char *const class_names[] = {"device", "periodic", "host", "resident"};
+
+static bool
+device_can(const tsr_node *n)
+{
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        switch (tsr_trait_id_of(ed->trait)) {
+        case TSR_TRAIT_pattern: break;
+        case TSR_TRAIT_repeat:
+        case TSR_TRAIT_repeat_vector:
+            if (!tsr_gpu_repeat_supported(ed))
+                return false;
+            break;
+        case TSR_TRAIT_distance:
+        case TSR_TRAIT_blur: break;
+        default: return false;
+        }
+    }
+    return true;
+}
+
+/* The period tile of periodic node n, computed once by the CPU reference (host memory). */
+static tsr_status
+period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, tsr_error *err)
+{
+    if (!s->period[n->id]) {
+        int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
+        float *t = malloc((size_t)(pw * ph) * sizeof *t);
+        if (!t)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
+        tsr_status st = tsr_cpu_compute_direct(e, n, tsr_rect_make(0, 0, pw, ph), t, err);
+        if (st != TSR_OK) {
+            free(t);
+            return st;
+        }
+        s->period[n->id] = t;
+    }
+    *out = s->period[n->id];
+    return TSR_OK;
+}
+
+static tsr_status eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r,
+                       tsr_gpu_buf *out, const tsr_gpu_out *to, tsr_error *err);
+
+/* Edge ed of a node over P: its child over what need() asks for, then the trait's kernel (which
+ * writes samples to `to` when it is the root chunk's last stage). */
+static tsr_status
+edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_gpu_out *to,
+     tsr_error *err)
+{
+    const tsr_node *c = ed->child;
+    tsr_trait_id id = tsr_trait_id_of(ed->trait);
+    tsr_rect u = {0, 0, 0, 0};
+    bool repeat = id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector;
+    if (repeat && c->w <= SMALL_CHILD_PX / c->h) {
+        /* a small motif: the whole child, without walking the copies (need() visits each
+         * copy that meets the rect, which for a tiny motif over a big chunk is millions) */
+        u = tsr_rect_make(0, 0, c->w, c->h);
+    } else {
+        tsr_rect want[TSR_NEED_MAX];
+        size_t nw = ed->trait->need(ed, P.r, want);
+        for (size_t i = 0; i < nw; i++)
+            u = tsr_rect_union(u, want[i]);
+    }
+    if (tsr_rect_empty(u)) /* the layer misses P */
+        return to ? tsr_gpu_convert(s->g, P, to, err) : TSR_OK;
+    size_t mark = tsr_gpu_mark(s->g);
+    tsr_gpu_buf cb;
+    tsr_status st = eval(e, s, c, u, &cb, NULL, err);
+    if (st == TSR_OK) {
+        switch (id) {
+        case TSR_TRAIT_pattern: st = tsr_gpu_pattern(s->g, ed, P, cb, to, err); break;
+        case TSR_TRAIT_repeat:
+        case TSR_TRAIT_repeat_vector: st = tsr_gpu_repeat(s->g, ed, P, cb, to, err); break;
+        case TSR_TRAIT_distance: st = tsr_gpu_distance(s->g, ed, P, cb, to, err); break;
+        case TSR_TRAIT_blur: st = tsr_gpu_blur(s->g, ed, P, cb, to, err); break;
+        default: st = tsr_fail(err, TSR_EINTERNAL, "gpu: trait %s", ed->trait->name); break;
+        }
+    }
+    tsr_gpu_reset(s->g, mark); /* later launches reuse it after this edge's (stream order) */
+    return st;
+}
+
+/* What eval computes into out (allocated by the caller). */
+static tsr_status
+eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
+          const tsr_gpu_out *to, tsr_error *err)
+{
+    tsr_rect r = out.r;
+    tsr_status st = TSR_OK;
+    switch (s->cls[n->id]) {
+    case CLASS_PERIODIC: {
+        const float *t = NULL;
+        st = period_tile(e, s, n, &t, err);
+        if (st != TSR_OK)
+            return st;
+        int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
+        const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pw * ph) * sizeof(float), err);
+        if (!dt)
+            return TSR_ENOMEM;
+        st = tsr_gpu_periodic(s->g, dt, pw, ph, out, err);
+        break;
+    }
+    case CLASS_HOST: {
+        float *h = malloc((size_t)r.w * (size_t)r.h * sizeof *h);
+        if (!h)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory (%s on the host)", n->name);
+        st = tsr_cpu_compute(e, n, r, h, err);
+        if (st == TSR_OK)
+            st = tsr_gpu_upload(s->g, out, h, err);
+        free(h);
+        break;
+    }
+    default:
+        st = tsr_gpu_base(s->g, n, out, n->nedges == 0 ? to : NULL, err);
+        for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
+            st = edge(e, s, &n->edges[k], out, k + 1 == n->nedges ? to : NULL, err);
+        return st;
+    }
+    if (st == TSR_OK && to) /* a root the device did not compute: convert its floats */
+        st = tsr_gpu_convert(s->g, out, to, err);
+    return st;
+}
+
+/* Resident nodes (small ones: computed once, whole, and kept on the device) that are not
+ * computed yet, children first; between chunks, since their memory comes from the kept end. */
+static tsr_status
+ensure_resident(tsr_engine *e, gpu_state *s, tsr_error *err)
+{
+    for (size_t i = 0; i < e->d->nnodes; i++) {
+        const tsr_node *n = e->d->nodes[i];
+        if (s->cls[n->id] != CLASS_RESIDENT || s->res[n->id])
+            continue;
+        float *px = tsr_gpu_alloc_resident(s->g, (size_t)(n->w * n->h) * sizeof(float), err);
+        if (!px)
+            return TSR_ENOMEM;
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf b = {tsr_rect_make(0, 0, n->w, n->h), px};
+        tsr_status st = eval_into(e, s, n, b, NULL, err);
+        tsr_gpu_reset(s->g, mark);
+        tsr_gpu_release_kept(s->g);
+        s->nmemo = 0;
+        if (st != TSR_OK)
+            return st;
+        s->res[n->id] = px;
+    }
+    return TSR_OK;
+}
+
+/* The chunk is done: shared nodes' buffers go. */
+static void
+memo_clear(gpu_state *s)
+{
+    s->nmemo = 0;
+    tsr_gpu_release_kept(s->g);
+}
+
+/* Remember shared node `id` over r in px, for the rest of the chunk (best effort: without
+ * room for the entry it is simply computed again when asked again). */
+static void
+memo_add(gpu_state *s, size_t id, tsr_rect r, float *px)
+{
+    if (s->nmemo == s->capmemo) {
+        size_t cap = s->capmemo ? 2 * s->capmemo : 16;
+        struct memo *m = realloc(s->memo, cap * sizeof *m);
+        if (!m)
+            return;
+        s->memo = m;
+        s->capmemo = cap;
+    }
+    s->memo[s->nmemo++] = (struct memo){id, r, px};
+}
+
+/* Node n over rect r: floats into a new arena buffer *out, or, with `to` (a root chunk), its
+ * last stage's samples to `to` (out->px is then NULL for a node without edges).
+ *
+ * A node several edges read (ref:) is computed once per chunk for each rect asked: without
+ * that, a DAG of shared nodes (n20 reading n19 four times, ... down to n0) would be walked as
+ * the tree of its 4^20 paths. Its buffer comes from the arena's kept end, so the resets after
+ * each edge leave it, and the chunk's end releases it. */
+static tsr_status
+eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *out,
+     const tsr_gpu_out *to, tsr_error *err)
+{
+    out->r = r;
+    out->px = NULL;
+    if (s->res[n->id]) { /* resident: the whole node, more than asked (kernels allow it) */
+        *out = (tsr_gpu_buf){tsr_rect_make(0, 0, n->w, n->h), s->res[n->id]};
+        return TSR_OK;
+    }
+    bool keep = s->shared[n->id] && !to;
+    if (keep)
+        for (size_t i = 0; i < s->nmemo; i++)
+            if (s->memo[i].id == n->id && memcmp(&s->memo[i].r, &r, sizeof r) == 0) {
+                out->px = s->memo[i].px;
+                return TSR_OK;
+            }
+    bool fused = to && s->cls[n->id] == CLASS_DEVICE;
+    if (!(fused && n->nedges == 0)) {
+        size_t bytes = (size_t)r.w * (size_t)r.h * sizeof(float);
+        out->px = keep ? tsr_gpu_alloc_kept(s->g, bytes, err) : tsr_gpu_alloc(s->g, bytes, err);
+        if (!out->px)
+            return TSR_ENOMEM;
+    }
+    tsr_status st = eval_into(e, s, n, *out, to, err);
+    if (st == TSR_OK && keep)
+        memo_add(s, n->id, r, out->px);
+    return st;
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+static tsr_status
+gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
+{
+    gpu_state *s = e->bk;
+    tsr_status rs = ensure_resident(e, s, err);
+    if (rs != TSR_OK)
+        return rs;
+    int64_t rows = s->chunk_px / r.w > 0 ? s->chunk_px / r.w : 1;
+    for (int64_t y = r.y; y < r.y + r.h; y += rows) {
+        int64_t h = r.y + r.h - y < rows ? r.y + r.h - y : rows;
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf b;
+        tsr_status st = eval(e, s, e->d->root, tsr_rect_make(r.x, y, r.w, h), &b, NULL, err);
+        if (st == TSR_OK)
+            st = tsr_gpu_download(s->g, b, out + (y - r.y) * r.w, err);
+        tsr_gpu_reset(s->g, mark);
+        memo_clear(s);
+        if (st != TSR_OK)
+            return st;
+    }
+    return TSR_OK;
+}
+
+static tsr_status
+gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
+{
+    gpu_state *s = e->bk;
+    size_t at = (s->phead + s->pn) % (DEPTH + 1);
+    bool done;
+    tsr_status st = tsr_engine_fill_periodic(e, j, &done, err);
+    if (st != TSR_OK)
+        return st;
+    if (done) {
+        s->pend[at].copy = false;
+        s->pn++;
+        return TSR_OK;
+    }
+    if ((st = ensure_resident(e, s, err)) != TSR_OK)
+        return st;
+    size_t k = (size_t)(s->nsubmit++ % DEPTH), bytes = (size_t)(j->w * j->h * j->bps);
+    if (!s->slot[k] || bytes > s->slot_bytes)
+        return tsr_fail(err, TSR_EINTERNAL, "gpu: band of %zu bytes without a device buffer",
+                        bytes);
+    /* the buffer's last band must be on the host before this one overwrites it */
+    if (s->slot_used[k] && (st = tsr_gpu_after(s->g, s->slot_ticket[k], err)) != TSR_OK)
+        return st;
+    int64_t cw = s->chunk_px / j->h > 0 ? s->chunk_px / j->h : 1;
+    for (int64_t x = j->x; x < j->x + j->w && st == TSR_OK; x += cw) {
+        int64_t w = j->x + j->w - x < cw ? j->x + j->w - x : cw;
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf b;
+        tsr_gpu_out to = {&e->d->out, s->slot[k], (size_t)(j->w * j->bps), j->x, j->y, j->h,
+                          j->up};
+        st = eval(e, s, e->d->root, tsr_rect_make(x, j->y, w, j->h), &b, &to, err);
+        tsr_gpu_reset(s->g, mark);
+        memo_clear(s);
+    }
+    uint64_t t = 0;
+    if (st == TSR_OK)
+        st = tsr_gpu_copy_out(s->g, j->dst, s->slot[k], bytes, &t, err);
+    if (st == TSR_OK && s->fault_at && s->nsubmit == s->fault_at)
+        tsr_gpu_inject_fault(s->g);
+    if (st != TSR_OK)
+        return st;
+    s->slot_ticket[k] = t;
+    s->slot_used[k] = true;
+    s->pend[at].copy = true;
+    s->pend[at].ticket = t;
+    s->pn++;
+    return TSR_OK;
+}
+
+static tsr_status
+gpu_complete(tsr_engine *e, tsr_error *err)
+{
+    gpu_state *s = e->bk;
+    if (s->pn == 0)
+        return TSR_OK;
+    bool copy = s->pend[s->phead].copy;
+    uint64_t t = s->pend[s->phead].ticket;
+    s->phead = (s->phead + 1) % (DEPTH + 1);
+    s->pn--;
+    return copy ? tsr_gpu_wait(s->g, t, err) : TSR_OK;
+}
+
+/* Pin the writer's pool and carve DEPTH device band buffers as big as its buffers. */
+static tsr_status
+gpu_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
+{
+    gpu_state *s = e->bk;
+    tsr_status st = tsr_gpu_register(s->g, mem, len, err);
+    if (st != TSR_OK)
+        return st;
+    s->slots_mark = tsr_gpu_mark(s->g);
+    s->slot_bytes = len / (size_t)e->writer_bufs;
+    for (int k = 0; k < DEPTH; k++) {
+        s->slot[k] = tsr_gpu_alloc(s->g, s->slot_bytes, err);
+        s->slot_used[k] = false;
+        if (!s->slot[k]) {
+            tsr_gpu_reset(s->g, s->slots_mark);
+            tsr_gpu_unregister(s->g, mem);
+            return TSR_ENOMEM;
+        }
+    }
+    s->phead = s->pn = 0;
+    return TSR_OK;
+}
+
+static void
+gpu_detach(tsr_engine *e, uint8_t *mem)
+{
+    gpu_state *s = e->bk;
+    (void)tsr_gpu_sync(s->g, NULL);
+    tsr_gpu_unregister(s->g, mem);
+    tsr_gpu_reset(s->g, s->slots_mark);
+    memset(s->slot, 0, sizeof s->slot);
+}
+
+static void
+gpu_close(tsr_engine *e)
+{
+    gpu_state *s = e->bk;
+    if (!s)
+        return;
+    tsr_gpu_close(s->g);
+    if (s->period)
+        for (size_t i = 0; i < e->d->nnodes; i++)
+            free(s->period[i]);
+    free(s->period);
+    free(s->cls);
+    free(s->shared);
+    free(s->memo);
+    free(s->res);
+    free(s);
+    e->bk = NULL;
+}
+
+/* Bands of about BAND_BYTES (whole copies at link speed; bigger ones only cost pinning time and
+ * host memory), DEPTH in flight plus three for the writer, within what the host plan allows for
+ * bands (a quarter of --memory, or the plan's own bands when they are bigger). The device
+ * arena: --gpu-memory, or 90 % of what is free. */
+static tsr_status
+gpu_open(tsr_engine *e, tsr_error *err)
+{
+    const tsr_design *d = e->d;
+    gpu_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    e->bk = s;
+    s->chunk_px = e->opts.gpu_chunk > 0 ? e->opts.gpu_chunk : CHUNK_PX;
+    /* TSR_GPU_TUNE=CHUNK_MPX,BAND_MIB: measurement knobs for scripts/bench-gpu.sh */
+    int64_t band_bytes = BAND_BYTES;
+    const char *tune = getenv("TSR_GPU_TUNE");
+    long long tc = 0, tb = 0;
+    if (tune && sscanf(tune, "%lld,%lld", &tc, &tb) == 2 && tc > 0 && tb > 0) {
+        s->chunk_px = (int64_t)tc << 20;
+        band_bytes = (int64_t)tb << 20;
+    }
+    bool trace = getenv("TSR_GPU_TRACE") != NULL;
+    uint64_t t0 = tsr_now_ns();
+    const char *f = getenv("TSR_GPU_FAULT");
+    s->fault_at = f ? strtoull(f, NULL, 10) : 0;
+    s->cls = calloc(d->nnodes, sizeof *s->cls);
+    s->period = calloc(d->nnodes, sizeof *s->period);
+    s->shared = calloc(d->nnodes, sizeof *s->shared);
+    s->res = calloc(d->nnodes, sizeof *s->res);
+    size_t *uses = calloc(d->nnodes, sizeof *uses);
+    if (uses)
+        for (size_t i = 0; i < d->nnodes; i++)
+            for (size_t k = 0; k < d->nodes[i]->nedges; k++)
+                uses[d->nodes[i]->edges[k].child->id]++;
+    bool counted = uses != NULL;
+    for (size_t i = 0; counted && s->shared && i < d->nnodes; i++)
+        s->shared[i] = uses[i] > 1;
+    free(uses);
+    if (!s->cls || !s->period || !s->shared || !s->res || !counted) {
+        gpu_close(e);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        s->cls[n->id] = e->period[n->id][0] ? CLASS_PERIODIC
+                        : device_can(n)     ? CLASS_DEVICE
+                                            : CLASS_HOST;
+    }
+    /* small device nodes (motifs, crosses, a blurred line) are computed once and kept, up to
+     * RESIDENT_BYTES in all: a chunk then reads them instead of computing them again */
+    int64_t resident = 0;
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        int64_t bytes = n->w * n->h * 4; /* <= RESIDENT_PX * 4 when it counts */
+        if (s->cls[n->id] == CLASS_DEVICE && n != d->root && n->w <= RESIDENT_PX / n->h &&
+            resident + bytes <= RESIDENT_BYTES) {
+            s->cls[n->id] = CLASS_RESIDENT;
+            resident += bytes;
+        }
+    }
+    int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = d->out.depth / 8;
+    int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width : W;
+    e->depth = DEPTH;
+    e->writer_bufs = DEPTH + 3;
+    int64_t rows = (band_bytes + sw * bps - 1) / (sw * bps);
+    int64_t allow = e->plan.bands > e->plan.budget / 4 ? e->plan.bands : e->plan.budget / 4;
+    while (rows > 1 && e->writer_bufs * sw * rows * bps > allow)
+        rows /= 2;
+    /* a small job still goes in several bands: progress, stops and resumes keep their grain */
+    int64_t eighth = (H + 7) / 8 > e->plan.band_rows ? (H + 7) / 8 : e->plan.band_rows;
+    if (rows > eighth)
+        rows = eighth;
+    e->band_rows = rows < H ? rows : H;
+    e->band_bytes = sw * e->band_rows * bps;
+
+    size_t freeb = 0, total = 0;
+    tsr_status st = tsr_gpu_meminfo(&freeb, &total, err);
+    if (st != TSR_OK) {
+        gpu_close(e);
+        return st;
+    }
+    /* the smallest arena that renders: the band buffers and a chunk of the root with room for
+     * its children (the rest of the path is checked as it is allocated: "arena full") */
+    int64_t minimum = DEPTH * sw * e->band_rows * bps + 3 * s->chunk_px * 4 + resident;
+    /* Without --gpu-memory: room for the chunks' trees of child regions (4 x the minimum, at
+     * least 2 GiB), never more than 90 % of what is free. Not "most of the device": without a
+     * device tile cache more memory buys nothing, and several jobs may share one GPU. */
+    int64_t want = 4 * minimum > ((int64_t)2 << 30) ? 4 * minimum : ((int64_t)2 << 30);
+    int64_t most = (int64_t)(freeb / 10 * 9);
+    int64_t arena = e->opts.gpu_memory > 0 ? e->opts.gpu_memory : (want < most ? want : most);
+    if (arena < minimum) {
+        gpu_close(e);
+        return tsr_fail(err, TSR_EPLAN,
+                        "device memory plan: needs at least %.1f MiB (--gpu-memory %lld), have "
+                        "%.1f MiB",
+                        (double)minimum / 1048576.0, (long long)minimum,
+                        (double)arena / 1048576.0);
+    }
+    uint64_t t1 = tsr_now_ns();
+    s->g = tsr_gpu_open((size_t)arena, err);
+    if (!s->g) {
+        gpu_close(e);
+        return err ? err->status : TSR_EIO;
+    }
+    if (trace)
+        fprintf(stderr, "gpu: plan %.1f ms, context and %.1f GiB arena %.1f ms; bands of %lld rows "
+                "(%.1f MiB), chunks of %lld px\n", (double)(t1 - t0) * 1e-6,
+                (double)arena / 1073741824.0, (double)(tsr_now_ns() - t1) * 1e-6,
+                (long long)e->band_rows, (double)(sw * e->band_rows * bps) / 1048576.0,
+                (long long)s->chunk_px);
+    return TSR_OK;
+}
+
+const tsr_backend_ops tsr_backend_gpu = {
+    .name = "gpu",
+    .open = gpu_open,
+    .close = gpu_close,
+    .attach = gpu_attach,
+    .detach = gpu_detach,
+    .submit = gpu_submit,
+    .complete = gpu_complete,
+    .values = gpu_values,
+};
+
+/* The storage class of node n under the GPU backend, for `tessera check`; NULL for the CPU. */
+const char *
+tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n)
+{
+    if (e->ops != &tsr_backend_gpu || !e->bk)
+        return NULL;
+    return class_names[((const gpu_state *)e->bk)->cls[n->id]];
+}

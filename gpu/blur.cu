@@ -1,0 +1,234 @@
+/* blur on the GPU: the three methods of nodes/blur_int.h, bit-identical to the CPU reference
+ * (DESIGN.md §5). The arithmetic of every thread is a work item of gpu/blur_math.h, which
+ * tests/test_gpu_math.c runs on the host against nodes/blur.c; this file only shapes the
+ * launches and carves the scratch.
+ *
+ *   kernel   one thread per output pixel, the direct 2D sum (kw x kh reads).
+ *   fir      one thread per pixel of each pass: x into H (tw x (th + 2r) floats), then y.
+ *   spline   int32 planes A and B of (tw + 2R) x (th + 2R - (h - 1)): the first vertical box
+ *            reads the quantised child, three more ping-pong down columns, the vertical taps
+ *            requantise into A, four boxes along rows, then the horizontal taps write L. A box
+ *            thread runs TSR_BM_SEG outputs of one line by an exact running sum; vertical
+ *            boxes put neighbouring columns in neighbouring threads (coalesced), horizontal
+ *            ones neighbouring segments of a row (each thread walks its own cache lines).
+ *
+ * The child is read through the edge mode (zero, clamp, wrap by floor mod into the child, then
+ * into the child buffer, which holds the bounding box of what need() asked for). The scratch
+ * comes from the arena and goes back to it on return (later launches are ordered after ours). */
+#include "gpu/gpu_int.cuh"
+
+extern "C" {
+#include "nodes/blur_int.h"
+}
+#include "gpu/blur_math.h"
+
+#define THREADS 256
+/* launches: tsr_grid2 and TSR_FOR_PIXELS (gpu_int.cuh) */
+#define FOR_XY(nx, ny) TSR_FOR_PIXELS((nx), (ny), x, y)
+
+static __global__ void
+kernel_k(tsr_bm_src s, const float *k, int64_t kw, int64_t kh, int64_t cx, int64_t cy, float *L,
+         int64_t tw, int64_t th)
+{
+    FOR_XY(tw, th)
+    tsr_bm_kernel_item(&s, k, kw, kh, cx, cy, L, tw, x, y);
+}
+
+static __global__ void
+firx_k(tsr_bm_src s, const tsr_blur_state *st, int64_t cx, int64_t cy, float *H, int64_t tw,
+       int64_t nrows)
+{
+    FOR_XY(tw, nrows)
+    tsr_bm_firx_item(&s, st->w, st->r, cx, cy, H, tw, x, y);
+}
+
+static __global__ void
+firy_k(const float *H, const tsr_blur_state *st, float *L, int64_t tw, int64_t th)
+{
+    FOR_XY(tw, th)
+    tsr_bm_firy_item(H, st->w, st->r, L, tw, x, y);
+}
+
+static __global__ void
+ybox1_k(tsr_bm_src s, float lim, int64_t cx, int64_t cy, int64_t h, float inv_h, int32_t *A,
+        int64_t pw, int64_t nout)
+{
+    FOR_XY(pw, tsr_bm_nseg(nout))
+    tsr_bm_ybox1_item(&s, lim, cx, cy, h, inv_h, A, pw, nout, x, y);
+}
+
+/* Vertical boxes: x = the column, y = the segment. */
+static __global__ void
+ybox_k(const int32_t *in, int32_t *out, int64_t pw, int64_t h, float inv_h, int64_t nout)
+{
+    FOR_XY(pw, tsr_bm_nseg(nout))
+    tsr_bm_box_item(in, out, pw, 1, h, inv_h, nout, x, y);
+}
+
+/* Horizontal boxes: x = the segment, y = the row. */
+static __global__ void
+xbox_k(const int32_t *in, int32_t *out, int64_t pw, int64_t th, int64_t h, float inv_h,
+       int64_t nout)
+{
+    FOR_XY(tsr_bm_nseg(nout), th)
+    tsr_bm_box_item(in, out, 1, pw, h, inv_h, nout, y, x);
+}
+
+static __global__ void
+ytaps_k(const int32_t *B, int32_t *M, int64_t pw, int64_t th, const tsr_blur_state *st,
+        int64_t h, int64_t m, float lim)
+{
+    FOR_XY(pw, th)
+    tsr_bm_ytaps_item(B, M, pw, h, st->c, m, lim, x, y);
+}
+
+static __global__ void
+xtaps_k(const int32_t *A, float *L, int64_t pw, int64_t tw, int64_t th, const tsr_blur_state *st,
+        int64_t h, int64_t m)
+{
+    FOR_XY(tw, th)
+    tsr_bm_xtaps_item(A, L, pw, tw, h, st->cq, m, x, y);
+}
+
+/* The status a NULL from tsr_gpu_alloc / tsr_gpu_resident filled in. */
+static tsr_status
+failed(const tsr_error *err)
+{
+    return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
+}
+
+static tsr_status
+spline(tsr_gpu *g, const tsr_blur_state *st, const tsr_blur_state *dst, tsr_bm_src s,
+       tsr_rect cr, float *L, tsr_error *err)
+{
+    const int64_t R = st->rx, h = st->h, m = st->m, tw = cr.w, th = cr.h;
+    const int64_t pw = tw + 2 * R, ph = th + 2 * R;
+    const float lim = st->lim, inv_h = st->inv_h;
+    int64_t n = ph - (h - 1);
+    size_t plane = (size_t)pw * (size_t)n * sizeof(int32_t);
+    int32_t *A = (int32_t *)tsr_gpu_alloc(g, plane, err);
+    if (!A)
+        return failed(err);
+    int32_t *B = (int32_t *)tsr_gpu_alloc(g, plane, err);
+    if (!B)
+        return failed(err);
+
+    ybox1_k<<<tsr_grid2(pw, tsr_bm_nseg(n)), THREADS, 0, g->compute>>>(s, lim, cr.x - R, cr.y - R,
+                                                                     h, inv_h, A, pw, n);
+    TSR_LAUNCHED("blur spline y box", err);
+    int32_t *in = A, *out = B;
+    for (int stage = 1; stage < TSR_BLUR_STAGES; stage++) {
+        n -= h - 1;
+        ybox_k<<<tsr_grid2(pw, tsr_bm_nseg(n)), THREADS, 0, g->compute>>>(in, out, pw, h, inv_h, n);
+        TSR_LAUNCHED("blur spline y box", err);
+        int32_t *t = in;
+        in = out;
+        out = t;
+    }
+    /* the vertical taps, requantised: `out` becomes M (th rows) */
+    ytaps_k<<<tsr_grid2(pw, th), THREADS, 0, g->compute>>>(in, out, pw, th, dst, h, m, lim);
+    TSR_LAUNCHED("blur spline y taps", err);
+    {
+        int32_t *t = in;
+        in = out;
+        out = t;
+    }
+    int64_t nc = pw;
+    for (int stage = 0; stage < TSR_BLUR_STAGES; stage++) {
+        nc -= h - 1;
+        xbox_k<<<tsr_grid2(tsr_bm_nseg(nc), th), THREADS, 0, g->compute>>>(in, out, pw, th, h, inv_h,
+                                                                         nc);
+        TSR_LAUNCHED("blur spline x box", err);
+        int32_t *t = in;
+        in = out;
+        out = t;
+    }
+    xtaps_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(in, L, pw, tw, th, dst, h, m);
+    TSR_LAUNCHED("blur spline x taps", err);
+    return TSR_OK;
+}
+
+/* The layer over cr into a fresh L, then blended into P. */
+static tsr_status
+blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr_rect cr,
+     tsr_bm_src s, const tsr_gpu_out *to, tsr_error *err)
+{
+    const tsr_blur_params *p = (const tsr_blur_params *)e->params;
+    const int64_t tw = cr.w, th = cr.h;
+    float *L = (float *)tsr_gpu_alloc(g, (size_t)tw * (size_t)th * sizeof(float), err);
+    if (!L)
+        return failed(err);
+    const tsr_blur_state *dst =
+        (const tsr_blur_state *)tsr_gpu_resident(g, st, sizeof *st, err);
+    if (!dst)
+        return failed(err);
+    switch (st->method) {
+    case TSR_BLUR_KERNEL: {
+        const tsr_kernel *K = &p->kernel;
+        const float *k = (const float *)tsr_gpu_resident(
+            g, K->k, (size_t)K->w * (size_t)K->h * sizeof(float), err);
+        if (!k)
+            return failed(err);
+        kernel_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(s, k, K->w, K->h, cr.x, cr.y, L, tw,
+                                                             th);
+        TSR_LAUNCHED("blur kernel", err);
+        break;
+    }
+    case TSR_BLUR_FIR: {
+        const int64_t r = st->r, nrows = th + 2 * r;
+        float *H = (float *)tsr_gpu_alloc(g, (size_t)tw * (size_t)nrows * sizeof(float), err);
+        if (!H)
+            return failed(err);
+        firx_k<<<tsr_grid2(tw, nrows), THREADS, 0, g->compute>>>(s, dst, cr.x, cr.y, H, tw, nrows);
+        TSR_LAUNCHED("blur fir x", err);
+        firy_k<<<tsr_grid2(tw, th), THREADS, 0, g->compute>>>(H, dst, L, tw, th);
+        TSR_LAUNCHED("blur fir y", err);
+        break;
+    }
+    default: {
+        tsr_status rc = spline(g, st, dst, s, cr, L, err);
+        if (rc != TSR_OK)
+            return rc;
+        break;
+    }
+    }
+    return tsr_gpu_blend_rect(g, e, P, cr, L, to, err);
+}
+
+extern "C" tsr_status
+tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
+             const tsr_gpu_out *to, tsr_error *err)
+{
+    const tsr_blur_params *p = (const tsr_blur_params *)e->params;
+    const tsr_blur_state *st = (const tsr_blur_state *)e->state;
+    const char *where = e->where ? e->where : "blur";
+    tsr_rect cr = tsr_edge_covered(e, P.r);
+    if (tsr_rect_empty(cr)) /* the layer misses P: P as it is */
+        return to ? tsr_gpu_blend_rect(g, e, P, cr, NULL, to, err) : TSR_OK;
+    if (!st)
+        return tsr_fail(err, TSR_EINTERNAL, "%s: gpu blur: the edge was not prepared", where);
+    /* every pixel a window reads lies in one of need()'s rects, so in their bounding box */
+    tsr_rect need[TSR_NEED_MAX], bb = tsr_rect_make(0, 0, 0, 0);
+    size_t nn = e->trait->need(e, P.r, need);
+    for (size_t i = 0; i < nn; i++)
+        bb = tsr_rect_union(bb, need[i]);
+    if (nn == 0 || !tsr_rect_contains(child.r, bb))
+        return tsr_fail(err, TSR_EINTERNAL,
+                        "%s: gpu blur: the child buffer %lldx%lld+%lld+%lld does not hold "
+                        "%lldx%lld+%lld+%lld",
+                        where, (long long)child.r.w, (long long)child.r.h, (long long)child.r.x,
+                        (long long)child.r.y, (long long)bb.w, (long long)bb.h, (long long)bb.x,
+                        (long long)bb.y);
+    tsr_bm_src s;
+    s.px = child.px;
+    s.x0 = child.r.x;
+    s.y0 = child.r.y;
+    s.stride = child.r.w;
+    s.cw = e->child->w;
+    s.ch = e->child->h;
+    s.edge = p->edge;
+    size_t mark = tsr_gpu_mark(g);
+    tsr_status rc = blur(g, e, st, P, cr, s, to, err);
+    tsr_gpu_reset(g, mark);
+    return rc;
+}

@@ -1,0 +1,159 @@
+/* repeat and repeat-vector on the device (DESIGN.md §2.3): for each parent pixel of the active
+ * area (P.r clipped to `region`), the copies that cover it, in copy order (ascending j, then
+ * ascending i), combined by the overlap mode with nodes/pointwise.h's operations, then blended.
+ *
+ * Disjoint axis-aligned repeats (every `repeat` whose period is at least the child) find their
+ * one copy by a floor division. Other lattices solve for the candidate (i, j) range per pixel
+ * in double, widened by one each way (the error of that solve is far below one lattice step
+ * for any basis of skew <= SKEW_MAX, see below), and test each candidate exactly in int64.
+ * Lattices that the CPU walks in a Lagrange-reduced basis (skew > SKEW_MAX) with an
+ * order-dependent overlap are not done here (tsr_gpu_repeat_supported). */
+#include "gpu/gpu_int.cuh"
+
+#include <math.h>
+
+/* nodes/repeat.c: above this skew the CPU walks a reduced basis (out of copy order). */
+#define SKEW_MAX 64.0
+
+static double
+skew(const int64_t u[2], const int64_t v[2])
+{
+    double det = fabs((double)((__int128)u[0] * v[1] - (__int128)u[1] * v[0]));
+    return ((fabs((double)v[0]) + fabs((double)v[1])) * (fabs((double)u[0]) + fabs((double)u[1]))) /
+           det;
+}
+
+extern "C" bool
+tsr_gpu_repeat_supported(const tsr_edge *e)
+{
+    const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
+    return skew(r->u, r->v) <= SKEW_MAX;
+}
+
+struct rep_args {
+    float *P;
+    tsr_rect Pr, area; /* P's rect; the active area inside it */
+    const float *C;
+    tsr_rect Cr;       /* child pixels held */
+    int64_t ox, oy, cw, ch, ux, uy, vx, vy;
+    double det;
+    int ov, blend, mask;
+    bool axis;         /* disjoint and axis-aligned: one floor division */
+    tsr_gpu_conv to;   /* to.dst: every pixel of Pr out as a sample */
+};
+
+/* The layer's value at parent pixel (x, y) of the active area blended into p. */
+__device__ static float
+repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
+{
+    int64_t rx = x - a.ox, ry = y - a.oy;
+    if (a.axis) {
+        int64_t cx = rx - tsr_dfloor_div(rx, a.ux) * a.ux;
+        int64_t cy = ry - tsr_dfloor_div(ry, a.vy) * a.vy;
+        if (cx < a.cw && cy < a.ch)
+            p = tsr_pw_apply(a.blend, a.mask, p, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)], 1);
+        return p;
+    }
+    /* copy origins o + i u + j v lie in [x - cw + 1, x] x [y - ch + 1, y]: bound i and j by
+     * the box's corners (i = (px vy - py vx) / det, j = (py ux - px uy) / det) */
+    double imin = 0, imax = 0, jmin = 0, jmax = 0;
+    for (int c = 0; c < 4; c++) {
+        double px = (double)(c & 1 ? rx : rx - a.cw + 1);
+        double py = (double)(c & 2 ? ry : ry - a.ch + 1);
+        double i = (px * (double)a.vy - py * (double)a.vx) / a.det;
+        double j = (py * (double)a.ux - px * (double)a.uy) / a.det;
+        imin = c ? fmin(imin, i) : i;
+        imax = c ? fmax(imax, i) : i;
+        jmin = c ? fmin(jmin, j) : j;
+        jmax = c ? fmax(jmax, j) : j;
+    }
+    int64_t i0 = (int64_t)floor(imin) - 1, i1 = (int64_t)ceil(imax) + 1;
+    int64_t j0 = (int64_t)floor(jmin) - 1, j1 = (int64_t)ceil(jmax) + 1;
+    float l = 0.0f;
+    int c = 0;
+    uint32_t nz = 0;
+    for (int64_t j = j0; j <= j1; j++)
+        for (int64_t i = i0; i <= i1; i++) {
+            int64_t cx = rx - (i * a.ux + j * a.vx), cy = ry - (i * a.uy + j * a.vy);
+            if (cx < 0 || cx >= a.cw || cy < 0 || cy >= a.ch)
+                continue;
+            float s = a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)];
+            l = tsr_pw_overlap(a.ov, c, l, s);
+            nz += s != 0.0f;
+            c = 1;
+        }
+    if (!c)
+        return p;
+    if (a.ov == TSR_OVERLAP_AVERAGE)
+        l = nz ? l / (float)nz : 0.0f;
+    return tsr_pw_apply(a.blend, a.mask, p, l, 1);
+}
+
+static __global__ void
+repeat_kernel(rep_args a)
+{
+    TSR_FOR_PIXELS(a.area.w, a.area.h, lx, ly) {
+        int64_t x = a.area.x + lx, y = a.area.y + ly;
+        float *p = a.P + (y - a.Pr.y) * a.Pr.w + (x - a.Pr.x);
+        *p = repeat_px(a, x, y, *p);
+    }
+}
+
+/* Over all of P.r, every pixel out as a sample (the root's last edge). */
+static __global__ void
+repeat_out_kernel(rep_args a)
+{
+    TSR_FOR_PIXELS(a.Pr.w, a.Pr.h, lx, ly) {
+        int64_t x = a.Pr.x + lx, y = a.Pr.y + ly;
+        float p = a.P[ly * a.Pr.w + lx];
+        if (x >= a.area.x && x < a.area.x + a.area.w && y >= a.area.y && y < a.area.y + a.area.h)
+            p = repeat_px(a, x, y, p);
+        tsr_gpu_put(a.to, x, y, p);
+    }
+}
+
+extern "C" tsr_status
+tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
+               const tsr_gpu_out *to, tsr_error *err)
+{
+    const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
+    if (!tsr_gpu_repeat_supported(e))
+        return tsr_fail(err, TSR_EINTERNAL, "gpu: repeat: lattice needs a reduced basis");
+    rep_args a;
+    memset(&a, 0, sizeof a);
+    a.P = P.px;
+    a.Pr = P.r;
+    a.area = P.r;
+    if (r->region[2] > 0)
+        a.area = tsr_rect_intersect(a.area, tsr_rect_make(r->region[0], r->region[1],
+                                                          r->region[2], r->region[3]));
+    if (tsr_rect_empty(a.area))
+        a.area = tsr_rect_make(P.r.x, P.r.y, 0, 0);
+    if (tsr_rect_empty(a.area) && !to)
+        return TSR_OK;
+    tsr_status cs = tsr_gpu_conv_make(g, to, &a.to, err);
+    if (cs != TSR_OK)
+        return cs;
+    a.C = child.px;
+    a.Cr = child.r;
+    a.ox = e->offset[0];
+    a.oy = e->offset[1];
+    a.cw = e->child->w;
+    a.ch = e->child->h;
+    a.ux = r->u[0];
+    a.uy = r->u[1];
+    a.vx = r->v[0];
+    a.vy = r->v[1];
+    a.det = (double)((__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0]);
+    /* a disjoint lattice puts one value per pixel: every overlap mode is a plain copy */
+    a.ov = r->disjoint ? TSR_OVERLAP_FIRST : r->overlap;
+    a.blend = (int)e->blend;
+    a.mask = e->mask;
+    a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0;
+    if (to)
+        repeat_out_kernel<<<tsr_grid2(P.r.w, P.r.h), 256, 0, g->compute>>>(a);
+    else
+        repeat_kernel<<<tsr_grid2(a.area.w, a.area.h), 256, 0, g->compute>>>(a);
+    TSR_LAUNCHED("repeat", err);
+    return TSR_OK;
+}
