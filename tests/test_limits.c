@@ -1038,7 +1038,7 @@ Test(limits, a_chain_of_1000_small_nodes_plans_small)
     tsr_engine *e = tsr_engine_new(d, &o, &err);
     cr_assert(e != NULL, "%s", err.msg);
     const tsr_plan *p = tsr_engine_plan(e);
-    cr_assert_lt(p->per_thread, 4 << 20, "per thread %lld", (long long)p->per_thread);
+    cr_assert_lt(p->per_thread, 8 << 20, "per thread %lld", (long long)p->per_thread);
     cr_assert_lt(p->minimum, 64 << 20, "minimum %lld", (long long)p->minimum);
     tsr_engine_free(e);
     tsr_design_free(d);

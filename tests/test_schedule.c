@@ -64,7 +64,8 @@ got_order(const void *a, const void *b)
 static void
 recursion_set(gots *g, const char *what)
 {
-    qsort(g->v, g->n, sizeof *g->v, got_order);
+    if (g->n) /* a band with no child tiles (a frame of fill) acquires nothing: v is NULL */
+        qsort(g->v, g->n, sizeof *g->v, got_order);
     size_t u = 0;
     for (size_t i = 0; i < g->n; i++) {
         if (u && key_order(g->v[u - 1].k, g->v[i].k) == 0) {
@@ -104,7 +105,8 @@ schedule_set(const tsr_schedule *s, gots *g, const char *what)
         add_list(g, st->node, st->compute, st->ncompute, true, what);
         add_list(g, st->node, st->hit, st->nhit, false, what);
     }
-    qsort(g->v, g->n, sizeof *g->v, got_order);
+    if (g->n)
+        qsort(g->v, g->n, sizeof *g->v, got_order);
 }
 
 static const char *
