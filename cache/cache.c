@@ -36,7 +36,7 @@ struct tsr_cache_entry {
     tsr_cache_key key;          /* the hash key; a struct of three int64, so no padding */
     UT_hash_handle hh;          /* uthash linkage into c->table */
     tsr_tile *tile;             /* owned; NULL until published */
-    size_t bytes;               /* tsr_tile_bytes(tile->r), fixed at publish */
+    size_t bytes;               /* tsr_cache_tile_cost(tile->r), fixed at publish */
     uint64_t pins;              /* holders: the computer, waiters, readers */
     entry_state state;          /* see the file comment */
     bool cached;                /* READY and counted in c->bytes (else transient) */
@@ -58,6 +58,29 @@ struct tsr_cache {
     tsr_cache_observer observe; /* told of every acquire, or NULL (tsr_cache_set_observer) */
     void *observe_ctx;          /* its argument */
 };
+
+/* What a tile costs beyond tsr_tile_bytes: glibc's chunk header (8 bytes, rounded to 16) on
+ * the entry and the tile struct; the pixels' own pages when they are a mapping of their own
+ * (TSR_TILE_MAP_MIN), else their chunk header and aligned_alloc's leading slack (up to the
+ * 64-byte alignment, a free fragment small allocations rarely reuse); the hash table's share
+ * (uthash doubles its 16-byte buckets to keep ~10 entries a bucket: 16 bytes an entry covers
+ * the peak just after a doubling). For 1 x 1 tiles this is most of the cost: 352 bytes
+ * counted, ~330 measured per cached tile (docs/reliability.md §7); counting the pixels alone
+ * (104 bytes) let the cache hold 3.2x its budget. */
+#define CHUNK(n) (((n) + 8 + 15) & ~(size_t)15)
+#define PAGE_BYTES ((size_t)4096)
+
+size_t
+tsr_cache_tile_cost(tsr_rect r)
+{
+    size_t b = tsr_tile_bytes(r);
+    if (b == 0)
+        return 0;
+    size_t px = b - sizeof(tsr_tile);
+    size_t pixels = px >= TSR_TILE_MAP_MIN ? (px + PAGE_BYTES - 1) & ~(PAGE_BYTES - 1)
+                                           : CHUNK(px) + 64;
+    return CHUNK(sizeof(tsr_cache_entry)) + CHUNK(sizeof(tsr_tile)) + pixels + 16;
+}
 
 /* ---- LRU list ---------------------------------------------------------------- */
 
@@ -288,6 +311,40 @@ tsr_cache_tile(const tsr_cache_entry *e)
     return e ? e->tile : NULL;
 }
 
+/* Unpinned tiles, from the least recently used, that tsr_cache_tile_new looks at for one
+ * of the size it wants: the lock is held meanwhile. */
+#define REUSE_SCAN 64
+
+tsr_tile *
+tsr_cache_tile_new(tsr_cache *c, tsr_rect r)
+{
+    size_t want = tsr_tile_bytes(r), cost = tsr_cache_tile_cost(r);
+    tsr_tile *t = NULL;
+    if (c && want) {
+        pthread_mutex_lock(&c->mu);
+        if (c->budget - c->bytes < cost) {
+            /* full: publishing would evict anyway, so evict now and reuse the memory */
+            tsr_cache_entry *v = c->lru_tail;
+            for (int k = 0; v && k < REUSE_SCAN; k++, v = v->lru_prev) {
+                if (tsr_tile_bytes(v->tile->r) != want)
+                    continue;
+                t = v->tile;
+                v->tile = NULL; /* entry_kill frees the tile: this one lives on */
+                lru_unlink(c, v);
+                entry_kill(c, v);
+                c->stats.evictions++;
+                c->stats.reused++;
+                break;
+            }
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (!t)
+        return tsr_tile_new(r);
+    t->r = r;
+    return t;
+}
+
 void
 tsr_cache_publish(tsr_cache *c, tsr_cache_entry *e, tsr_tile *tile)
 {
@@ -312,7 +369,7 @@ tsr_cache_publish(tsr_cache *c, tsr_cache_entry *e, tsr_tile *tile)
         return;
     }
     e->tile = tile;
-    e->bytes = tsr_tile_bytes(tile->r);
+    e->bytes = tsr_cache_tile_cost(tile->r);
     e->state = ST_READY;
     /* Only evict when it helps: if the tile cannot fit even with every unpinned tile gone,
      * emptying the cache would cost hits and gain nothing. */

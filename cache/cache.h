@@ -35,15 +35,22 @@ typedef struct tsr_cache_stats {
     uint64_t evictions; /* tiles dropped to stay under budget */
     uint64_t waits;     /* acquires that waited for another thread's computation */
     uint64_t overflow;  /* tiles that could not be cached (transient) */
+    uint64_t reused;    /* evictions whose memory tsr_cache_tile_new handed to a new tile */
     size_t bytes;       /* bytes of cached tiles now */
     size_t peak_bytes;  /* most bytes ever held, cached plus transient */
     size_t budget;      /* the budget it was made with */
 } tsr_cache_stats;
 
-/* A cache of at most `budget` bytes (tsr_tile_bytes of each tile). NULL on out of memory.
- * A budget of 0 caches nothing (every tile transient). */
+/* A cache of at most `budget` bytes (tsr_cache_tile_cost of each tile). NULL on out of
+ * memory. A budget of 0 caches nothing (every tile transient). */
 tsr_cache *
 tsr_cache_new(size_t budget);
+
+/* The bytes a cached tile of rect r really takes: its pixels and struct (tsr_tile_bytes),
+ * its cache entry, the hash table's share and the allocator's overhead. What the budget and
+ * the byte counts are in. 0 for an invalid rect. */
+size_t
+tsr_cache_tile_cost(tsr_rect r);
 
 /* Frees every tile. No entry may still be pinned. NULL is fine. */
 void
@@ -58,6 +65,14 @@ tsr_cache_acquire(tsr_cache *c, tsr_cache_key key, bool *must_compute);
 /* The tile of a ready entry (borrowed; valid while pinned). */
 const tsr_tile *
 tsr_cache_tile(const tsr_cache_entry *e);
+
+/* A tile of rect r to compute into (then publish, or tsr_tile_free). When the cache is full,
+ * the least recently used unpinned tile of the same size is evicted now and its memory
+ * reused: a cache that churns (more tiles than fit, every band) then neither faults in fresh
+ * pages for each tile nor leaves holes behind. Else tsr_tile_new. NULL on out of memory;
+ * `c` may be NULL. Thread-safe. */
+tsr_tile *
+tsr_cache_tile_new(tsr_cache *c, tsr_rect r);
 
 /* Hand the computed tile to the cache (ownership taken), wake waiters. The caller's pin stays.
  * May evict other unpinned tiles. */

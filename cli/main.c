@@ -57,25 +57,81 @@ typedef struct args {
     bool exit_on_abort;   /* controller */
 } args;
 
-/* Set by SIGINT/SIGTERM: the band loop and the sink read it and stop cleanly. */
+/* Set by the first SIGINT/SIGTERM: the engine's workers (each tile, and long loops row by
+ * row), the band loop and the sink read it and stop cleanly. */
 static volatile sig_atomic_t g_stop;
 
+/* The render's sink once open, for the second signal's resume offset; its offset is an atomic
+ * read (tsr_sink_offset), safe in a handler. */
+static tsr_sink *volatile g_sink;
+static volatile sig_atomic_t g_sink_tcp;
+
+/* write(2) of a NUL-terminated string: what a handler may call. */
+static void
+say(const char *s)
+{
+    size_t n = strlen(s);
+    while (n) {
+        ssize_t k = write(STDERR_FILENO, s, n);
+        if (k <= 0)
+            return;
+        s += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Decimal digits of v into the end of buf[24]; returns the first. */
+static char *
+u64_text(uint64_t v, char buf[24])
+{
+    char *p = buf + 23;
+    *p = '\0';
+    do
+        *--p = (char)('0' + v % 10);
+    while (v /= 10);
+    return p;
+}
+
+/* The first signal asks for a clean stop and says so at once; the second ends the process
+ * now, with the resume offset of what the sink has confirmed (the bytes it delivered: a raw
+ * file may hold more, which --resume-at cuts back). Async-signal-safe: write(2), _exit. */
 static void
 on_stop(int sig)
 {
-    g_stop = sig;
+    if (!g_stop) {
+        g_stop = sig;
+        say("tessera: stopping...\n");
+        return;
+    }
+    tsr_sink *s = g_sink;
+    if (s) {
+        char b[24], *off = u64_text(tsr_sink_offset(s), b);
+        say("tessera: interrupted again at byte ");
+        say(off);
+        if (g_sink_tcp) {
+            say("; run it again to resume (the controller answers the offset)\n");
+        } else {
+            say("; resume with --resume-at ");
+            say(off);
+            say("\n");
+        }
+    } else {
+        say("tessera: interrupted again: exiting now\n");
+    }
+    _exit(1);
 }
 
-/* SIGINT/SIGTERM request a clean stop; the handler resets itself (SA_RESETHAND), so a second
- * signal kills at once. No SA_RESTART: a blocked call returns and sees the flag. */
+/* SIGINT/SIGTERM request a clean stop; a second one exits at once (on_stop). No SA_RESTART:
+ * a blocked call returns and sees the flag. */
 static void
 install_stop(void)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
-    sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time: the first signal is counted */
+    sigaddset(&sa.sa_mask, SIGTERM);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 }
@@ -433,6 +489,8 @@ cmd_render(args *a, tsr_engine *e)
             fprintf(stderr, "tessera: interrupted before the stream started\n");
         return g_stop ? 1 : fail(&err);
     }
+    g_sink_tcp = tcp;
+    g_sink = s;
     uint64_t start = tsr_sink_start(s);
     tsr_progress_mode pm = progress_mode(a->progress);
     double t0 = now_s();
@@ -450,6 +508,7 @@ cmd_render(args *a, tsr_engine *e)
                           : g_stop          ? "interrupted by SIGINT"
                                             : err.msg;
         tsr_sink_abort(s, why, NULL);
+        g_sink = NULL;
         tsr_sink_close(s, NULL);
         if (g_stop) {
             if (tcp)
@@ -470,6 +529,7 @@ cmd_render(args *a, tsr_engine *e)
         return rc;
     }
     tsr_error cerr = {0};
+    g_sink = NULL;
     if (tsr_sink_close(s, &cerr) != TSR_OK)
         return fail(&cerr);
     if (a->rate > 0 && pm != TSR_PROGRESS_NONE)
@@ -821,11 +881,12 @@ main(int argc, char **argv)
         return rc;
     /* From here on SIGINT/SIGTERM stop cleanly (a stop during loading ends the render
      * before its first byte, still with the resume message). */
-    if (strcmp(a.cmd, "render") == 0 || strcmp(a.cmd, "controller") == 0)
-        install_stop();
+    install_stop();
+    a.eo.stop = &g_stop;
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
     tsr_error err = {0};
+    a.eo.plan_only = strcmp(a.cmd, "check") == 0; /* no image decoded, no table built */
     tsr_design *d = tsr_engine_load(a.design, &err);
     if (!d)
         return fail(&err);
@@ -840,7 +901,10 @@ main(int argc, char **argv)
         rc = cmd_preview(&a, e, d);
     else if (strcmp(a.cmd, "profile") == 0)
         rc = stdout_done(cmd_profile(&a, e, d));
-    else {
+    else if (g_stop) { /* a stop while loading or planning */
+        fprintf(stderr, "tessera: interrupted\n");
+        rc = 1;
+    } else {
         tsr_engine_print_check(e, stdout, a.tree);
         rc = stdout_done(0);
     }

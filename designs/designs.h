@@ -29,7 +29,8 @@
  *   at exactly 0 and end at exactly 1.
  * - An image source's path is absolute or relative to the design file's folder. With a
  *   reader, `size` may be omitted and must equal the image if given; the reader's status
- *   (TSR_EIO for a missing file) and message are kept, prefixed with our position.
+ *   (TSR_EIO for a missing file) and message are kept, prefixed with our position. With a
+ *   header reader (read_size) only reached images are decoded, after the tree is ordered.
  * - Named nodes never reached from root are validated, then left out of design->nodes.
  *   Inline nodes are named by their key path; paths longer than 240 characters are shortened
  *   in the middle ("...") in names, wheres and messages.
@@ -60,9 +61,21 @@
 typedef struct tsr_design_opts {
     /* Decodes an image source: a w x h array of values in [0, 1] the caller of the loader then
      * owns (freed with free()). The engine passes stream/'s tsr_png_read_gray. NULL: images
-     * are not decoded (src->img stays NULL) and a node with an image source must give `size`. */
+     * are not decoded (src->img stays NULL) and a node with an image source must give `size`
+     * unless read_size is given. */
     tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
                              tsr_error *err);
+    /* Reads an image's header only: its size, and in *scratch the bytes decoding it takes
+     * beyond the w x h floats (stream/'s tsr_png_read_info). Given, the loader reads only
+     * headers while parsing (size, validation, a missing or corrupt header is an error as
+     * before) and decodes afterwards, only the images of nodes reached from root (named nodes
+     * nobody refs are validated, never decoded). Without it, images are decoded as they are
+     * parsed, unreferenced ones included. */
+    tsr_status (*read_size)(const char *path, int64_t *w, int64_t *h, int64_t *scratch,
+                            tsr_error *err);
+    /* Leave decoding and the traits' large tables to the caller (tsr_design_build), e.g. until
+     * a memory plan has counted them: tsr_engine_load sets it and tsr_engine_new builds. */
+    bool defer;
 } tsr_design_opts;
 
 /* Load the design file at `path` (borrowed; it names the file in messages and images are

@@ -181,14 +181,17 @@ disc_keys(const char **out)
     out[n] = NULL;
 }
 
-/* Decode the image with opts->read_image; the reader's message gets our position. */
+/* Read the image's header with opts->read_size, or decode it with opts->read_image; the
+ * reader's message gets our position. */
 static tsr_status
 read_image(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
 {
     tsr_error ierr = {TSR_OK, ""};
-    int64_t w = 0, h = 0;
+    int64_t w = 0, h = 0, scratch = 0;
     float *px = NULL;
-    tsr_status st = c->opts->read_image(s->path, &w, &h, &px, &ierr);
+    tsr_status st = c->opts->read_size
+                        ? c->opts->read_size(s->path, &w, &h, &scratch, &ierr)
+                        : c->opts->read_image(s->path, &w, &h, &px, &ierr);
     if (st != TSR_OK) {
         char path[KPATH_SHOWN + 1];
         kpath_format(p, path, sizeof path);
@@ -196,14 +199,23 @@ read_image(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
         return tsr_fail(c->err, st, "%s:%zu:%zu: %s: %s", c->file, at->line, at->col, path,
                         ierr.msg[0] ? ierr.msg : tsr_status_name(st));
     }
-    if (!px || w < 1 || h < 1 || w > TSR_COORD_MAX || h > TSR_COORD_MAX) {
+    if ((!px && !c->opts->read_size) || w < 1 || h < 1 || w > TSR_COORD_MAX ||
+        h > TSR_COORD_MAX) {
         free(px);
         return derr(c, at, p, "image '%s' has an unusable size %lldx%lld", s->path, (long long)w,
                     (long long)h);
     }
+    if (!px) { /* decoded later (tsr_design_build): its errors point at the image's path */
+        char *where = dwhere(c, at, p);
+        if (!where)
+            return doom(c);
+        free(s->where);
+        s->where = where;
+    }
     s->img = px;
     s->iw = w;
     s->ih = h;
+    s->scratch = scratch;
     return TSR_OK;
 }
 
@@ -296,7 +308,7 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
     dcheck chk = {{check_fail}, c, m, p, false};
     if ((st = check_result(&chk, tsr_source_check(s, &chk.base))) != TSR_OK)
         return st;
-    if (s->kind == TSR_SRC_IMAGE && c->opts && c->opts->read_image)
+    if (s->kind == TSR_SRC_IMAGE && c->opts && (c->opts->read_image || c->opts->read_size))
         return read_image(c, s, dv, &kd);
     return TSR_OK;
 }
@@ -575,7 +587,7 @@ node_head(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node **
     if (si != (size_t)-1) {
         const ynode *sv = ymap_val(m, si);
         kpath kp = KP_KEY(p, "size");
-        if (s && s->img && (dn.size[0] != s->iw || dn.size[1] != s->ih))
+        if (s && s->iw && (dn.size[0] != s->iw || dn.size[1] != s->ih))
             return derr(c, sv, &kp, "[%lld, %lld] differs from the image size [%lld, %lld]",
                         (long long)dn.size[0], (long long)dn.size[1], (long long)s->iw,
                         (long long)s->ih);
@@ -586,7 +598,7 @@ node_head(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node **
                         (long long)dn.size[0], (long long)dn.size[1]);
         n->w = dn.size[0];
         n->h = dn.size[1];
-    } else if (s && s->img) {
+    } else if (s && s->iw) {
         n->w = s->iw;
         n->h = s->ih;
     } else if (s && s->kind == TSR_SRC_IMAGE) {
@@ -900,6 +912,9 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
     d->root = order[norder - 1];
     order = NULL;
     if ((st = tsr_design_prepare(d, err)) != TSR_OK)
+        goto fail;
+    if (!(opts && opts->defer) &&
+        (st = tsr_design_build(d, opts ? opts->read_image : NULL, err)) != TSR_OK)
         goto fail;
     ytree_free(&tree);
     free(c.names);

@@ -39,7 +39,7 @@ get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_ent
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
         tsr_rect r = tsr_grid_tile_rect(&e->grid[n->id], tx, ty);
-        tsr_tile *t = tsr_tile_new(r);
+        tsr_tile *t = tsr_cache_tile_new(e->cache, r);
         if (!t) {
             tsr_cache_abandon(e->cache, ce);
             return tsr_fail(err, TSR_ENOMEM, "out of memory (tile %s %lldx%lld)", n->name,
@@ -216,7 +216,7 @@ compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_er
     if (!ce)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
-        tsr_tile *t = tsr_tile_new(tsr_rect_make(0, 0, pw, ph));
+        tsr_tile *t = tsr_cache_tile_new(e->cache, tsr_rect_make(0, 0, pw, ph));
         uint64_t c0 = tsr_now_ns();
         tsr_status st = t ? tsr_cpu_compute_direct(e, n, t->r, t->px, err)
                           : tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
@@ -257,27 +257,6 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
     return tsr_cpu_compute_direct(e, n, r, px, err);
 }
 
-/* Nodes on the design's longest chain, the root included; 0 when out of memory. Only the
- * stack guard's message asks, so it is not kept. */
-static int64_t
-deepest_chain(const tsr_design *d)
-{
-    int64_t *levels = calloc(d->nnodes, sizeof *levels);
-    if (!levels)
-        return 0;
-    for (size_t i = 0; i < d->nnodes; i++) { /* children come before parents */
-        const tsr_node *m = d->nodes[i];
-        int64_t deepest = 0;
-        for (size_t k = 0; k < m->nedges; k++)
-            if (levels[m->edges[k].child->id] > deepest)
-                deepest = levels[m->edges[k].child->id];
-        levels[m->id] = deepest + 1;
-    }
-    int64_t root = levels[d->root->id];
-    free(levels);
-    return root;
-}
-
 /* The recursion would outgrow this thread's stack: say how deep the design goes and how to
  * give threads more (libgomp reads OMP_STACKSIZE when it loads; the main thread's stack is
  * ulimit -s). */
@@ -291,8 +270,20 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
                     "nested nodes %lld deep; give threads more stack: OMP_STACKSIZE=%zuM for "
                     "worker threads, ulimit -s %zu for the main thread",
                     n->name, size >> 10, main_thread ? "main" : "worker",
-                    (long long)deepest_chain(e->d), TSR_THREAD_STACK >> 20,
-                    TSR_THREAD_STACK >> 10);
+                    (long long)e->nest, e->stack >> 20, e->stack >> 10);
+}
+
+/* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */
+static bool
+stopping(const tsr_engine *e)
+{
+    return e->opts.stop && *e->opts.stop;
+}
+
+static tsr_status
+interrupted(tsr_error *err)
+{
+    return tsr_fail(err, TSR_EINTR, "interrupted");
 }
 
 tsr_status
@@ -302,6 +293,8 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
      * (a leaf does not recurse, and the margin covers it) */
     if (n->nedges && tsr_stack_low())
         return out_of_stack(e, n, err);
+    if (stopping(e))
+        return interrupted(err);
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;
     float *L = NULL;
@@ -346,6 +339,10 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
             tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
     }
 done:
+    /* sources and layers return early, unfinished, once they see the stop (tiles/stop.c):
+     * such pixels must never be cached or emitted */
+    if (st == TSR_OK && stopping(e))
+        st = interrupted(err);
     free(L);
     free(cov);
     atomic_fetch_add(&e->node_ns[n->id], tsr_now_ns() - t0 - child_ns);
@@ -382,14 +379,20 @@ tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn e
         tsr_error mine = {TSR_OK, ""};
         if (!px)
             tsr_fail(&mine, TSR_ENOMEM, "out of memory (band)");
+        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
 #pragma omp for schedule(dynamic, 1)
         for (size_t k = 0; k < n; k++) {
             /* never return out of an OpenMP region: record the first error, skip the rest */
             if (atomic_load(&failed) || mine.status != TSR_OK)
                 continue;
+            if (stopping(e)) {
+                interrupted(&mine);
+                continue;
+            }
             if (tsr_cpu_compute(e, root, rects[k], px, &mine) == TSR_OK)
                 emit(ctx, k, px);
         }
+        tsr_stop_bind(NULL);
         if (mine.status != TSR_OK && atomic_exchange(&failed, 1) == 0)
             first = mine;
         free(px);

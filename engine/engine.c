@@ -14,7 +14,9 @@
 tsr_design *
 tsr_engine_load(const char *path, tsr_error *err)
 {
-    tsr_design_opts o = {.read_image = tsr_png_read_gray};
+    /* headers only: tsr_engine_new decodes, once its plan has counted the images */
+    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                         .defer = true};
     return tsr_design_load(path, &o, err);
 }
 
@@ -49,10 +51,6 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     e->d = d;
     if (opts)
         e->opts = *opts;
-    /* Before the first render starts libgomp's workers (nothing in tessera runs an OpenMP
-     * region outside tsr_cpu_root_batch). Best effort: if glibc refuses, the stack guard
-     * still turns a stack that stays too small into an error. */
-    (void)tsr_engine_thread_stacks(TSR_THREAD_STACK, NULL);
     /* the backend: the one option spelled as a word, parsed once here */
     const char *be = e->opts.backend ? e->opts.backend : "auto";
     if (strcmp(be, "cpu") == 0) {
@@ -196,6 +194,8 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "region %lld,%lld,%lld,%lld: must lie inside the root (%lldx%lld)",
                         (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                         (long long)root->w, (long long)root->h);
+    if (e->opts.plan_only) /* its images and tables were never made */
+        return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     return e->ops->values(e, r, out, err);
 }
 
@@ -358,6 +358,8 @@ static tsr_status
 pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, tsr_error *err)
 {
     memset(p, 0, sizeof *p);
+    if (e->opts.plan_only) /* its images and tables were never made */
+        return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     p->e = e;
     p->depth = (size_t)(e->depth > 0 && e->depth <= PIPE_MAX ? e->depth : 1);
     size_t cap = (size_t)(width * e->band_rows * (e->d->out.depth / 8));
@@ -402,6 +404,8 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
 {
     int64_t bps = p->e->d->out.depth / 8;
     *stopped = false;
+    if (p->e->opts.stop && *p->e->opts.stop) /* any backend, between bands (profile too) */
+        return tsr_fail(err, TSR_EINTR, "interrupted");
     if (p->n == p->depth) {
         tsr_status st = pipe_pop(p, err);
         if (st != TSR_OK)

@@ -17,11 +17,6 @@
 
 #define TSR_DEFAULT_MEMORY ((int64_t)2 << 30) /* --memory default: 2 GiB */
 
-/* Stack that threads created after tsr_engine_new get at least: a chain of
- * TSR_DESIGN_MAX_DEPTH nodes takes ~2.3 MiB (~5.6 MiB under ASan); address space only, pages
- * are committed as the recursion touches them. */
-#define TSR_THREAD_STACK ((size_t)32 << 20)
-
 typedef struct tsr_engine tsr_engine;
 
 typedef struct tsr_engine_opts {
@@ -32,6 +27,16 @@ typedef struct tsr_engine_opts {
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
     int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */
     int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
+    bool plan_only;      /* plan, and refuse what does not fit, but decode no image and build
+                          * no table: for tsr_engine_print_check (`tessera check`); every
+                          * render then fails with TSR_EINVAL */
+    volatile sig_atomic_t *stop; /* borrowed, may be NULL: a stop request every computation
+                                  * polls (each tile, and rows or row blocks inside long
+                                  * loops: tiles/stop.c); non-zero abandons what is being
+                                  * computed, nothing unfinished is cached, and the call
+                                  * (stream, render_rect, drain, preview) fails with TSR_EINTR
+                                  * "interrupted" within about a tile's row. Once set it must
+                                  * stay set until the call returns. */
 } tsr_engine_opts;
 
 /* The memory plan (DESIGN.md §1): what a run holds at most, in bytes. */
@@ -54,26 +59,41 @@ typedef struct tsr_engine_stats {
     double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
 } tsr_engine_stats;
 
-/* Load and validate a design, decoding its images. NULL on failure with err filled
- * (TSR_EINVAL for design errors: "file:line:col: key.path: what"). */
+/* Load and validate a design, reading only its images' headers: tsr_engine_new decodes them
+ * (and builds the traits' tables) once its memory plan has counted them, so a design that
+ * does not fit --memory is refused before any of it is made. Images of named nodes nobody
+ * refs are never decoded. NULL on failure with err filled (TSR_EINVAL for design errors:
+ * "file:line:col: key.path: what"). */
 tsr_design *
 tsr_engine_load(const char *path, tsr_error *err);
 
 /* Make an engine for design `d` (borrowed). Plans memory first: TSR_EPLAN when the plan does
- * not fit opts->memory, naming the smallest budget that would. NULL on failure.
- * Process-wide effect: raises the default stack of threads created from now on to
- * TSR_THREAD_STACK (tsr_engine_thread_stacks), so the OpenMP workers that the first render
- * starts hold the deepest design. */
+ * not fit opts->memory, naming the smallest budget that would, or when its threads' stacks and
+ * the plan's minimum do not fit an address-space limit (ulimit -v), naming the remedy. Then
+ * completes a design tsr_engine_load left unbuilt (tsr_design_build: decodes its images,
+ * builds its tables), so two engines must not be made at once on one such design. NULL on
+ * failure.
+ * Process-wide effect: sets the default stack of threads created from now on to what the
+ * design's deepest chain needs (tsr_engine_thread_stack: 1 MiB for shallow designs, ~5 MiB for
+ * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), so the OpenMP workers that the first
+ * render starts hold it; never below what an earlier engine or tsr_engine_thread_stacks asked
+ * for (libgomp reuses the threads it started). That may lower glibc's initial default (8 MiB
+ * under `ulimit -s 8192`): many threads under an address-space limit then fit. */
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err);
 
+/* The stack size engine e gives the threads it starts (from its design's depth). */
+size_t
+tsr_engine_thread_stack(const tsr_engine *e);
+
 /* Raise the default stack size of threads the process creates from now on to at least
- * `bytes` (glibc's pthread_setattr_default_np); never lowers it. OpenMP worker threads take
- * that default unless OMP_STACKSIZE is set (libgomp then sizes them itself, and this changes
- * nothing for them). Threads that exist already keep their stacks: an application that runs
- * OpenMP regions of its own before its first tsr_engine_new should call this first. Whatever
- * the stacks, a render that runs out fails with TSR_ENOMEM naming the remedy, never with
- * SIGSEGV. Thread-safe. Fails (TSR_ENOMEM, TSR_EINVAL) only when glibc refuses. */
+ * `bytes` (glibc's pthread_setattr_default_np); never lowers it, and later engines keep at
+ * least this much. OpenMP worker threads take that default unless OMP_STACKSIZE is set
+ * (libgomp then sizes them itself, and this changes nothing for them). Threads that exist
+ * already keep their stacks: an application that runs OpenMP regions of its own before its
+ * first tsr_engine_new should call this first. Whatever the stacks, a render that runs out
+ * fails with TSR_ENOMEM naming the remedy, never with SIGSEGV. Thread-safe. Fails
+ * (TSR_ENOMEM, TSR_EINVAL) only when glibc refuses. */
 tsr_status
 tsr_engine_thread_stacks(size_t bytes, tsr_error *err);
 
@@ -126,11 +146,12 @@ typedef struct tsr_stream_opts {
                                    * cut, so a resume costs at most one band of extra work */
     tsr_progress_fn progress;     /* may be NULL */
     void *ctx;                    /* for progress */
-    volatile sig_atomic_t *stop;  /* may be NULL; read between bands (and by nothing else
-                                   * here): non-zero ends the stream with TSR_EINTR
-                                   * "interrupted" after the band being computed. Give the same
-                                   * flag to the sink (tsr_sink_opts.stop) so a paced or
-                                   * blocked writer stops too. */
+    volatile sig_atomic_t *stop;  /* may be NULL; read between bands: non-zero ends the
+                                   * stream with TSR_EINTR "interrupted" after the band being
+                                   * computed. Give the same flag to the engine
+                                   * (tsr_engine_opts.stop) so the band itself is abandoned
+                                   * within a tile's row, and to the sink (tsr_sink_opts.stop)
+                                   * so a paced or blocked writer stops too. */
 } tsr_stream_opts;
 
 tsr_status

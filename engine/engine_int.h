@@ -30,6 +30,9 @@ struct tsr_engine {
                                  * (plan.c: tsr_plan_make fills it) */
     uint8_t *root_period;       /* a periodic root's period as output samples, made by the
                                  * first band that needs it (engine.c), else NULL */
+    int64_t nest;               /* nodes on the design's longest chain, the root included */
+    int64_t design_bytes;       /* what the loaded design keeps on the heap (plan: fixed) */
+    size_t stack;               /* the stack its worker threads get (stack.c) */
 };
 
 /* Child rects of one edge layer that compute.c keeps in its own frame; more (up to
@@ -61,7 +64,8 @@ tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn e
 size_t
 tsr_cpu_cut_rects(const tsr_engine *e, tsr_rect r, tsr_rect **out);
 
-/* Fill e->plan for e->opts; TSR_EPLAN when it does not fit. */
+/* Fill e->plan, e->nest and e->stack for e->opts and set up thread stacks (stack.c);
+ * TSR_EPLAN when the plan does not fit, or its threads do not fit ulimit -v. */
 tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err);
 
@@ -85,5 +89,24 @@ tsr_stack_low(void);
  * (may be NULL) tells whether it is the process's initial thread, whose stack is ulimit -s. */
 size_t
 tsr_stack_size(bool *main_thread);
+
+/* Nodes on the longest chain of d, the root included; -1 when out of memory. */
+int64_t
+tsr_design_depth(const tsr_design *d);
+
+/* The thread stack a chain of `depth` nested nodes needs (whole MiB, at least a floor). */
+size_t
+tsr_stack_for_depth(int64_t depth);
+
+/* The part of such a stack a render touches (resident): what the memory plan counts. */
+int64_t
+tsr_stack_touched(int64_t depth);
+
+/* After the plan fits (e->plan, e->threads, e->stack, e->nest set): refuse with TSR_EPLAN,
+ * naming the remedy, when the threads' stacks and the plan's minimum do not fit the address
+ * space an RLIMIT_AS (ulimit -v) leaves; then make e->stack the default stack of threads the
+ * process creates from now on (never below what an earlier engine or the host asked for). */
+tsr_status
+tsr_stack_setup(tsr_engine *e, tsr_error *err);
 
 #endif

@@ -5,6 +5,8 @@
 #include "engine/engine_int.h"
 #include "nodes/params.h"
 
+#include <stdint.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +152,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     if (!path)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
     p->fixed = 0;
+    int64_t decode = 0; /* the largest image's decoding scratch */
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
         if (e->period[n->id][0]) { /* the period tile, cached but counted as always held */
@@ -166,23 +169,33 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
             int64_t own = sat_add(sat_mul(tile_px(e, c), 4), path[c->id]);
             if (own > deepest)
                 deepest = own;
-            if (strcmp(n->edges[k].trait->name, "distance") == 0) {
-                const tsr_distance_state *ds = n->edges[k].state;
-                if (ds)
-                    p->fixed = sat_add(p->fixed, sat_mul(ds->ntable, 4));
-            }
+            /* tables that trait->build makes (or made): distance's, up to 67 MB each */
+            const tsr_edge *ed = &n->edges[k];
+            if (ed->trait->build_bytes)
+                p->fixed = sat_add(p->fixed, (int64_t)ed->trait->build_bytes(ed));
         }
         path[n->id] = sat_add(node_work(e, n, rw, rh), deepest);
-        if (n->source && n->source->img)
-            p->fixed = sat_add(p->fixed, sat_mul(sat_mul(n->source->iw, n->source->ih), 4));
+        const tsr_source *src = n->source;
+        if (src && src->kind == TSR_SRC_IMAGE && src->iw > 0) {
+            /* decoded (or to be decoded: tsr_design_build) as iw x ih floats; decoding one
+             * takes its rows and libpng's buffers too, one image at a time */
+            p->fixed = sat_add(p->fixed, sat_add(sat_mul(sat_mul(src->iw, src->ih), 4), 16));
+            if (src->scratch > decode)
+                decode = src->scratch;
+        }
     }
+    p->fixed = sat_add(p->fixed, decode);
     int64_t troot_w = troot < root->w ? troot : root->w;
     p->per_thread = sat_add(path[root->id], sat_mul(sat_mul(troot_w, p->band_rows), 4));
+    /* the stack pages its recursion touches */
+    p->per_thread = sat_add(p->per_thread, tsr_stack_touched(e->nest));
     free(path);
     p->threads = e->threads;
-    /* bookkeeping per node, and the sink's own buffers: the writer pool rounded out to 2 MiB
-     * huge-page boundaries (up to 8 MiB more) and a deflate stream's buffers (~1 MiB) */
-    p->fixed = sat_add(p->fixed, (int64_t)(d->nnodes * 256) + ((int64_t)10 << 20));
+    /* the design itself (nodes, edges, parameters, small state), the engine's bookkeeping
+     * per node, and the sink's own buffers: the writer pool rounded out to 2 MiB huge-page
+     * boundaries (up to 8 MiB more) and a deflate stream's buffers (~1 MiB) */
+    p->fixed = sat_add(p->fixed, sat_add(e->design_bytes, (int64_t)(d->nnodes * 256) +
+                                                              ((int64_t)10 << 20)));
     p->minimum = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
     p->budget = budget;
     p->cache = budget - p->minimum;
@@ -192,8 +205,8 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
 /* Bands are a root tile tall unless that takes more than a quarter of the budget or does not
  * fit: then halve them, down to one row. The minimum named on refusal is the one-row plan, so
  * a run given exactly that minimum starts. */
-tsr_status
-tsr_plan_make(tsr_engine *e, tsr_error *err)
+static tsr_status
+plan_fit(tsr_engine *e, tsr_error *err)
 {
     tsr_plan *p = &e->plan;
     if (!e->period) {
@@ -230,4 +243,29 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
                     "%lld threads x %lld, fixed %lld bytes",
                     need, (long long)p->minimum, have, (long long)p->bands, (long long)p->threads,
                     (long long)p->per_thread, (long long)p->fixed);
+}
+
+tsr_status
+tsr_plan_make(tsr_engine *e, tsr_error *err)
+{
+    e->nest = tsr_design_depth(e->d);
+    if (e->nest < 0)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
+    e->stack = tsr_stack_for_depth(e->nest);
+    e->design_bytes = tsr_design_bytes(e->d);
+    tsr_status st = plan_fit(e, err);
+    if (st == TSR_OK)
+        st = tsr_stack_setup(e, err);
+    if (st != TSR_OK)
+        return st;
+    /* Only now that the plan counted them: decode the images and build the tables a design
+     * loaded by tsr_engine_load left (tsr_design_opts.defer). The engine completes the design
+     * it borrows, once; a design built already is left as it is. Planning only, the images
+     * are read through and dropped (tsr_png_check: damage past a header is still found). */
+    tsr_design *d = (tsr_design *)(uintptr_t)e->d;
+    tsr_stop_bind(e->opts.stop); /* decoding a big image takes seconds: it polls the stop */
+    st = e->opts.plan_only ? tsr_design_images(d, tsr_png_check, err)
+                           : tsr_design_build(d, tsr_png_read_gray, err);
+    tsr_stop_bind(NULL);
+    return st;
 }

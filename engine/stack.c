@@ -1,8 +1,9 @@
 /* Thread stacks. The CPU backend recurses once per node level (compute.c: compute ->
  * edge_layer -> fetch -> get_tile -> compute) on OpenMP worker threads and the caller's
  * thread, and a design may nest 2000 levels (docs/reliability.md, "Deep chains and thread
- * stacks"). Two defences: threads created later get a stack that holds such a chain
- * (tsr_engine_thread_stacks), and the recursion checks, once per level, that the stack it
+ * stacks"). Three defences: threads created later get a stack sized from the design's
+ * depth (tsr_stack_setup), a run whose threads' stacks do not fit an address-space limit is
+ * refused before any thread starts, and the recursion checks, once per level, that the stack it
  * runs on still has room (tsr_stack_low), so a stack that is too small anyway (OMP_STACKSIZE,
  * a small `ulimit -s` on the main thread, a pool started earlier) fails the render cleanly
  * instead of with SIGSEGV. */
@@ -11,6 +12,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -18,8 +22,30 @@
  * (stack_guard_gap, 256 pages by default). */
 #define KERNEL_STACK_GAP ((uintptr_t)1 << 20)
 
-tsr_status
-tsr_engine_thread_stacks(size_t bytes, tsr_error *err)
+/* Stack one node level of the recursion takes, with room to spare: measured 1.14 KiB in the
+ * Release build and 2.78 KiB under ASan (docs/reliability.md, "Deep chains and thread
+ * stacks"). The floor covers what else runs on tessera's threads (the writer's deflate, the
+ * sinks, libgomp) with a build's usual frames. */
+#ifdef __SANITIZE_ADDRESS__
+#define STACK_PER_LEVEL ((size_t)4 << 10)
+#define STACK_FLOOR ((size_t)4 << 20)
+#else
+#define STACK_PER_LEVEL ((size_t)2 << 10)
+#define STACK_FLOOR ((size_t)1 << 20)
+#endif
+/* Beyond the levels: the guard's margin, and glibc's static TLS and libgomp's own frames. */
+#define STACK_BASE (TSR_STACK_MARGIN + ((size_t)256 << 10))
+#define MIB ((size_t)1 << 20)
+
+/* The largest default any engine or the host (tsr_engine_thread_stacks) asked for: an engine
+ * sets the default to it, never below, since libgomp keeps the threads an earlier engine
+ * started (with that engine's stacks) and reuses them. */
+static pthread_mutex_t floor_mu = PTHREAD_MUTEX_INITIALIZER;
+static size_t asked;
+
+/* Set glibc's default thread stack to `bytes` (raise_only: unless it is larger already). */
+static tsr_status
+set_default(size_t bytes, bool raise_only, tsr_error *err)
 {
     pthread_attr_t a;
     size_t now = 0;
@@ -27,7 +53,7 @@ tsr_engine_thread_stacks(size_t bytes, tsr_error *err)
     if (rc != 0)
         return tsr_fail(err, TSR_ENOMEM, "thread stacks: cannot read the default (error %d)", rc);
     rc = pthread_attr_getstacksize(&a, &now);
-    if (rc == 0 && now < bytes) {
+    if (rc == 0 && (raise_only ? now < bytes : now != bytes)) {
         rc = pthread_attr_setstacksize(&a, bytes);
         if (rc == 0)
             rc = pthread_setattr_default_np(&a);
@@ -35,8 +61,100 @@ tsr_engine_thread_stacks(size_t bytes, tsr_error *err)
     pthread_attr_destroy(&a);
     if (rc != 0)
         return tsr_fail(err, rc == ENOMEM ? TSR_ENOMEM : TSR_EINVAL,
-                        "thread stacks: cannot raise the default to %zu bytes (error %d)", bytes,
+                        "thread stacks: cannot set the default to %zu bytes (error %d)", bytes,
                         rc);
+    return TSR_OK;
+}
+
+tsr_status
+tsr_engine_thread_stacks(size_t bytes, tsr_error *err)
+{
+    pthread_mutex_lock(&floor_mu);
+    if (bytes > asked)
+        asked = bytes;
+    tsr_status st = set_default(bytes, true, err);
+    pthread_mutex_unlock(&floor_mu);
+    return st;
+}
+
+size_t
+tsr_stack_for_depth(int64_t depth)
+{
+    size_t b = (size_t)depth * STACK_PER_LEVEL + STACK_BASE;
+    b = (b + MIB - 1) & ~(MIB - 1);
+    return b < STACK_FLOOR ? STACK_FLOOR : b;
+}
+
+int64_t
+tsr_stack_touched(int64_t depth)
+{
+    return depth * (int64_t)STACK_PER_LEVEL + ((int64_t)64 << 10);
+}
+
+int64_t
+tsr_design_depth(const tsr_design *d)
+{
+    int64_t *levels = calloc(d->nnodes, sizeof *levels);
+    if (!levels)
+        return -1;
+    for (size_t i = 0; i < d->nnodes; i++) { /* children come before parents */
+        const tsr_node *m = d->nodes[i];
+        int64_t deepest = 0;
+        for (size_t k = 0; k < m->nedges; k++)
+            if (levels[m->edges[k].child->id] > deepest)
+                deepest = levels[m->edges[k].child->id];
+        levels[m->id] = deepest + 1;
+    }
+    int64_t root = levels[d->root->id];
+    free(levels);
+    return root;
+}
+
+/* Whether `bytes` of address space can still be mapped: under RLIMIT_AS (ulimit -v) a
+ * reservation that is given back at once, counting as the threads' stacks would. */
+static bool
+address_space_left(size_t bytes)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return true;
+    void *p = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return false;
+    munmap(p, bytes);
+    return true;
+}
+
+tsr_status
+tsr_stack_setup(tsr_engine *e, tsr_error *err)
+{
+    /* The threads - 1 OpenMP workers and the stream's writer thread each get a stack, and the
+     * plan's minimum must be mappable too. libgomp cannot report a thread it failed to create
+     * (it prints and exits), so this is the place to refuse a run whose threads would not
+     * fit. */
+    size_t per = e->stack + (64 << 10); /* glibc's guard page and static TLS */
+    double want = (double)per * e->threads + (double)e->plan.minimum;
+    if (want > 9e18 || !address_space_left((size_t)want)) {
+        struct rlimit rl;
+        getrlimit(RLIMIT_AS, &rl);
+        return tsr_fail(err, TSR_EPLAN,
+                        "thread stacks: %d threads x %zu MiB (a chain of %lld nested nodes) and "
+                        "the memory plan's minimum %.1f MiB do not fit the address space "
+                        "ulimit -v leaves (%llu MiB in all): use fewer threads (--threads N) "
+                        "or raise ulimit -v",
+                        e->threads, e->stack >> 20, (long long)e->nest,
+                        (double)e->plan.minimum / 1048576.0,
+                        (unsigned long long)(rl.rlim_cur >> 20));
+    }
+    /* Threads created from now on (the OpenMP workers of the first render) get the stack the
+     * design needs; the default is set exactly, lowered too, so that many threads under an
+     * address-space limit do not each reserve glibc's 8 MiB. Best effort: if glibc refuses,
+     * the stack guard still turns a stack that stays too small into an error. */
+    pthread_mutex_lock(&floor_mu);
+    if (e->stack > asked)
+        asked = e->stack;
+    (void)set_default(asked, false, NULL);
+    pthread_mutex_unlock(&floor_mu);
     return TSR_OK;
 }
 
@@ -97,4 +215,10 @@ tsr_stack_size(bool *main_thread)
     if (main_thread)
         *main_thread = here.main;
     return here.size;
+}
+
+size_t
+tsr_engine_thread_stack(const tsr_engine *e)
+{
+    return e->stack;
 }

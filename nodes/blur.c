@@ -806,6 +806,8 @@ run_kernel(const job *j, char *mem, const layout *l)
     }
     /* L(x, y) = sum_j sum_i K[j][i] C(x + i - rx, y + j - ry), from 0, j then i */
     for (int64_t y = 0; y < th; y++) {
+        if (tsr_stop_requested()) /* a row of a 63 x 63 kernel: 4000 products a pixel */
+            return TSR_EINTR;
         float *o = j->out + y * j->ostride;
         int64_t x = 0;
         for (; x + LANES <= tw; x += LANES) {
@@ -842,6 +844,8 @@ run_fir(const job *j, char *mem, const layout *l)
     /* along x, for every row the vertical pass reads */
     for (int64_t y = 0; y < py; y++) {
         const float *in;
+        if (tsr_stop_requested())
+            return TSR_EINTR;
         tsr_status s = get_row(&j->src, j->cr.y - r + y, j->cr.x - r, tw + 2 * r, row, &in);
         if (s != TSR_OK)
             return s;
@@ -871,6 +875,8 @@ run_spline(const job *j, char *mem, const layout *l)
     /* along y, in strips of STRIP columns so that a strip stays in L2; M gets the result */
     for (int64_t sx = 0; sx < px; sx += STRIP) {
         int64_t sw = px - sx < STRIP ? px - sx : STRIP, swp = round_lanes(sw);
+        if (tsr_stop_requested()) /* a strip is STRIP columns of the whole haloed height */
+            return TSR_EINTR;
         for (int64_t y = 0; y < py; y++) {
             const float *in;
             tsr_status s = get_row(&j->src, j->cr.y - R + y, j->cr.x - R + sx, sw, row, &in);
@@ -903,6 +909,8 @@ run_spline(const job *j, char *mem, const layout *l)
      * GROUP lanes (vectorised across rows) instead of along a row (a serial chain). */
     for (int64_t y0 = 0; y0 < th; y0 += GROUP) {
         int64_t gn = th - y0 < GROUP ? th - y0 : GROUP;
+        if (tsr_stop_requested())
+            return TSR_EINTR;
         for (int64_t i0 = 0; i0 < px; i0 += 8)
             for (int64_t g0 = 0; g0 < GROUP; g0 += 8) {
                 int32_t *d = T + i0 * GROUP + g0;
@@ -982,6 +990,8 @@ blur_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
     default: s = run_spline(&j, mem, &l); break;
     }
     free(mem);
+    if (s == TSR_EINTR)
+        return tsr_fail(err, s, "interrupted");
     if (s != TSR_OK) {
         memset(L, 0, npx * sizeof *L);
         memset(cov, 0, npx);

@@ -154,15 +154,36 @@ err_fail(tsr_check *c, const char *key, const char *msg)
     return tsr_fail(ec->err, TSR_EINVAL, "%s: %s: %s", ec->where, key, msg);
 }
 
+/* The loader has checked already; an edge built by hand must not reach the table walk
+ * (points_f indexes the points) with a profile that was never checked. */
+static tsr_status
+recheck(const tsr_edge *e, tsr_error *err)
+{
+    err_check ec = {{err_fail}, err, e->where ? e->where : "distance"};
+    return check(e, &ec.c);
+}
+
+/* At load only the check: the table (up to 67 MB at dmax 4096) waits for build(), after the
+ * memory plan has counted it. */
 static tsr_status
 prepare(tsr_edge *e, tsr_error *err)
 {
+    return recheck(e, err);
+}
+
+static size_t
+build_bytes(const tsr_edge *e)
+{
+    const tsr_distance_params *p = e->params;
+    return sizeof(tsr_distance_state) + (size_t)(p->dmax * p->dmax + 1) * sizeof(float);
+}
+
+static tsr_status
+build(tsr_edge *e, tsr_error *err)
+{
     const tsr_distance_params *p = e->params;
     const char *where = e->where ? e->where : "distance";
-    /* The loader has checked already; an edge built by hand must not reach the table walk
-     * (points_f indexes the points) with a profile that was never checked. */
-    err_check ec = {{err_fail}, err, where};
-    tsr_status rc = check(e, &ec.c);
+    tsr_status rc = recheck(e, err);
     if (rc != TSR_OK)
         return rc;
     int64_t n = p->dmax * p->dmax + 1;
@@ -179,6 +200,11 @@ prepare(tsr_edge *e, tsr_error *err)
     double dmax = (double)p->dmax;
     size_t seg = 0;
     for (int64_t a = 0; a < n; a++) {
+        if ((a & 0xffff) == 0xffff && tsr_stop_requested()) { /* 16.8 M entries at dmax 4096 */
+            free(st);
+            free(table);
+            return tsr_fail(err, TSR_EINTR, "interrupted");
+        }
         double d = sqrt((double)a), v;
         switch (f->kind) {
         case TSR_PROFILE_SPHERE: v = sqrt(1 - (d / dmax) * (d / dmax)); break;
@@ -192,7 +218,7 @@ prepare(tsr_edge *e, tsr_error *err)
     }
     st->table = table;
     st->ntable = n;
-    release(e); /* idempotent: a second prepare replaces the first table */
+    release(e); /* idempotent: a second build replaces the first table */
     e->state = st;
     return TSR_OK;
 }
@@ -514,6 +540,10 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
 
         for (int64_t b0 = y0; b0 < y1; b0 += bh_max) {
             int64_t b1 = min64(b0 + bh_max, y1);
+            if (tsr_stop_requested()) { /* a band is ~2 dmax rows: milliseconds */
+                free(mem);
+                return tsr_fail(err, TSR_EINTR, "interrupted");
+            }
             const gval *prev = wk.up;
             for (int64_t y = b0; y < b1; y++) {
                 gval *row = wk.band + (y - b0) * hw;
@@ -551,6 +581,8 @@ const tsr_trait tsr_trait_distance = {
     .defaults = defaults,
     .check = check,
     .prepare = prepare,
+    .build = build,
+    .build_bytes = build_bytes,
     .release = release,
     .need = need,
     .layer = layer,

@@ -133,9 +133,11 @@ typedef struct tsr_source {
     int64_t aa;          /* 0 = off, else 1..16 */
     char *path;          /* image: absolute or relative to the cwd (the loader resolved it) */
     /* decoded image, filled by the engine before rendering (the image owner is the source) */
-    float *img;          /* iw*ih values in [0, 1] */
-    int64_t iw, ih;
-    char *where;         /* "file:line:col: key.path" of the source, for late errors */
+    float *img;          /* iw*ih values in [0, 1]; NULL until decoded (tsr_design_build) */
+    int64_t iw, ih;      /* its size, from the header (0 x 0 when no reader was given) */
+    int64_t scratch;     /* bytes decoding it takes beyond the iw*ih floats (rows, zlib) */
+    char *where;         /* "file:line:col: key.path" of the source, for late errors (of its
+                          * `image:` value when decoding is left for later) */
 } tsr_source;
 
 /* How a source mapping is recognised: `shape: circle`, `gradient: linear`, `image: path`. */
@@ -238,10 +240,35 @@ typedef struct tsr_design {
 void
 tsr_design_free(tsr_design *d);
 
-/* Build every edge's derived state (trait->prepare: tables, defaults that depend on the
- * child). Called once by the loader after validation; idempotent. */
+/* Complete every edge (trait->prepare: defaults that depend on the child, small state).
+ * Called once by the loader after validation; idempotent. */
 tsr_status
 tsr_design_prepare(tsr_design *d, tsr_error *err);
+
+/* Heap bytes a design keeps once loaded: every struct, string, list and table of
+ * small state it owns (what a memory plan counts for the design itself), not the decoded
+ * images or trait->build's tables. Each allocation counts its chunk header too. */
+int64_t
+tsr_design_bytes(const tsr_design *d);
+
+/* Make what a prepared design still lacks to render: decode every image source not decoded
+ * yet with `read_image` (tsr_design_images; NULL: leave them; sizes must match the header the
+ * loader read, src->iw x src->ih; a reader that returns NULL pixels only validates, as
+ * stream/'s tsr_png_check does), and build every trait's large state (trait->build). The loader does it
+ * itself unless told to defer (tsr_design_opts.defer), so that a memory plan can count all of
+ * it first (tsr_design_build_bytes) and refuse before any of it is made. Idempotent; not
+ * thread-safe on the same design. Errors name the source or edge ("file:line:col: key"). */
+tsr_status
+tsr_design_images(tsr_design *d,
+                  tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                           tsr_error *err),
+                  tsr_error *err);
+
+tsr_status
+tsr_design_build(tsr_design *d,
+                 tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                          tsr_error *err),
+                 tsr_error *err);
 
 /* ---- traits ------------------------------------------------------------------------ */
 
@@ -254,8 +281,15 @@ struct tsr_trait {
     void (*defaults)(void *params);
     /* Cross-field validation after parsing, with the child known; may be NULL. */
     tsr_status (*check)(const tsr_edge *e, tsr_check *c);
-    /* Build e->state (tables, resolved defaults); may be NULL. */
+    /* Complete e->params and build small state (resolved defaults, fitted coefficients) at
+     * load; what need(), scratch() and the memory plan read. May be NULL. */
     tsr_status (*prepare)(tsr_edge *e, tsr_error *err);
+    /* Build the large state that scales with the parameters (a distance table: up to 67 MB)
+     * into e->state, once the memory plan has counted build_bytes (tsr_design_build). Checks
+     * the parameters again, so a hand-made edge cannot reach the build unchecked. Both NULL
+     * when the trait has none. */
+    tsr_status (*build)(tsr_edge *e, tsr_error *err);
+    size_t (*build_bytes)(const tsr_edge *e);
     void (*release)(tsr_edge *e);
     /* The child rects (child coordinates, clipped to the child, non-empty) needed to compute
      * the layer over parent rect `pr`. Writes at most TSR_NEED_MAX rects; returns the count. */
@@ -263,7 +297,8 @@ struct tsr_trait {
     /* The layer over parent rect `pr`: L and cov are pr.w * pr.h, row-major. Sets cov[i] = 1
      * where the layer covers (the engine applies mask: nonzero and the blend), and L[i] there.
      * `views` hold the child pixels of the rects need() returned, in the same order.
-     * Thread-safe; fails only on out of memory. */
+     * Thread-safe; fails only on out of memory, or with TSR_EINTR when a long layer sees
+     * tsr_stop_requested() (L and cov are then unfinished). */
     tsr_status (*layer)(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
                         float *L, uint8_t *cov, tsr_error *err);
     /* Bytes of temporary memory layer() may allocate for a parent tile of tw x th. */

@@ -146,17 +146,18 @@ dot128(const __int128 a[2], const __int128 b[2])
     return a[0] * b[0] + a[1] * b[1];
 }
 
-/* Lagrange (Gauss) reduction of a 2-D lattice basis, tracking the unimodular transform. Every
- * quantity stays below ~2^84 (coordinates <= 2^41, their products, the transform's entries
- * bounded by |b1| |b2| / det), so 128-bit arithmetic is exact. */
+/* Lagrange (Gauss) reduction of a 2-D lattice basis, tracking the unimodular transform, when
+ * (u, v) is skewed beyond SKEW_MAX or `always`. Every quantity stays below ~2^84 (coordinates
+ * <= 2^41, their products, the transform's entries bounded by |b1| |b2| / det), so 128-bit
+ * arithmetic is exact. */
 static void
-lattice_basis(const tsr_repeat_params *r, walk_basis *b)
+lattice_basis(const tsr_repeat_params *r, walk_basis *b, bool always)
 {
     memcpy(b->u, r->u, sizeof b->u);
     memcpy(b->v, r->v, sizeof b->v);
     b->t[0] = 1, b->t[1] = 0, b->t[2] = 0, b->t[3] = 1;
     b->reduced = false;
-    if (skew(r->u, r->v) <= SKEW_MAX)
+    if (!always && skew(r->u, r->v) <= SKEW_MAX)
         return;
     __int128 a[2] = {r->u[0], r->u[1]}, c[2] = {r->v[0], r->v[1]};
     __int128 ta[2] = {1, 0}, tc[2] = {0, 1}; /* a = ta[0] u + ta[1] v, c likewise */
@@ -192,10 +193,11 @@ typedef struct copy_iter {
     int64_t i0, i1, j0, j1, i, j; /* inclusive bounds, cursor (walked basis) */
 } copy_iter;
 
+/* The walk of basis b (lattice_basis) over `area`. */
 static void
-iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
+iter_init_in(copy_iter *it, const tsr_edge *e, tsr_rect area, const walk_basis *b)
 {
-    lattice_basis(e->params, &it->b);
+    it->b = *b;
     const int64_t *u = it->b.u, *v = it->b.v;
     it->ox = e->offset[0];
     it->oy = e->offset[1];
@@ -232,6 +234,14 @@ iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
     it->j1 = (int64_t)jmax;
     it->i = it->i0;
     it->j = it->j0;
+}
+
+static void
+iter_init(copy_iter *it, const tsr_edge *e, tsr_rect area)
+{
+    walk_basis b;
+    lattice_basis(e->params, &b, false);
+    iter_init_in(it, e, area, &b);
 }
 
 /* Next copy meeting the area: its rect clipped to the area, in parent coords, and the child
@@ -275,21 +285,67 @@ copies_bound(const tsr_edge *e, int64_t w, int64_t h)
     return n < 1e15 ? (size_t)n : (size_t)1e15;
 }
 
+/* The range of integers i with lo < a*i + b < hi (a, b, lo, hi exact), as [*i0, *i1]; false
+ * when it is empty. */
+static bool
+open_range(__int128 a, __int128 b, __int128 lo, __int128 hi, __int128 *i0, __int128 *i1)
+{
+    if (a == 0) {
+        *i0 = -((__int128)1 << 100);
+        *i1 = (__int128)1 << 100;
+        return lo < b && b < hi;
+    }
+    /* lo - b < a*i < hi - b: strict, so step one inward from each exact quotient */
+    __int128 p = lo - b, q = hi - b;
+    if (a < 0) {
+        __int128 t = -q;
+        q = -p;
+        p = t;
+        a = -a;
+    }
+    *i0 = fdiv128(p, a) + 1;
+    *i1 = cdiv128(q, a) - 1;
+    return *i0 <= *i1;
+}
+
 /* True when no copy other than (0, 0) meets copy (0, 0): then at most one copy covers any
- * pixel. Found by iterating the copies that meet the child rect of a lattice at the origin. */
+ * pixel. That is: no lattice vector p != 0 with |px| < w and |py| < h. Bounded by the design's
+ * size, not by its copy count (a dense lattice of a 2^40 px child has ~2^40 copies meeting the
+ * child, a skewed one as many empty candidates):
+ * - the box (-w, w) x (-h, h) is convex, symmetric and of area 4wh, so when wh > |det| it holds
+ *   a lattice point besides 0 (Minkowski's theorem): not disjoint, nothing walked;
+ * - else the rows of the reduced basis (lines along its first vector) that cross the box are
+ *   walked, each row's candidates solved as one interval: with wh <= |det| there are at most
+ *   ~2.5 sqrt(w/h + h/w) rows (the reduced first vector is < 1.08 sqrt(|det|) long and rows are
+ *   |det| / |u| apart), ~2.6 million for a 2^40 x 1 child. */
 static bool
 copies_disjoint(const tsr_edge *e)
 {
+    const tsr_repeat_params *r = e->params;
+    __int128 w = e->child->w, h = e->child->h;
+    __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
+    if (det < 0)
+        det = -det;
+    if (w * h > det)
+        return false;
     tsr_edge at0 = *e;
     at0.offset[0] = at0.offset[1] = 0;
+    walk_basis b;
+    lattice_basis(r, &b, true);
     copy_iter it;
-    iter_init(&it, &at0, tsr_rect_make(0, 0, e->child->w, e->child->h));
-    tsr_rect clip;
-    int64_t cx, cy;
-    int n = 0;
-    while (iter_next(&it, &clip, &cx, &cy, NULL))
-        if (++n > 1)
+    iter_init_in(&it, &at0, tsr_rect_make(0, 0, e->child->w, e->child->h), &b);
+    const int64_t *u = it.b.u, *v = it.b.v;
+    for (int64_t j = it.j0; j <= it.j1; j++) {
+        __int128 x0, x1, y0, y1;
+        if (!open_range(u[0], (__int128)j * v[0], -w, w, &x0, &x1) ||
+            !open_range(u[1], (__int128)j * v[1], -h, h, &y0, &y1))
+            continue;
+        __int128 lo = x0 > y0 ? x0 : y0, hi = x1 < y1 ? x1 : y1;
+        if (lo > hi)
+            continue;
+        if (j != 0 || lo != 0 || hi != 0) /* a copy other than (0, 0) itself */
             return false;
+    }
     return true;
 }
 
@@ -303,11 +359,23 @@ active_area(const tsr_edge *e, tsr_rect pr)
     return pr;
 }
 
+/* Candidates need() walks one by one; beyond this many the copies overlap so densely that the
+ * rects they read are the whole child (a walk would cost the copy count: 2^31 candidates for a
+ * [1, 0], [0, 1] lattice of a 4194304 x 1 child over a 512 px tile, and the memory plan calls
+ * need() on every node before anything renders). */
+#define NEED_WALK_MAX ((double)(1 << 16))
+
 static size_t
 need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
     copy_iter it;
     iter_init(&it, e, active_area(e, pr));
+    if (it.i0 > it.i1 || it.j0 > it.j1)
+        return 0;
+    if (((double)(it.i1 - it.i0) + 1) * ((double)(it.j1 - it.j0) + 1) > NEED_WALK_MAX) {
+        out[0] = tsr_rect_make(0, 0, e->child->w, e->child->h); /* a superset is valid */
+        return 1;
+    }
     size_t n = 0;
     tsr_rect all = {0, 0, 0, 0}, clip;
     int64_t cx, cy;
@@ -485,7 +553,13 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     tsr_rect clip;
     int64_t cx, cy;
     __int128 key[2];
+    uint64_t seen = 0;
     while (iter_next(&it, &clip, &cx, &cy, key)) {
+        /* a dense lattice puts millions of copies on one tile */
+        if ((++seen & 4095) == 0 && tsr_stop_requested()) {
+            st = tsr_fail(err, TSR_EINTR, "interrupted");
+            break;
+        }
         if (sort) {
             if (nrec == cap) {
                 size_t ncap = cap ? cap * 2 : 256;
@@ -512,6 +586,10 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
             qsort(recs, nrec, sizeof *recs, rec_cmp);
         for (size_t k = 0; k < nrec; k++) {
             const copy_rec *c = &recs[k];
+            if ((k & 4095) == 4095 && tsr_stop_requested()) {
+                st = tsr_fail(err, TSR_EINTR, "interrupted");
+                break;
+            }
             const tsr_view *v =
                 find_view(views, nviews, tsr_rect_make(c->cx, c->cy, c->clip.w, c->clip.h));
             if (!v) {
@@ -546,7 +624,7 @@ scratch(const tsr_edge *e, int64_t tw, int64_t th)
     if (r->overlap == TSR_OVERLAP_AVERAGE)
         b = (size_t)tw * (size_t)th * (wide_counts(e) ? sizeof(uint32_t) : sizeof(uint16_t));
     walk_basis wb;
-    lattice_basis(r, &wb);
+    lattice_basis(r, &wb, false);
     if (wb.reduced) /* the copy list, grown by doubling */
         b += 2 * copies_bound(e, tw, th) * sizeof(copy_rec);
     return b;

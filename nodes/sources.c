@@ -257,14 +257,20 @@ render_shape(const tsr_source *s, tsr_rect r, float *px)
     float value = s->value;
     bool intervals = n == 0 && (s->kind == TSR_SRC_CIRCLE || s->kind == TSR_SRC_ELLIPSE ||
                                 s->kind == TSR_SRC_RECT);
+    /* a polygon's inside test walks every edge: with many points one pixel is costly */
+    bool poll_pixels = s->kind == TSR_SRC_POLYGON;
     for (int64_t y = y0; y < y1; y++) {
         float *row = px + (y - r.y) * r.w - r.x;
+        if (tsr_stop_requested())
+            return; /* unfinished: the caller drops it */
         if (intervals) {
             if (x0 < x1)
                 fill_row_interval(s, (double)y + 0.5, x0, x1, row, value);
             continue;
         }
         for (int64_t x = x0; x < x1; x++) {
+            if (poll_pixels && tsr_stop_requested())
+                return;
             if (n == 0) {
                 if (inside(s, (double)x + 0.5, (double)y + 0.5))
                     row[x] = value;
@@ -294,6 +300,8 @@ render_gradient(const tsr_source *s, tsr_rect r, float *px)
     for (int64_t y = 0; y < r.h; y++) {
         double py = (double)(r.y + y) + 0.5;
         float *row = px + y * r.w;
+        if (tsr_stop_requested())
+            return; /* unfinished: the caller drops it */
         for (int64_t x = 0; x < r.w; x++) {
             double pxc = (double)(r.x + x) + 0.5;
             row[x] = s->kind == TSR_SRC_LINEAR

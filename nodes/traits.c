@@ -190,3 +190,118 @@ tsr_node_base(const tsr_node *n, tsr_rect r, float *px)
     if (n->source)
         tsr_source_render(n->source, r, px);
 }
+
+tsr_status
+tsr_design_images(tsr_design *d,
+                  tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                           tsr_error *err),
+                  tsr_error *err)
+{
+    for (size_t i = 0; i < d->nnodes && read_image; i++) {
+        tsr_node *n = d->nodes[i];
+        tsr_source *s = n->source;
+        if (s && s->kind == TSR_SRC_IMAGE && !s->img && s->path) {
+            tsr_error ierr = {TSR_OK, ""};
+            int64_t w = 0, h = 0;
+            float *px = NULL;
+            tsr_status st = read_image(s->path, &w, &h, &px, &ierr);
+            if (st == TSR_OK && (w != s->iw || h != s->ih)) {
+                /* the file changed since its header was read: the plan counted another size */
+                free(px);
+                return tsr_fail(err, TSR_EINVAL, "%s: %s is %lldx%lld now, %lldx%lld when the "
+                                "design was loaded", s->where ? s->where : n->name, s->path,
+                                (long long)w, (long long)h, (long long)s->iw, (long long)s->ih);
+            }
+            if (st != TSR_OK) {
+                free(px);
+                return tsr_fail(err, st, "%s: %s", s->where ? s->where : n->name,
+                                ierr.msg[0] ? ierr.msg : tsr_status_name(st));
+            }
+            s->img = px;
+        }
+    }
+    return TSR_OK;
+}
+
+tsr_status
+tsr_design_build(tsr_design *d,
+                 tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
+                                          tsr_error *err),
+                 tsr_error *err)
+{
+    tsr_status st = tsr_design_images(d, read_image, err);
+    for (size_t i = 0; i < d->nnodes && st == TSR_OK; i++) {
+        tsr_node *n = d->nodes[i];
+        for (size_t k = 0; k < n->nedges; k++) {
+            tsr_edge *e = &n->edges[k];
+            if (e->state || !e->trait->build)
+                continue;
+            if ((st = e->trait->build(e, err)) != TSR_OK)
+                return st;
+        }
+    }
+    return st;
+}
+
+/* A malloc'd block of n bytes as glibc holds it: an 8-byte header, 16-byte granules. */
+static int64_t
+chunk(size_t n)
+{
+    return (int64_t)((n + 8 + 15) & ~(size_t)15);
+}
+
+static int64_t
+str_bytes(const char *s)
+{
+    return s ? chunk(strlen(s) + 1) : 0;
+}
+
+/* What a parameter struct owns beyond itself, walking its table as tsr_params_free does. */
+static int64_t
+params_bytes(const tsr_param *params, size_t n, const void *st)
+{
+    int64_t b = 0;
+    for (size_t i = 0; st && i < n; i++) {
+        const char *field = (const char *)st + params[i].offset;
+        switch (params[i].type) {
+        case TSR_P_POINTS: b += chunk(((const tsr_points *)field)->n * 2 * sizeof(double)); break;
+        case TSR_P_PROFILE:
+            b += chunk(((const tsr_profile *)field)->pts.n * 2 * sizeof(double));
+            break;
+        case TSR_P_KERNEL: {
+            const tsr_kernel *k = (const tsr_kernel *)field;
+            b += chunk((size_t)(k->w * k->h) * sizeof(float));
+            break;
+        }
+        case TSR_P_PATH: b += str_bytes(*(char *const *)field); break;
+        default: break;
+        }
+    }
+    return b;
+}
+
+/* Small state prepare() may keep per edge (a blur's fitted coefficients: ~250 bytes). */
+#define EDGE_STATE_BYTES 512
+
+int64_t
+tsr_design_bytes(const tsr_design *d)
+{
+    int64_t b = chunk(sizeof *d) + chunk(d->nnodes * sizeof *d->nodes) + str_bytes(d->path) +
+                str_bytes(d->name) + chunk(d->out.calibration.n * 2 * sizeof(double));
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        b += chunk(sizeof *n) + str_bytes(n->name) + str_bytes(n->where) +
+             chunk(n->nedges * sizeof *n->edges);
+        if (n->source) {
+            const tsr_source *s = n->source;
+            b += chunk(sizeof *s) + chunk(s->points.n * 2 * sizeof(double)) + str_bytes(s->path) +
+                 str_bytes(s->where);
+        }
+        for (size_t k = 0; k < n->nedges; k++) {
+            const tsr_edge *e = &n->edges[k];
+            b += chunk(e->trait->params_size) + str_bytes(e->where) + EDGE_STATE_BYTES +
+                 params_bytes(e->trait->params, e->trait->nparams, e->params);
+        }
+    }
+    return b;
+}

@@ -326,11 +326,29 @@ convert_row(const uint8_t *row, float *dst, png_uint_32 w, int ct, int bd, png_c
     }
 }
 
-/* Decode io->fp (signature already consumed). On success *out holds w*h floats, or, with
- * header_only, only the size is read. */
-static tsr_status
-read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, float **out)
+/* A stop request (tiles.h) while decoding: the image is dropped, TSR_EINTR. */
+static void
+stopped(struct pngio *io, png_structp png)
 {
+    io->status = TSR_EINTR;
+    snprintf(io->msg, sizeof io->msg, "interrupted");
+    png_longjmp(png, 1);
+}
+
+/* How much of a PNG read_body reads. */
+typedef enum read_mode {
+    READ_HEADER, /* the size (and the decoding scratch) only */
+    READ_CHECK,  /* every row, through one row buffer, nothing kept: the file is whole */
+    READ_DECODE  /* the floats */
+} read_mode;
+
+/* Decode io->fp (signature already consumed). On success *out holds w*h floats (READ_DECODE),
+ * or only the size is read (READ_HEADER), or every row is read and dropped (READ_CHECK). */
+static tsr_status
+read_body(struct pngio *io, read_mode mode, png_uint_32 *pw, png_uint_32 *ph, float **out,
+          uint64_t *scratch)
+{
+    bool header_only = mode == READ_HEADER, keep = mode == READ_DECODE;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, io, on_error, on_warning);
     if (!png)
         return TSR_ENOMEM;
@@ -369,6 +387,12 @@ read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, 
     int bd = png_get_bit_depth(png, info);
     int ct = png_get_color_type(png, info);
     if (header_only) {
+        /* what the full read below allocates beside the floats: native rows (all of them
+         * when interlaced), libpng's two row buffers, zlib's window and state */
+        uint64_t rowbytes = (uint64_t)w * png_get_channels(png, info) * (bd == 16 ? 2 : 1);
+        uint64_t nrows = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE ? h : 1;
+        if (scratch)
+            *scratch = rowbytes * (nrows + 2) + ((uint64_t)64 << 10);
         png_destroy_read_struct(&png, &info, NULL);
         *pw = w;
         *ph = h;
@@ -401,17 +425,18 @@ read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, 
         png_longjmp(png, 1);
     }
     /* Interlaced images fill every row over several passes, so they need the whole native
-     * image; progressive ones are converted a row at a time. */
-    size_t nrows = passes > 1 ? (size_t)h : 1;
+     * image; progressive ones are converted a row at a time. A check needs no image: every
+     * pass's rows go through one buffer. */
+    size_t nrows = passes > 1 && keep ? (size_t)h : 1;
     if (rowbytes > SIZE_MAX / nrows) {
         io->status = TSR_EINVAL;
         snprintf(io->msg, sizeof io->msg, "image of %lu x %lu pixels is too large",
                  (unsigned long)w, (unsigned long)h);
         png_longjmp(png, 1);
     }
-    px = malloc((size_t)w * (size_t)h * sizeof(float));
+    px = keep ? malloc((size_t)w * (size_t)h * sizeof(float)) : NULL;
     rows = malloc(rowbytes * nrows);
-    if (!px || !rows) {
+    if ((keep && !px) || !rows) {
         io->status = TSR_ENOMEM;
         snprintf(io->msg, sizeof io->msg, "out of memory for %lu x %lu pixels",
                  (unsigned long)w, (unsigned long)h);
@@ -419,14 +444,20 @@ read_body(struct pngio *io, bool header_only, png_uint_32 *pw, png_uint_32 *ph, 
     }
     if (passes > 1) {
         for (int p = 0; p < passes; p++)
-            for (png_uint_32 y = 0; y < h; y++)
-                png_read_row(png, rows + (size_t)y * rowbytes, NULL);
-        for (png_uint_32 y = 0; y < h; y++)
+            for (png_uint_32 y = 0; y < h; y++) {
+                if (tsr_stop_requested())
+                    stopped(io, png);
+                png_read_row(png, rows + (keep ? (size_t)y * rowbytes : 0), NULL);
+            }
+        for (png_uint_32 y = 0; keep && y < h; y++)
             convert_row(rows + (size_t)y * rowbytes, px + (size_t)y * w, w, ct, bd, pal, npal);
     } else {
         for (png_uint_32 y = 0; y < h; y++) {
+            if (tsr_stop_requested())
+                stopped(io, png);
             png_read_row(png, rows, NULL);
-            convert_row(rows, px + (size_t)y * w, w, ct, bd, pal, npal);
+            if (keep)
+                convert_row(rows, px + (size_t)y * w, w, ct, bd, pal, npal);
         }
     }
     /* Reading to IEND catches a file cut after its image data. */
@@ -471,7 +502,8 @@ open_png(const char *path, FILE **fp_out, tsr_error *err)
 }
 
 static tsr_status
-read_png(const char *path, bool header_only, int64_t *w, int64_t *h, float **px, tsr_error *err)
+read_png(const char *path, read_mode mode, int64_t *w, int64_t *h, float **px,
+         int64_t *scratch, tsr_error *err)
 {
     FILE *fp = NULL;
     tsr_status st = open_png(path, &fp, err);
@@ -488,13 +520,16 @@ read_png(const char *path, bool header_only, int64_t *w, int64_t *h, float **px,
     io->status = TSR_OK;
     png_uint_32 pw = 0, ph = 0;
     float *out = NULL;
-    st = read_body(io, header_only, &pw, &ph, &out);
+    uint64_t sc = 0;
+    st = read_body(io, mode, &pw, &ph, &out, &sc);
     fclose(fp);
     if (st == TSR_OK) {
         *w = pw;
         *h = ph;
         if (px)
             *px = out;
+        if (scratch)
+            *scratch = sc > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)sc;
     } else if (io->truncated) {
         tsr_fail(err, st, "%s: truncated PNG", path);
     } else if (io->sys != 0) {
@@ -515,7 +550,7 @@ tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_erro
 {
     if (!path || !w || !h || !px)
         return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_gray: missing argument");
-    return read_png(path, false, w, h, px, err);
+    return read_png(path, READ_DECODE, w, h, px, NULL, err);
 }
 
 tsr_status
@@ -523,5 +558,22 @@ tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err)
 {
     if (!path || !w || !h)
         return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_size: missing argument");
-    return read_png(path, true, w, h, NULL, err);
+    return read_png(path, READ_HEADER, w, h, NULL, NULL, err);
+}
+
+tsr_status
+tsr_png_read_info(const char *path, int64_t *w, int64_t *h, int64_t *scratch, tsr_error *err)
+{
+    if (!path || !w || !h || !scratch)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_read_info: missing argument");
+    return read_png(path, READ_HEADER, w, h, NULL, scratch, err);
+}
+
+tsr_status
+tsr_png_check(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err)
+{
+    if (!path || !w || !h || !px)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_check: missing argument");
+    *px = NULL;
+    return read_png(path, READ_CHECK, w, h, NULL, NULL, err);
 }

@@ -332,4 +332,17 @@ tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_erro
 tsr_status
 tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err);
 
+/* tsr_png_read_size, and in *scratch the bytes tsr_png_read_gray allocates beside the w*h
+ * floats it returns (native rows, all of them for an interlaced file; libpng's and zlib's
+ * buffers): what a memory plan counts before decoding. */
+tsr_status
+tsr_png_read_info(const char *path, int64_t *w, int64_t *h, int64_t *scratch, tsr_error *err);
+
+/* Read the whole PNG as tsr_png_read_gray does, failing the same way on damage anywhere, but
+ * through one row buffer and keeping nothing: *px is set to NULL. For `tessera check`, which
+ * validates images without the memory their floats take. Same signature as
+ * tsr_png_read_gray, so it can stand in for it as a design's image reader. */
+tsr_status
+tsr_png_check(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err);
+
 #endif

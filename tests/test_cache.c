@@ -32,7 +32,7 @@ code(tsr_cache_key k)
 static size_t
 tile_bytes(int64_t w, int64_t h)
 {
-    return tsr_tile_bytes(tsr_rect_make(0, 0, w, h));
+    return tsr_cache_tile_cost(tsr_rect_make(0, 0, w, h));
 }
 
 /* Bytes of one EDGE x EDGE tile: the unit budgets are counted in. */

@@ -48,7 +48,7 @@ fake_read(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err)
     return TSR_OK;
 }
 
-static const tsr_design_opts fake_opts = {fake_read};
+static const tsr_design_opts fake_opts = {.read_image = fake_read};
 
 static tsr_design *
 load_good(const char *name)
@@ -629,7 +629,7 @@ silent_fail(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err
 Test(designs_errors, reader_failure_without_message)
 {
     const char *yaml = "tessera: 1\nroot:\n  source: {image: lens.png}\n";
-    tsr_design_opts o = {silent_fail};
+    tsr_design_opts o = {.read_image = silent_fail};
     tsr_error err = {0};
     cr_assert_null(tsr_design_load_string(yaml, strlen(yaml), "t.yaml", NULL, &o, &err));
     cr_assert_eq(err.status, TSR_EINVAL);
@@ -990,7 +990,7 @@ Test(designs_good, the_dump_is_deterministic)
 Test(designs_good, every_example_loads)
 {
     char **files = th_glob("designs/examples/*.yaml");
-    tsr_design_opts o = {tsr_png_read_gray};
+    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info};
     for (size_t i = 0; files[i]; i++) {
         tsr_error err = {0};
         tsr_design *d = tsr_design_load(files[i], &o, &err);

@@ -60,6 +60,7 @@ fx_prepare(fixture *fx)
 {
     tsr_error err = {0};
     cr_assert_eq(tsr_trait_distance.prepare(&fx->e, &err), TSR_OK, "prepare: %s", err.msg);
+    cr_assert_eq(tsr_trait_distance.build(&fx->e, &err), TSR_OK, "build: %s", err.msg);
     cr_assert_not_null(fx->e.state);
 }
 
@@ -274,6 +275,8 @@ Test(distance, parameter_table_lists_the_keys_of_the_design)
     cr_assert_eq(t->params[1].max, 4096);
     cr_assert_not_null(t->check);
     cr_assert_not_null(t->prepare);
+    cr_assert_not_null(t->build);
+    cr_assert_not_null(t->build_bytes);
     cr_assert_not_null(t->release);
     cr_assert_not_null(t->scratch);
 }
@@ -380,7 +383,7 @@ Test(distance, check_rejects_dmax_out_of_range_naming_the_key)
     }
 }
 
-Test(distance, prepare_refuses_an_unchecked_profile_and_keeps_its_table)
+Test(distance, prepare_and_build_refuse_an_unchecked_profile_and_keep_the_table)
 {
     fixture fx;
     fx_init(&fx, 10, 10, 3);
@@ -391,6 +394,10 @@ Test(distance, prepare_refuses_an_unchecked_profile_and_keeps_its_table)
     tsr_error err = {0};
     cr_assert_eq(tsr_trait_distance.prepare(&fx.e, &err), TSR_EINVAL);
     cr_assert_eq(err.status, TSR_EINVAL);
+    cr_assert_not_null(strstr(err.msg, "d.yaml:4:7: root.children[0]: profile: points"), "%s",
+                       err.msg);
+    err = (tsr_error){0};
+    cr_assert_eq(tsr_trait_distance.build(&fx.e, &err), TSR_EINVAL);
     cr_assert_not_null(strstr(err.msg, "d.yaml:4:7: root.children[0]: profile: points"), "%s",
                        err.msg);
     cr_assert_eq(fx.e.state, before);

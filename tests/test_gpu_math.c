@@ -474,6 +474,7 @@ dist_init(fixture *f, int64_t w, int64_t h, int64_t dmax, float thr, int profile
     }
     tsr_error err = {0};
     cr_assert_eq(tsr_trait_distance.prepare(&f->e, &err), TSR_OK, "%s", err.msg);
+    cr_assert_eq(tsr_trait_distance.build(&f->e, &err), TSR_OK, "%s", err.msg); /* the table */
 }
 
 static void

@@ -4,6 +4,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 tsr_status
 tsr_fail(tsr_error *err, tsr_status st, const char *fmt, ...)
@@ -124,7 +126,15 @@ tsr_tile_new(tsr_rect r)
     if (!t)
         return NULL;
     size_t pxbytes = bytes - sizeof(tsr_tile);
-    t->px = pxbytes ? aligned_alloc(64, pxbytes) : NULL;
+    t->mapped = 0;
+    if (pxbytes >= TSR_TILE_MAP_MIN) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (pxbytes + page - 1) & ~(page - 1);
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        t->px = m == MAP_FAILED ? NULL : m;
+        t->mapped = len;
+    } else {
+        t->px = pxbytes ? aligned_alloc(64, pxbytes) : NULL;
+    }
     if (pxbytes && !t->px) {
         free(t);
         return NULL;
@@ -138,7 +148,10 @@ tsr_tile_free(tsr_tile *t)
 {
     if (!t)
         return;
-    free(t->px);
+    if (t->mapped)
+        munmap(t->px, t->mapped);
+    else
+        free(t->px);
     free(t);
 }
 

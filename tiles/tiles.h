@@ -10,6 +10,7 @@
 #ifndef TSR_TILES_H
 #define TSR_TILES_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -152,10 +153,19 @@ tsr_view_row(const tsr_view *v, int64_t x, int64_t y)
 typedef struct tsr_tile {
     tsr_rect r;
     float *px;
+    size_t mapped; /* bytes of px's own mapping (whole pages), or 0 when px is from malloc */
 } tsr_tile;
 
+/* Pixel blocks from this size up are mappings of their own, not heap memory: tiles are
+ * allocated and freed by many threads in many sizes, and in the heap their holes were taken
+ * by smaller allocations, so the heap outgrew what was live (a 200000 px design held ~1.9x
+ * its --memory). A mapping goes back whole when freed; the tile cache reuses them meanwhile
+ * (tsr_cache_tile_new). */
+#define TSR_TILE_MAP_MIN ((size_t)64 << 10)
+
 /* Allocate w*h floats (uninitialised); NULL on overflow or out of memory. Free with
- * tsr_tile_free. Pixel buffers are 64-byte aligned so SIMD loops start on a cache line. */
+ * tsr_tile_free. Pixel buffers are 64-byte aligned so SIMD loops start on a cache line
+ * (page-aligned from TSR_TILE_MAP_MIN up). */
 tsr_tile *
 tsr_tile_new(tsr_rect r);
 
@@ -194,5 +204,21 @@ tsr_grid_tile_rect(const tsr_grid *g, int64_t tx, int64_t ty);
 void
 tsr_grid_tiles_of(const tsr_grid *g, tsr_rect r, int64_t *tx0, int64_t *ty0, int64_t *tx1,
                   int64_t *ty1);
+
+/* ---- stop requests ------------------------------------------------------------------- */
+
+/* The stop flag the calling thread's long loops poll (tiles/stop.c): sources per row, blur
+ * and distance per row block, repeat per batch of copies, table builds, PNG decoding per row.
+ * A loop that sees it set returns early, leaving its output unfinished, and a function with a
+ * status returns TSR_EINTR; whoever bound the flag must then drop that output (the engine
+ * does: nothing interrupted reaches the cache). Once set, the flag must stay set until the
+ * work that polls it has returned. `flag` is borrowed; NULL unbinds. Thread-local: each
+ * thread binds its own. */
+void
+tsr_stop_bind(const volatile sig_atomic_t *flag);
+
+/* Whether the flag bound to the calling thread is set (false when none is bound). */
+bool
+tsr_stop_requested(void);
 
 #endif

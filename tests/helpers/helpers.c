@@ -38,8 +38,19 @@ tsr_design *
 th_design(const char *yaml)
 {
     tsr_error err = {0};
-    tsr_design_opts o = {.read_image = tsr_png_read_gray};
+    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info};
     tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "test.yaml", TSR_SRC_DIR, &o, &err);
+    cr_assert(d != NULL, "design failed to load: %s", err.msg);
+    return d;
+}
+
+tsr_design *
+th_design_deferred(const char *yaml, const char *name)
+{
+    tsr_error err = {0};
+    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
+                         .defer = true};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), name, TSR_SRC_DIR, &o, &err);
     cr_assert(d != NULL, "design failed to load: %s", err.msg);
     return d;
 }

@@ -20,6 +20,10 @@ char *th_src(const char *rel);
  * failure with the loader's message. */
 tsr_design *th_design(const char *yaml);
 
+/* The same as tsr_engine_load loads a design: image headers only, decoding and tables left to
+ * tsr_engine_new (tsr_design_opts.defer). `name` stands for the file in messages. */
+tsr_design *th_design_deferred(const char *yaml, const char *name);
+
 /* Stream the whole design to memory with the given tile size and threads; returns malloc'd
  * bytes, *n the count. Aborts the test on failure. */
 uint8_t *th_stream(const tsr_design *d, int64_t tile, int threads, size_t *n);
