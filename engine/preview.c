@@ -203,14 +203,15 @@ print_warnings(const tsr_engine *e, FILE *f)
                                  rp->overlap != TSR_OVERLAP_AVERAGE))
                 continue;
             for (size_t j = 0; j < c->nedges; j++) {
-                const tsr_distance_state *ds = c->edges[j].state;
-                if (strcmp(c->edges[j].trait->name, "distance") != 0 || !ds || !ds->ntable ||
-                    ds->table[ds->ntable - 1] == 0.0f)
+                if (tsr_trait_id_of(c->edges[j].trait) != TSR_TRAIT_distance)
+                    continue;
+                const tsr_distance_params *dp = c->edges[j].params;
+                float floor_v = tsr_distance_value(dp, (double)dp->dmax);
+                if (floor_v == 0.0f)
                     continue;
                 fprintf(f, "  warning: %s: %s copies of %s overlap, and its distance profile "
                         "is %g (not 0) at dmax: the floor covers each copy's whole square\n",
-                        a, tsr_overlap_names[rp->overlap], b,
-                        (double)ds->table[ds->ntable - 1]);
+                        a, tsr_overlap_names[rp->overlap], b, (double)floor_v);
                 nw++;
             }
         }
