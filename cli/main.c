@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,7 @@ typedef struct args {
 /* Set by the first SIGINT/SIGTERM: the engine's workers (each tile, and long loops row by
  * row), the band loop and the sink read it and stop cleanly. */
 static volatile sig_atomic_t g_stop;
+static atomic_int g_signals; /* SIGINT/SIGTERM handled so far (lock-free: signal-safe) */
 
 /* The render's sink once open, for the second signal's resume offset; its offset is an atomic
  * read (tsr_sink_offset), safe in a handler. */
@@ -98,7 +100,10 @@ u64_text(uint64_t v, char buf[24])
 static void
 on_stop(int sig)
 {
-    if (!g_stop) {
+    /* Counted atomically: a process-directed signal may run this on any thread that does not
+     * block it (the CUDA runtime starts threads of its own), so two signals can be handled at
+     * once on two threads, where a test of g_stop would call both the first. */
+    if (atomic_fetch_add(&g_signals, 1) == 0) {
         g_stop = sig;
         say("tessera: stopping...\n");
         return;
