@@ -421,6 +421,47 @@ gpu_close(tsr_engine *e)
     e->bk = NULL;
 }
 
+/* Arena bytes eval takes at most for node n over r (seen: per node id, a shared node's figure
+ * once known, else -1): its own buffer, then for each edge its
+ * child's region (recursively) and the trait kernel's scratch (blur and distance: at most ~3 x
+ * the child region), freed after the edge. Resident and periodic children take nothing here
+ * (resident bytes are counted apart); shared ones are counted as if not shared. Saturating. */
+static int64_t
+dry_run(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
+{
+    if (s->shared[n->id] && seen[n->id] >= 0) /* a DAG is not walked as the tree of its paths */
+        return seen[n->id];
+    int64_t own = r.w > INT64_MAX / 4 / (r.h > 0 ? r.h : 1) ? INT64_MAX / 4 : r.w * r.h * 4;
+    if (s->cls[n->id] == CLASS_RESIDENT || s->cls[n->id] == CLASS_PERIODIC ||
+        s->cls[n->id] == CLASS_HOST)
+        return own;
+    int64_t peak = own;
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        tsr_rect want[TSR_NEED_MAX], u = {0, 0, 0, 0};
+        tsr_trait_id id = tsr_trait_id_of(ed->trait);
+        bool repeat = id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector;
+        if (repeat && ed->child->w <= SMALL_CHILD_PX / ed->child->h) {
+            u = tsr_rect_make(0, 0, ed->child->w, ed->child->h);
+        } else {
+            size_t nw = ed->trait->need(ed, r, want);
+            for (size_t i = 0; i < nw; i++)
+                u = tsr_rect_union(u, want[i]);
+        }
+        if (tsr_rect_empty(u))
+            continue;
+        int64_t child = dry_run(s, ed->child, u, seen);
+        int64_t scratch = (id == TSR_TRAIT_blur || id == TSR_TRAIT_distance)
+                              ? (u.w > INT64_MAX / 12 / u.h ? INT64_MAX / 4 : 3 * u.w * u.h * 4)
+                              : 0;
+        int64_t here = own + (child < INT64_MAX / 4 ? child : INT64_MAX / 4) + scratch;
+        if (here > peak)
+            peak = here;
+    }
+    seen[n->id] = peak;
+    return peak;
+}
+
 /* Bands of about BAND_BYTES (whole copies at link speed; bigger ones only cost pinning time and
  * host memory), DEPTH in flight plus three for the writer, within what the host plan allows for
  * bands (a quarter of --memory, or the plan's own bands when they are bigger). The device
@@ -502,9 +543,24 @@ gpu_open(tsr_engine *e, tsr_error *err)
         gpu_close(e);
         return st;
     }
-    /* the smallest arena that renders: the band buffers and a chunk of the root with room for
-     * its children (the rest of the path is checked as it is allocated: "arena full") */
-    int64_t minimum = DEPTH * sw * e->band_rows * bps + 3 * s->chunk_px * 4 + resident;
+    /* the smallest arena that renders: the band buffers, the resident nodes and what one chunk
+     * in the middle of the root takes along its costliest path of child regions (a dry run of
+     * eval's allocations: halos grow down a chain of blurs; border chunks take less) */
+    int64_t ch = e->band_rows, cw = s->chunk_px / ch > 0 ? s->chunk_px / ch : 1;
+    cw = cw < sw ? cw : sw;
+    tsr_rect mid = tsr_rect_intersect(
+        tsr_rect_make(W / 2 - cw / 2, d->root->h / 2 - ch / 2, cw, ch),
+        tsr_rect_make(0, 0, W, d->root->h));
+    int64_t *seen = malloc(d->nnodes * sizeof *seen);
+    if (!seen) {
+        gpu_close(e);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < d->nnodes; i++)
+        seen[i] = -1;
+    int64_t path = dry_run(s, d->root, mid, seen);
+    free(seen);
+    int64_t minimum = DEPTH * sw * e->band_rows * bps + path + resident;
     /* Without --gpu-memory: room for the chunks' trees of child regions (4 x the minimum, at
      * least 2 GiB), never more than 90 % of what is free. Not "most of the device": without a
      * device tile cache more memory buys nothing, and several jobs may share one GPU. */
