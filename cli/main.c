@@ -6,10 +6,13 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,26 +24,32 @@ static const char usage[] =
     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
     "                         [--stall-timeout S] [--gpu-memory M]\n"
     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
+    "                         [--force]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
     "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
-    "  tessera check   DESIGN [--memory M] [--threads N] [--tile T]\n"
+    "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"
     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
     "                         [--stall-timeout S] [--exit-on-abort]\n"
     "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
 
+/* The largest preview image (samples) written without --force: 256 MiB, a 16k x 16k 8-bit
+ * thumbnail and more than any screen shows. */
+#define PREVIEW_MAX_BYTES 268435456.0
+
 typedef struct args {
     const char *cmd, *design, *out, *backend;
     tsr_engine_opts eo;
     tsr_rect region;
-    bool have_region, json;
+    bool have_region, json, tree, force;
     int64_t scale;
     int depth;
     double target; /* bytes/s */
     double rate;   /* --rate, bytes/s; 0 = unpaced */
     double stall;  /* --stall-timeout, seconds; 0 = the sink's default */
+    double seconds; /* profile --seconds: sampling time; 0 = the default */
     bool framed, deflate, have_resume;
     uint64_t resume_at;
     const char *progress; /* auto|bar|json|none */
@@ -52,6 +61,7 @@ typedef struct args {
 /* Set by the first SIGINT/SIGTERM: the engine's workers (each tile, and long loops row by
  * row), the band loop and the sink read it and stop cleanly. */
 static volatile sig_atomic_t g_stop;
+static atomic_int g_signals; /* SIGINT/SIGTERM handled so far (lock-free: signal-safe) */
 
 /* The render's sink once open, for the second signal's resume offset; its offset is an atomic
  * read (tsr_sink_offset), safe in a handler. */
@@ -90,7 +100,10 @@ u64_text(uint64_t v, char buf[24])
 static void
 on_stop(int sig)
 {
-    if (!g_stop) {
+    /* Counted atomically: a process-directed signal may run this on any thread that does not
+     * block it (the CUDA runtime starts threads of its own), so two signals can be handled at
+     * once on two threads, where a test of g_stop would call both the first. */
+    if (atomic_fetch_add(&g_signals, 1) == 0) {
         g_stop = sig;
         say("tessera: stopping...\n");
         return;
@@ -215,12 +228,49 @@ parse_region(const char *s, tsr_rect *r)
     return r->w > 0 && r->h > 0;
 }
 
+/* The URL scheme `out` starts with ("udp" for "udp://..."), or false when it is a plain path:
+ * a path that happens to hold "://" further on is still a path. */
+static bool
+url_scheme(const char *out, char *scheme, size_t n)
+{
+    size_t k = strspn(out, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-");
+    if (k == 0 || strncmp(out + k, "://", 3) != 0)
+        return false;
+    snprintf(scheme, n, "%.*s", (int)k, out);
+    return true;
+}
+
+/* What -o names must be something the command writes: render knows paths, -, null and
+ * tcp://; preview writes PNG, so a name with another extension ("x.jpg") would silently get a
+ * PNG. A name with no extension (a device, a FIFO) is taken as it is. 0, or the usage exit. */
+static int
+check_out(const args *a)
+{
+    char scheme[32];
+    if (!a->out)
+        return 0;
+    bool preview = strcmp(a->cmd, "preview") == 0;
+    if (url_scheme(a->out, scheme, sizeof scheme) && (preview || strcmp(scheme, "tcp") != 0)) {
+        fprintf(stderr, "tessera: %s: unknown output scheme '%s' (%s)\n", a->out, scheme,
+                preview ? "preview writes a PNG file or -"
+                        : "render writes to a path, -, null or tcp://HOST:PORT");
+        return 2;
+    }
+    if (!preview || strcmp(a->out, "-") == 0)
+        return 0;
+    const char *base = strrchr(a->out, '/');
+    const char *dot = strrchr(base ? base + 1 : a->out, '.');
+    if (dot && dot != (base ? base + 1 : a->out) && strcasecmp(dot, ".png") != 0)
+        return usage_error("%s: preview writes PNG only; name the output *.png", a->out);
+    return 0;
+}
+
 static int
 parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -233,6 +283,8 @@ parse_args(int argc, char **argv, args *a)
         {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
         {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
         {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
+        {"seconds", required_argument, 0, O_SECONDS}, {"tree", no_argument, 0, O_TREE},
+        {"force", no_argument, 0, O_FORCE},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -299,6 +351,8 @@ parse_args(int argc, char **argv, args *a)
                 return usage_error("--target %s: expected a rate like 10MB/s", optarg);
             break;
         case O_JSON: a->json = true; break;
+        case O_TREE: a->tree = true; break;
+        case O_FORCE: a->force = true; break;
         case O_RATE:
             if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
                 return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
@@ -306,6 +360,10 @@ parse_args(int argc, char **argv, args *a)
         case O_STALL:
             if (!tsr_parse_decimal(optarg, &a->stall) || !(a->stall > 0) || a->stall > 1e9)
                 return usage_error("--stall-timeout %s: expected seconds > 0", optarg);
+            break;
+        case O_SECONDS:
+            if (!tsr_parse_decimal(optarg, &a->seconds) || !(a->seconds > 0) || a->seconds > 1e6)
+                return usage_error("--seconds %s: expected seconds > 0", optarg);
             break;
         case O_FRAMED: a->framed = true; break;
         case O_DEFLATE: a->deflate = true; break;
@@ -351,6 +409,16 @@ parse_args(int argc, char **argv, args *a)
     if (streaming && strcmp(a->cmd, "render") != 0)
         return usage_error("%s: --rate, --framed, --deflate, --resume-at, --progress and "
                            "--stall-timeout are render options", a->cmd);
+    int bad = check_out(a);
+    if (bad)
+        return bad;
+    if (a->force && strcmp(a->cmd, "preview") != 0)
+        return usage_error("--force%s: a preview option", "");
+    if (a->tree && strcmp(a->cmd, "check") != 0)
+        return usage_error("--tree%s: a check option", "");
+    if (a->seconds > 0 && (strcmp(a->cmd, "profile") != 0 || a->have_region))
+        return usage_error("--seconds%s: only for profile without --region (a region is "
+                           "rendered whole)", "");
     bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
     if (a->stall > 0 && !tcp)
         return usage_error("--stall-timeout%s: only for a tcp:// output (files and pipes block "
@@ -491,12 +559,31 @@ cmd_controller(args *a)
 }
 
 static int
-cmd_preview(args *a, tsr_engine *e)
+cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
 {
     tsr_error err = {0};
     if (!a->have_region)
         return usage_error("%s: preview needs --region X,Y,W,H", a->design);
     const char *out = a->out ? a->out : "preview.png";
+    /* A forgotten --scale on a big region silently started a 22.5 GB PNG: above the bound
+     * it takes --force, and the message names the --scale that fits. */
+    int64_t bps = a->depth / 8;
+    double px = ceil((double)a->region.w / (double)a->scale) *
+                ceil((double)a->region.h / (double)a->scale) * (double)bps;
+    tsr_rect root = tsr_rect_make(0, 0, d->root->w, d->root->h);
+    if (px > PREVIEW_MAX_BYTES && !a->force && tsr_rect_contains(root, a->region)) {
+        int64_t k = (int64_t)ceil(sqrt((double)a->region.w * (double)a->region.h *
+                                       (double)bps / PREVIEW_MAX_BYTES));
+        while (ceil((double)a->region.w / (double)k) * ceil((double)a->region.h / (double)k) *
+                   (double)bps > PREVIEW_MAX_BYTES)
+            k++;
+        char have[32], lim[32];
+        tsr_human_bytes(have, sizeof have, px);
+        tsr_human_bytes(lim, sizeof lim, PREVIEW_MAX_BYTES);
+        fprintf(stderr, "tessera: preview: a %s image is over the %s bound; --scale %lld "
+                "fits (or --force)\n", have, lim, (long long)k);
+        return 2;
+    }
     if (tsr_engine_preview(e, a->region, a->scale, a->depth, out, &err) != TSR_OK)
         return fail(&err);
     int64_t k = a->scale, w = a->region.w, h = a->region.h; /* ceil(w / k), no w + k */
@@ -520,23 +607,153 @@ json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A figure with three significant digits and no exponent above 1: "0.0123", "4.56", "789",
+ * "14200", so a slow rate never prints as "0.0". */
+static void
+fmt_sig(char *b, size_t n, double v)
+{
+    if (!(v < 1e15))
+        snprintf(b, n, "%g", v);
+    else if (v >= 100)
+        snprintf(b, n, "%.0f", v);
+    else if (v >= 10)
+        snprintf(b, n, "%.1f", v);
+    else if (v >= 1)
+        snprintf(b, n, "%.2f", v);
+    else if (v > 0)
+        snprintf(b, n, "%.*f", 2 - (int)floor(log10(v)), v); /* 0.0123, 1.30e-05 as 0.0000130 */
+    else
+        snprintf(b, n, "0");
+}
+
+#define PROFILE_SAMPLES 8
+
+typedef struct sample {
+    tsr_rect r; /* what was rendered */
+    uint64_t bytes;
+    double secs;
+} sample;
+
+/* Where sample i of k starts, in the job's own order: raster samples split the rows into k
+ * equal parts and start each; a swath design's samples go through the swaths from the start
+ * side, each at its stream fraction (i + 0.5) / k of the way, then that far down its swath.
+ * So the samples cover the design as the stream visits it instead of the top margin. *rows
+ * gets the rows it may take (samples never overlap). */
+static tsr_rect
+sample_at(const tsr_design *d, int i, int k, int64_t *rows)
+{
+    int64_t W = d->root->w, H = d->root->h, x = 0, w = W, y;
+    const tsr_output *o = &d->out;
+    if (o->order == TSR_ORDER_SWATH && o->swath_width < W) {
+        int64_t sw = o->swath_width, nsw = W / sw + (W % sw != 0);
+        double f = (i + 0.5) / k * (double)nsw;
+        int64_t s = (int64_t)f < nsw ? (int64_t)f : nsw - 1;
+        f -= (double)s; /* how far down that swath */
+        bool right = o->start == TSR_TOP_RIGHT || o->start == TSR_BOTTOM_RIGHT;
+        x = right ? W - (s + 1) * sw : s * sw;
+        if (x < 0) {
+            w = sw + x; /* the narrow last swath */
+            x = 0;
+        } else {
+            w = W - x < sw ? W - x : sw;
+        }
+        int64_t per = k / nsw > 4 ? k / nsw : 4; /* samples that could share a swath */
+        *rows = H / per > 0 ? H / per : 1;
+        y = (int64_t)(f * (double)(H - *rows));
+    } else {
+        *rows = H / k > 0 ? H / k : 1;
+        y = (int64_t)i * H / k;
+        y = y + *rows > H ? H - *rows : y;
+    }
+    if (o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT)
+        y = H - y - *rows; /* rows run upwards from the bottom */
+    return tsr_rect_make(x, y, w, 0);
+}
+
+/* Render sample rows from `at` downwards in growing chunks until its share of the time is
+ * spent or its rows are done; at least one chunk, so every sample says something. */
+static tsr_status
+run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double share,
+           sample *sm, int idx, int of, double t_all, double budget, tsr_error *err)
+{
+    /* chunks of at least a band: what the stream computes at a time (a smaller one pays a
+     * band's tile work for part of its rows and reads slow) */
+    int64_t bps = d->out.depth / 8, chunk = tsr_engine_plan(e)->band_rows;
+    chunk = chunk < 1 ? 1 : chunk;
+    bool tty = isatty(STDERR_FILENO);
+    sm->r = tsr_rect_make(at.x, at.y, at.w, 0);
+    sm->bytes = 0;
+    sm->secs = 0;
+    while (sm->r.h < rows) {
+        int64_t n = rows - sm->r.h < chunk ? rows - sm->r.h : chunk;
+        uint64_t b = 0;
+        double t0 = now_s();
+        if (tsr_engine_drain(e, tsr_rect_make(at.x, at.y + sm->r.h, at.w, n), &b, err) != TSR_OK)
+            return err->status;
+        sm->secs += now_s() - t0;
+        sm->bytes += b;
+        sm->r.h += n;
+        if (tty)
+            fprintf(stderr, "\rprofile: sample %d/%d, %.1f s of %.0f s\033[K", idx + 1, of,
+                    now_s() - t_all, budget);
+        if (sm->secs >= share)
+            break;
+        /* the next chunk: twice this one, but no more than the time left at this rate */
+        double fit = (share - sm->secs) * (double)sm->bytes / sm->secs / (double)(at.w * bps);
+        int64_t band = tsr_engine_plan(e)->band_rows;
+        chunk = fit < (double)(2 * chunk) ? (int64_t)fit : 2 * chunk;
+        chunk = chunk < band ? band : chunk;
+    }
+    return TSR_OK;
+}
+
 static int
 cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 {
     tsr_error err = {0};
-    tsr_rect r = a->region;
-    if (!a->have_region) {
-        /* default: whole rows from the top, up to 256 MB of samples (the whole design if less) */
-        int64_t bps = d->out.depth / 8, rows = 256000000 / (d->root->w * bps);
-        rows = rows < 1 ? 1 : (rows > d->root->h ? d->root->h : rows);
-        r = tsr_rect_make(0, 0, d->root->w, rows);
+    sample sm[PROFILE_SAMPLES];
+    int ns = 0;
+    double t_all = now_s(), budget = a->seconds > 0 ? a->seconds : 4.0;
+    if (a->have_region) {
+        /* a region the user names is rendered whole, as before */
+        if (tsr_engine_drain(e, a->region, &sm[0].bytes, &err) != TSR_OK)
+            return fail(&err);
+        sm[0].r = a->region;
+        sm[0].secs = now_s() - t_all;
+        ns = 1;
+    } else {
+        for (; ns < PROFILE_SAMPLES; ns++) {
+            int64_t rows;
+            tsr_rect at = sample_at(d, ns, PROFILE_SAMPLES, &rows);
+            if (run_sample(e, d, at, rows, budget / PROFILE_SAMPLES, &sm[ns], ns,
+                           PROFILE_SAMPLES, t_all, budget, &err) != TSR_OK) {
+                if (isatty(STDERR_FILENO))
+                    fprintf(stderr, "\r\033[K");
+                return fail(&err);
+            }
+        }
+        if (isatty(STDERR_FILENO))
+            fprintf(stderr, "\r\033[K");
     }
+    /* Each sample stands for an equal share of the design: the projection is the mean of
+     * the samples' seconds per byte, which a slow body dominates as it would the real run. */
+    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    double spb = 0, slow = HUGE_VAL, fast = 0, secs = 0;
     uint64_t bytes = 0;
-    double t0 = now_s();
-    if (tsr_engine_drain(e, r, &bytes, &err) != TSR_OK)
-        return fail(&err);
-    double secs = now_s() - t0;
-    double rate = (double)bytes / secs, total = (double)d->root->w * (double)d->root->h * (d->out.depth / 8);
+    int slowest = 0;
+    for (int i = 0; i < ns; i++) {
+        double r = sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs : HUGE_VAL;
+        spb += (r > 0 ? 1.0 / r : 0) / ns;
+        if (r < slow) {
+            slow = r;
+            slowest = i;
+        }
+        fast = r > fast ? r : fast;
+        bytes += sm[i].bytes;
+        secs += sm[i].secs;
+    }
+    double rate = spb > 0 ? 1.0 / spb : HUGE_VAL;
+    tsr_rect r = a->have_region ? a->region : tsr_rect_make(0, 0, d->root->w, d->root->h);
     tsr_engine_stats st = tsr_engine_get_stats(e);
     long long rss;
     peak_rss(&rss);
@@ -549,7 +766,7 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
                    "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
                    "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
                    "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
-                   "\"peak_bytes\":%lld},\"nodes\":[",
+                   "\"peak_bytes\":%lld},",
                 (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                 (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
                 total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
@@ -557,6 +774,16 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
                 (unsigned long long)st.evictions, (unsigned long long)st.waits,
                 (unsigned long long)st.overflow, (long long)st.cache_bytes,
                 (long long)st.cache_peak);
+        fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
+                   "\"projected_seconds_slowest\":%.3f,\"samples\":[",
+                slow / 1e6, fast / 1e6, total / slow);
+        for (int i = 0; i < ns; i++)
+            fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+                       "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
+                    (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h,
+                    (unsigned long long)sm[i].bytes, sm[i].secs,
+                    sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0.0);
+        fprintf(f, "],\"nodes\":[");
         for (size_t i = 0; i < d->nnodes; i++) {
             const tsr_node *n = d->nodes[i];
             fprintf(f, "%s{\"name\":", i ? "," : "");
@@ -575,24 +802,56 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
         fprintf(f, "}}\n");
         return 0;
     }
+    char rs[32], ss[32], fs[32], hs[32];
+    fmt_sig(rs, sizeof rs, rate / 1e6);
+    fmt_sig(ss, sizeof ss, slow / 1e6);
+    fmt_sig(fs, sizeof fs, fast / 1e6);
+    fmt_sig(hs, sizeof hs, rate / a->target);
     fprintf(f, "design      %s\n", a->design);
-    fprintf(f, "region      %lld,%lld,%lld,%lld (%llu sample bytes)\n", (long long)r.x,
-            (long long)r.y, (long long)r.w, (long long)r.h, (unsigned long long)bytes);
+    if (a->have_region)
+        fprintf(f, "region      %lld,%lld,%lld,%lld (%llu sample bytes)\n", (long long)r.x,
+                (long long)r.y, (long long)r.w, (long long)r.h, (unsigned long long)bytes);
+    else
+        fprintf(f, "samples     %d regions spread over the design in stream order, %llu sample "
+                "bytes in %.3f s (--seconds %g)\n", ns, (unsigned long long)bytes, secs, budget);
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
-    fprintf(f, "throughput  %.1f MB/s in %.3f s = %.1fx the %.0f MB/s target\n", rate / 1e6,
-            secs, rate / a->target, a->target / 1e6);
-    fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the target\n",
-            total, total / rate, total / a->target);
+    fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
+            a->target / 1e6);
+    if (!a->have_region) {
+        fprintf(f, "spread      slowest %s MB/s (region %lld,%lld,%lld,%lld), fastest %s MB/s\n",
+                ss, (long long)sm[slowest].r.x, (long long)sm[slowest].r.y,
+                (long long)sm[slowest].r.w, (long long)sm[slowest].r.h, fs);
+        for (int i = 0; i < ns; i++) {
+            char b[32];
+            fmt_sig(b, sizeof b, sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0);
+            fprintf(f, "  %lld,%lld,%lld,%lld  %s MB/s\n", (long long)sm[i].r.x,
+                    (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
+        }
+        char p1[32], p2[32], p3[32];
+        fmt_sig(p1, sizeof p1, total / rate);
+        fmt_sig(p2, sizeof p2, total / slow);
+        fmt_sig(p3, sizeof p3, total / a->target);
+        fprintf(f, "projected   whole design (%.3g bytes): %s s from the samples, %s s at "
+                "the slowest, %s s at the target\n", total, p1, p2, p3);
+    } else {
+        fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the "
+                "target\n", total, total / rate, total / a->target);
+    }
+    char held[32], peak[32];
+    tsr_human_bytes(held, sizeof held, (double)st.cache_bytes);
+    tsr_human_bytes(peak, sizeof peak, (double)st.cache_peak);
     fprintf(f, "cache       %llu hits, %llu misses, %llu evictions, %llu waits, %llu uncached; "
-               "%.1f MiB held, %.1f MiB peak\n",
+               "%s held, %s peak\n",
             (unsigned long long)st.hits, (unsigned long long)st.misses,
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
-            (unsigned long long)st.overflow, (double)st.cache_bytes / 1048576.0,
-            (double)st.cache_peak / 1048576.0);
+            (unsigned long long)st.overflow, held, peak);
     fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
     fprintf(f, "time per node (own pixels, summed over threads):\n");
-    for (size_t i = 0; i < d->nnodes; i++)
-        fprintf(f, "  %-40s %9.3f s\n", d->nodes[i]->name, st.node_seconds[i]);
+    for (size_t i = 0; i < d->nnodes; i++) {
+        char lb[192];
+        tsr_node_label(d->nodes[i], lb, sizeof lb);
+        fprintf(f, "  %-40s %9.3f s\n", lb, st.node_seconds[i]);
+    }
     fprintf(f, "time per trait (layer + blend, summed over threads):\n");
     for (size_t i = 0; tsr_traits[i]; i++)
         if (st.trait_seconds[i] > 0)
@@ -644,14 +903,14 @@ main(int argc, char **argv)
     if (strcmp(a.cmd, "render") == 0)
         rc = cmd_render(&a, e);
     else if (strcmp(a.cmd, "preview") == 0)
-        rc = cmd_preview(&a, e);
+        rc = cmd_preview(&a, e, d);
     else if (strcmp(a.cmd, "profile") == 0)
         rc = stdout_done(cmd_profile(&a, e, d));
     else if (g_stop) { /* a stop while loading or planning */
         fprintf(stderr, "tessera: interrupted\n");
         rc = 1;
     } else {
-        tsr_engine_print_check(e, stdout);
+        tsr_engine_print_check(e, stdout, a.tree);
         rc = stdout_done(0);
     }
     tsr_engine_free(e);

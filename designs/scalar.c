@@ -177,7 +177,9 @@ edit_distance(const char *a, const char *b, size_t cap)
 }
 
 /* Edit distance <= 2 first; failing that, a candidate the word is the unique prefix (>= 3
- * characters) of, since abbreviations ("gauss", "sig") are a common near miss too. */
+ * characters) of, since abbreviations ("gauss", "sig") are a common near miss too; failing
+ * that, the one candidate sharing the longest stem (>= 4 characters) with the word, since a
+ * longer form of a value ("spherical" for "sphere") is another. */
 const char *
 best_of(const char *word, const char *const *const *lists, size_t nlists)
 {
@@ -196,7 +198,26 @@ best_of(const char *word, const char *const *const *lists, size_t nlists)
                 nprefix++;
             }
         }
-    return best ? best : (nprefix == 1 ? prefix : NULL);
+    if (best)
+        return best;
+    if (nprefix == 1)
+        return prefix;
+    const char *stem = NULL;
+    size_t stemlen = 3, nstem = 0;
+    for (size_t l = 0; l < nlists; l++)
+        for (size_t i = 0; lists[l] && lists[l][i]; i++) {
+            size_t k = 0;
+            while (word[k] && word[k] == lists[l][i][k])
+                k++;
+            if (k > stemlen) {
+                stemlen = k;
+                stem = lists[l][i];
+                nstem = 1;
+            } else if (k == stemlen && stem && strcmp(stem, lists[l][i]) != 0) {
+                nstem++;
+            }
+        }
+    return nstem == 1 ? stem : NULL;
 }
 
 const char *

@@ -20,6 +20,26 @@ tsr_engine_load(const char *path, tsr_error *err)
     return tsr_design_load(path, &o, err);
 }
 
+/* A plan refused because of an explicit --threads that fewer threads would pass is about
+ * --threads: say so and name how many fit, rather than a memory figure the user did not
+ * choose. The refused plan (one-row bands, plan.c) holds the per-thread figure. */
+static void
+threads_error(const tsr_engine *e, tsr_error *err)
+{
+    const tsr_plan *p = &e->plan;
+    if (!err || err->status != TSR_EPLAN || e->opts.threads <= 0 || p->per_thread <= 0)
+        return;
+    int64_t room = p->budget - p->bands - p->fixed, fit = room > 0 ? room / p->per_thread : 0;
+    if (fit < 1 || fit >= e->opts.threads)
+        return;
+    char each[32], have[32];
+    tsr_human_bytes(each, sizeof each, (double)p->per_thread);
+    tsr_human_bytes(have, sizeof have, (double)p->budget);
+    tsr_fail(err, TSR_EPLAN, "--threads %d: at most %lld threads fit in --memory %s (each "
+             "needs %s); use --threads %lld or fewer, or a larger --memory", e->opts.threads,
+             (long long)fit, have, each, (long long)fit);
+}
+
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
 {
@@ -75,8 +95,10 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         e->tile[i] = e->opts.tile > 0 ? e->opts.tile : n->tile;
         e->grid[i] = tsr_grid_make(n->w, n->h, e->tile[i]);
     }
-    if (tsr_plan_make(e, err) != TSR_OK)
+    if (tsr_plan_make(e, err) != TSR_OK) {
+        threads_error(e, err);
         goto fail;
+    }
     e->cache = tsr_cache_new((size_t)e->plan.cache);
     if (!e->cache) {
         tsr_fail(err, TSR_ENOMEM, "out of memory (cache)");

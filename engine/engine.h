@@ -194,9 +194,23 @@ tsr_status
 tsr_engine_preview(tsr_engine *e, tsr_rect r, int64_t scale, int depth, const char *path,
                    tsr_error *err);
 
-/* Print the tree, sizes, tile counts and memory plan (`tessera check`). */
+/* `tessera check`: the summary (sizes, stream bytes, memory plan), then warnings for legal
+ * designs that are almost certainly not meant (a pattern wholly outside its parent, a shape
+ * whose value is its node's fill, aa on shapes far larger than a tile, added or averaged
+ * distance copies whose profile is not 0 at dmax); with `tree`, the node table and the
+ * design dump after them. */
 void
-tsr_engine_print_check(tsr_engine *e, FILE *f);
+tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree);
+
+/* A node's name for people: a named node's name; an inline node's key path without its
+ * ".node", with its source ("root.children[19] (circle r=75000)"). */
+void
+tsr_node_label(const tsr_node *n, char *buf, size_t size);
+
+/* A byte count for people: "512 bytes", "9.8 KiB", "1.5 GiB" (binary units, one decimal), so
+ * that a small amount never prints as "0.0 MiB". */
+void
+tsr_human_bytes(char *buf, size_t n, double bytes);
 
 /* Parse a byte size: "64M", "4G", "512MiB", "1e9", plain bytes. SI K/M/G = 1e3/1e6/1e9;
  * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. The number is a plain decimal (see

@@ -12,7 +12,7 @@
  * contiguous copy, into the writer's own (pinned) buffer, on the copy stream: while band k is
  * copied and written, band k + 1 computes. Up to DEPTH bands are in flight.
  *
- * Storage classes, decided when the backend opens (`tessera check` prints them):
+ * Storage classes, decided when the backend opens (`tessera check --tree` prints them):
  * - periodic: a node whose period engine/plan.c found; its period tile is computed once by
  *   the CPU reference, uploaded, and read modulo the period. A periodic root streams by the
  *   host's row copies (engine.c), as on the CPU: those bytes are made in host memory.

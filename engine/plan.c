@@ -236,8 +236,8 @@ plan_fit(tsr_engine *e, tsr_error *err)
     if (fallback)
         return plan_for(e, fallback, err);
     char need[32], have[32];
-    snprintf(need, sizeof need, "%.1f MiB", (double)p->minimum / 1048576.0);
-    snprintf(have, sizeof have, "%.1f MiB", (double)p->budget / 1048576.0);
+    tsr_human_bytes(need, sizeof need, (double)p->minimum);
+    tsr_human_bytes(have, sizeof have, (double)p->budget);
     return tsr_fail(err, TSR_EPLAN,
                     "memory plan: needs at least %s (--memory %lld), have %s: bands %lld, "
                     "%lld threads x %lld, fixed %lld bytes",

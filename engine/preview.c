@@ -1,6 +1,7 @@
 /* tessera preview and tessera check's printout, and size parsing. */
 #include "designs/designs.h"
 #include "engine/engine_int.h"
+#include "nodes/params.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -105,10 +106,10 @@ done:
     return st;
 }
 
-static void
-human(char *buf, size_t n, double bytes)
+void
+tsr_human_bytes(char *buf, size_t n, double bytes)
 {
-    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    const char *u[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int i = 0;
     while (bytes >= 1024.0 && i < 5) {
         bytes /= 1024.0;
@@ -118,17 +119,149 @@ human(char *buf, size_t n, double bytes)
 }
 
 void
-tsr_engine_print_check(tsr_engine *e, FILE *f)
+tsr_node_label(const tsr_node *n, char *buf, size_t size)
+{
+    const char *name = n->name;
+    size_t len = strlen(name);
+    /* an inline node is named by its key path: drop the ".node" every placement has */
+    bool inline_node = strchr(name, '.') || strchr(name, '[');
+    if (inline_node && len > 5 && strcmp(name + len - 5, ".node") == 0)
+        len -= 5;
+    const tsr_source *s = n->source;
+    if (!inline_node || !s) {
+        snprintf(buf, size, "%.*s", (int)len, name);
+        return;
+    }
+    const char *kind = tsr_source_descs[s->kind].disc_value;
+    char what[96];
+    if (s->kind == TSR_SRC_CIRCLE)
+        snprintf(what, sizeof what, "circle r=%g", s->radius);
+    else if (s->kind == TSR_SRC_RECT)
+        snprintf(what, sizeof what, "rect %gx%g", s->rect[2], s->rect[3]);
+    else if (s->kind == TSR_SRC_ELLIPSE)
+        snprintf(what, sizeof what, "ellipse %gx%g", s->radii[0], s->radii[1]);
+    else
+        snprintf(what, sizeof what, "%s", kind ? kind : "image");
+    snprintf(buf, size, "%.*s (%s)", (int)len, name, what);
+}
+
+/* The child's bounding box of a shape source (gradients and images cover the node). */
+static double
+shape_extent(const tsr_source *s)
+{
+    switch (s->kind) {
+    case TSR_SRC_CIRCLE:
+    case TSR_SRC_RING: return 2.0 * s->radius;
+    case TSR_SRC_ELLIPSE: return 2.0 * fmax(s->radii[0], s->radii[1]);
+    case TSR_SRC_RECT: return fmax(s->rect[2], s->rect[3]);
+    default: return 0;
+    }
+}
+
+/* Legal designs that are almost certainly not what was meant (issue 14): one line each. */
+static size_t
+print_warnings(const tsr_engine *e, FILE *f)
 {
     const tsr_design *d = e->d;
-    tsr_design_dump(d, f);
+    size_t nw = 0;
+    char a[192], b[192];
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        tsr_node_label(n, a, sizeof a);
+        const tsr_source *s = n->source;
+        if (s && s->kind <= TSR_SRC_POLYGON && s->value == n->fill) {
+            fprintf(f, "  warning: %s: its %s's value %g equals the node's fill: the shape "
+                    "draws nothing visible\n", a, tsr_source_descs[s->kind].disc_value,
+                    (double)s->value);
+            nw++;
+        }
+        if (s && s->aa > 0 && shape_extent(s) > 8.0 * (double)e->tile[n->id]) {
+            fprintf(f, "  warning: %s: aa on a %g px shape, far larger than its %lld px tile: "
+                    "every edge tile pays the supersampling for a sub-pixel effect\n", a,
+                    shape_extent(s), (long long)e->tile[n->id]);
+            nw++;
+        }
+        for (size_t k = 0; k < n->nedges; k++) {
+            const tsr_edge *ed = &n->edges[k];
+            const tsr_node *c = ed->child;
+            tsr_node_label(c, b, sizeof b);
+            if (strcmp(ed->trait->name, "pattern") == 0 &&
+                (ed->offset[0] >= n->w || ed->offset[1] >= n->h ||
+                 ed->offset[0] <= -c->w || ed->offset[1] <= -c->h)) {
+                fprintf(f, "  warning: %s: pattern of %s at %lld,%lld lies wholly outside "
+                        "its %lld x %lld parent: it draws nothing\n", a, b,
+                        (long long)ed->offset[0], (long long)ed->offset[1], (long long)n->w,
+                        (long long)n->h);
+                nw++;
+            }
+            /* a repeat that adds or averages copies of a distance profile whose table does
+             * not reach 0 at dmax: the floor covers every copy's whole square */
+            if (strncmp(ed->trait->name, "repeat", 6) != 0)
+                continue;
+            const tsr_repeat_params *rp = ed->params;
+            if (rp->disjoint || (rp->overlap != TSR_OVERLAP_ADD &&
+                                 rp->overlap != TSR_OVERLAP_AVERAGE))
+                continue;
+            for (size_t j = 0; j < c->nedges; j++) {
+                if (tsr_trait_id_of(c->edges[j].trait) != TSR_TRAIT_distance)
+                    continue;
+                const tsr_distance_params *dp = c->edges[j].params;
+                float floor_v = tsr_distance_value(dp, (double)dp->dmax);
+                if (floor_v == 0.0f)
+                    continue;
+                fprintf(f, "  warning: %s: %s copies of %s overlap, and its distance profile "
+                        "is %g (not 0) at dmax: the floor covers each copy's whole square\n",
+                        a, tsr_overlap_names[rp->overlap], b, (double)floor_v);
+                nw++;
+            }
+        }
+    }
+    return nw;
+}
+
+void
+tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
+{
+    const tsr_design *d = e->d;
+    const tsr_plan *p = &e->plan;
+    uint64_t bytes = tsr_engine_stream_bytes(e);
+    char a[32], b[32], c[32], dd[32], m[32], bu[32], sb[32];
+    tsr_human_bytes(sb, sizeof sb, (double)bytes);
+    /* the summary first: a design of thousands of nodes must not push it off the screen */
+    fprintf(f, "design: %s, %lld x %lld px, %zu nodes, depth %lld, %s order\n",
+            d->name ? d->name : d->path, (long long)d->root->w, (long long)d->root->h,
+            d->nnodes, (long long)d->out.depth,
+            d->out.order == TSR_ORDER_SWATH ? "swath" : "raster");
+    fprintf(f, "stream: %llu bytes (%s); `tessera profile` measures the compute rate\n",
+            (unsigned long long)bytes, sb);
+    tsr_human_bytes(a, sizeof a, (double)p->bands);
+    tsr_human_bytes(b, sizeof b, (double)p->per_thread);
+    tsr_human_bytes(c, sizeof c, (double)p->fixed);
+    tsr_human_bytes(dd, sizeof dd, (double)p->cache);
+    tsr_human_bytes(m, sizeof m, (double)p->minimum);
+    tsr_human_bytes(bu, sizeof bu, (double)p->budget);
+    fprintf(f, "memory plan (--memory %s):\n", bu);
+    fprintf(f, "  bands        %s (3 in flight, %lld rows each)\n", a, (long long)p->band_rows);
+    fprintf(f, "  per thread   %s x %lld threads\n", b, (long long)p->threads);
+    fprintf(f, "  fixed        %s (tables, images, sink buffers)\n", c);
+    fprintf(f, "  tile cache   %s\n", dd);
+    fprintf(f, "  minimum      %s (the smallest --memory that runs)\n", m);
+    fprintf(f, "warnings:\n");
+    size_t nw = print_warnings(e, f);
+    if (!nw)
+        fprintf(f, "  none\n");
+    if (!tree) {
+        fprintf(f, "(--tree prints the nodes and the design with every default)\n");
+        return;
+    }
     fprintf(f, "\nnodes (children first):\n");
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
         const tsr_grid *g = &e->grid[n->id];
-        char b[32];
-        human(b, sizeof b, (double)n->w * (double)n->h * 4.0);
-        fprintf(f, "  %-32s %lld x %lld px, tile %lld, %lld x %lld tiles, %s as float32", n->name,
+        char lb[192];
+        tsr_node_label(n, lb, sizeof lb);
+        tsr_human_bytes(b, sizeof b, (double)n->w * (double)n->h * 4.0);
+        fprintf(f, "  %-32s %lld x %lld px, tile %lld, %lld x %lld tiles, %s as float32", lb,
                 (long long)n->w, (long long)n->h, (long long)g->t, (long long)g->nx,
                 (long long)g->ny, b);
         int64_t per[2];
@@ -141,26 +274,8 @@ tsr_engine_print_check(tsr_engine *e, FILE *f)
             fprintf(f, "; gpu: %s", cls);
         fputc('\n', f);
     }
-    const tsr_plan *p = &e->plan;
-    char a[32], b[32], c[32], dd[32], m[32], bu[32];
-    human(a, sizeof a, (double)p->bands);
-    human(b, sizeof b, (double)p->per_thread);
-    human(c, sizeof c, (double)p->fixed);
-    human(dd, sizeof dd, (double)p->cache);
-    human(m, sizeof m, (double)p->minimum);
-    human(bu, sizeof bu, (double)p->budget);
-    fprintf(f, "\nmemory plan (--memory %s):\n", bu);
-    fprintf(f, "  bands        %s (3 in flight, %lld rows each)\n", a, (long long)p->band_rows);
-    fprintf(f, "  per thread   %s x %lld threads\n", b, (long long)p->threads);
-    fprintf(f, "  fixed        %s (tables, images, sink buffers)\n", c);
-    fprintf(f, "  tile cache   %s\n", dd);
-    fprintf(f, "  minimum      %s (the smallest --memory that runs)\n", m);
-    uint64_t bytes = tsr_engine_stream_bytes(e);
-    char sb[32];
-    human(sb, sizeof sb, (double)bytes);
-    double secs = (double)bytes / 1e7;
-    fprintf(f, "\nstream: %llu bytes (%s); at the 10 MB/s target: %.0f s (%.1f h)\n",
-            (unsigned long long)bytes, sb, secs, secs / 3600.0);
+    fputc('\n', f);
+    tsr_design_dump(d, f);
 }
 
 /* Length of the decimal number `s` starts with: digits with an optional fraction and an

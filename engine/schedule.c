@@ -85,7 +85,8 @@ static bool
 make_stage(tsr_schedule *s, const tsr_node *n, want_list *l, want_list *wants)
 {
     const tsr_engine *e = s->e;
-    qsort(l->v, l->n, sizeof *l->v, tile_order);
+    if (l->n > 1) /* qsort's array may not be NULL, even for no element */
+        qsort(l->v, l->n, sizeof *l->v, tile_order);
     size_t u = 0;
     for (size_t i = 0; i < l->n; i++)
         if (u == 0 || tile_order(&l->v[u - 1], &l->v[i]) != 0)

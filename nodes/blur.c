@@ -47,8 +47,11 @@ blur_check(const tsr_edge *e, tsr_check *c)
     if (has_sigma && has_kernel)
         return c->fail(c, "sigma", "sigma and kernel are exclusive");
     /* written so that NaN fails too */
-    if (has_sigma && !(p->sigma >= 0.3 && p->sigma <= 256))
-        return c->fail(c, "sigma", "must be in 0.3..256");
+    if (has_sigma && !(p->sigma >= 0.3 && p->sigma <= 256)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "must be in 0.3..256, got %g", p->sigma);
+        return c->fail(c, "sigma", msg);
+    }
     if (has_kernel) {
         const tsr_kernel *k = &p->kernel;
         if (k->w < 1 || k->h < 1 || k->w % 2 == 0 || k->h % 2 == 0 ||

@@ -129,6 +129,30 @@ points_f(const tsr_points *pts, double d, size_t *seg)
     return z0 + (z1 - z0) * ((d - d0) / (d1 - d0));
 }
 
+/* A table entry: (float)(bias + scale * f(d)), written exactly as DESIGN.md states it, in
+ * double, without fused multiply-add. */
+static float
+entry(const tsr_distance_params *p, const tsr_profile *f, double dmax, double d, size_t *seg)
+{
+    double v;
+    switch (f->kind) {
+    case TSR_PROFILE_SPHERE: v = sqrt(1 - (d / dmax) * (d / dmax)); break;
+    case TSR_PROFILE_COSINE: v = 0.5 * (1 + cos(M_PI * d / dmax)); break;
+    case TSR_PROFILE_GAUSSIAN: v = exp(-(d * d) / (2 * f->s * f->s)); break;
+    case TSR_PROFILE_POINTS: v = points_f(&f->pts, d, seg); break;
+    case TSR_PROFILE_LINEAR:
+    default: v = 1 - d / dmax; break;
+    }
+    return (float)(p->bias + p->scale * v);
+}
+
+float
+tsr_distance_value(const tsr_distance_params *p, double d)
+{
+    size_t seg = 0;
+    return entry(p, &p->profile, (double)p->dmax, d, &seg);
+}
+
 static void
 release(tsr_edge *e)
 {
@@ -195,7 +219,6 @@ build(tsr_edge *e, tsr_error *err)
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory for a distance table of %lld entries",
                         where, (long long)n);
     }
-    /* Written exactly as DESIGN.md states it, in double, without fused multiply-add. */
     const tsr_profile *f = &p->profile;
     double dmax = (double)p->dmax;
     size_t seg = 0;
@@ -205,16 +228,7 @@ build(tsr_edge *e, tsr_error *err)
             free(table);
             return tsr_fail(err, TSR_EINTR, "interrupted");
         }
-        double d = sqrt((double)a), v;
-        switch (f->kind) {
-        case TSR_PROFILE_SPHERE: v = sqrt(1 - (d / dmax) * (d / dmax)); break;
-        case TSR_PROFILE_COSINE: v = 0.5 * (1 + cos(M_PI * d / dmax)); break;
-        case TSR_PROFILE_GAUSSIAN: v = exp(-(d * d) / (2 * f->s * f->s)); break;
-        case TSR_PROFILE_POINTS: v = points_f(&f->pts, d, &seg); break;
-        case TSR_PROFILE_LINEAR:
-        default: v = 1 - d / dmax; break;
-        }
-        table[a] = (float)(p->bias + p->scale * v);
+        table[a] = entry(p, f, dmax, sqrt((double)a), &seg);
     }
     st->table = table;
     st->ntable = n;

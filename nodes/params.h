@@ -33,6 +33,11 @@ typedef struct tsr_distance_params {
     double scale, bias;  /* f' = bias + scale * f, defaults 1, 0 */
 } tsr_distance_params;
 
+/* The layer value at distance d, as the table holds it for d = sqrt(a): (float)(bias + scale *
+ * f(d)). Needs no prepared state (`check` lints designs whose tables are never built). */
+float
+tsr_distance_value(const tsr_distance_params *p, double d);
+
 /* The prepared state of a distance edge. */
 typedef struct tsr_distance_state {
     float *table;   /* dmax*dmax + 1 entries: table[a] = (float)(bias + scale * f(sqrt(a))) */

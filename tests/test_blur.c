@@ -303,7 +303,9 @@ Test(blur, check_sigma_range)
         edge_init(&f, 8, 8, bad[i], NULL, 0, 0, TSR_EDGE_ZERO);
         cr_assert_eq(run_check(&f, &rc), TSR_EINVAL, "sigma %g accepted", bad[i]);
         cr_assert_str_eq(rc.key, "sigma");
-        cr_assert_str_eq(rc.msg, "must be in 0.3..256");
+        char want[64];
+        snprintf(want, sizeof want, "must be in 0.3..256, got %g", bad[i]);
+        cr_assert_str_eq(rc.msg, want);
         edge_free(&f);
     }
     double good[] = {0.3, 1, 6, 6.0001, 256};

@@ -64,7 +64,7 @@ got_order(const void *a, const void *b)
 static void
 recursion_set(gots *g, const char *what)
 {
-    if (g->n) /* a band with no child tiles (a frame of fill) acquires nothing: v is NULL */
+    if (g->n > 1) /* qsort's array may not be NULL, even for no element */
         qsort(g->v, g->n, sizeof *g->v, got_order);
     size_t u = 0;
     for (size_t i = 0; i < g->n; i++) {
@@ -105,7 +105,7 @@ schedule_set(const tsr_schedule *s, gots *g, const char *what)
         add_list(g, st->node, st->compute, st->ncompute, true, what);
         add_list(g, st->node, st->hit, st->nhit, false, what);
     }
-    if (g->n)
+    if (g->n > 1)
         qsort(g->v, g->n, sizeof *g->v, got_order);
 }
 

@@ -28,7 +28,7 @@ wide() {
 wide 400000 700 "{order: swath, swath: {width: 4096, serpentine: true}}" >"$tmp/wide.yaml"
 # Under ASan a 280 MB render takes minutes and RSS is shadow memory: keep only the refusal.
 asan=0
-ldd "$TESSERA" 2>/dev/null | grep -q libasan && asan=1
+ldd "$TESSERA" 2>/dev/null | grep libasan >/dev/null && asan=1  # no -q: no SIGPIPE for ldd
 printf 'tessera: 1\nroot: {size: [64, 48], source: {shape: circle, center: [32, 24], radius: 20}}\n' >"$tmp/small.yaml"
 /usr/bin/time -f "%M" -o "$tmp/rss.fixed" "$TESSERA" render "$tmp/small.yaml" -o null 2>/dev/null
 FIXED=$(tail -1 "$tmp/rss.fixed") # KiB

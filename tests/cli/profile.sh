@@ -41,5 +41,55 @@ else fail=$((fail + 1)); echo "FAIL human-readable profile: $(cat "$tmp/p.txt")"
 "$TESSERA" profile "$d" --backend cpu --region 0,0,150001,1 >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && grep -q "inside the root" "$tmp/err" && { pass=$((pass + 1)); echo "ok   region outside refused"; } \
     || { fail=$((fail + 1)); echo "FAIL region outside: $(cat "$tmp/err")"; }
+# a tall cheap design: ASan-fast, and its bands are small (every sample takes at least one)
+cat >"$tmp/tall.yaml" <<'Y'
+tessera: 1
+root:
+  size: [2000, 40000]
+  source: {shape: circle, center: [1000, 30000], radius: 900}
+Y
+# Without --region: samples spread over the whole design in the job's order, bounded by
+# --seconds, with the spread reported and small figures printed with digits that show them.
+"$TESSERA" profile "$tmp/tall.yaml" --backend cpu --threads 2 --seconds 0.5 --json >"$tmp/s.json" 2>"$tmp/err"
+if "$py" - "$tmp/s.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+for k in ["bytes", "seconds", "mb_per_s", "headroom", "projected_seconds", "region", "nodes",
+          "samples", "slowest_mb_per_s", "fastest_mb_per_s", "projected_seconds_slowest"]:
+    assert k in p, "missing " + k
+s = p["samples"]
+assert len(s) >= 4, s
+ys = [r["region"][1] for r in s]
+assert min(ys) < 40000 // 4 and max(ys) > 40000 // 2, ys     # not only the top rows
+assert sum(r["bytes"] for r in s) == p["bytes"]
+assert all(r["bytes"] == r["region"][2] * r["region"][3] for r in s)
+assert p["bytes"] <= 2000 * 40000
+assert p["slowest_mb_per_s"] <= p["mb_per_s"] * (1 + 1e-9) <= p["fastest_mb_per_s"] * (1 + 1e-6)
+assert p["projected_seconds_slowest"] >= p["projected_seconds"] * (1 - 1e-6)
+PY
+then pass=$((pass + 1)); echo "ok   default profile samples the whole design"
+else fail=$((fail + 1)); echo "FAIL default profile samples: $(head -c 300 "$tmp/err")"; fi
+w="$SRC/designs/examples/wafer-fields.yaml"   # swath order, 8192 px swaths
+"$TESSERA" profile "$w" --backend cpu --threads 2 --seconds 0.5 --json >"$tmp/w.json" 2>"$tmp/err"
+if "$py" - "$tmp/w.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+xs = sorted({r["region"][0] for r in p["samples"]})
+assert len(xs) >= 4 and all(x % 8192 == 0 for x in xs), xs      # several whole swaths
+assert all(r["region"][2] <= 8192 for r in p["samples"])
+PY
+then pass=$((pass + 1)); echo "ok   a swath design is sampled by swaths"
+else fail=$((fail + 1)); echo "FAIL swath samples: $(head -c 300 "$tmp/err")"; fi
+"$TESSERA" profile "$tmp/tall.yaml" --backend cpu --threads 2 --seconds 0.3 --target 1000GB/s >"$tmp/t.txt" 2>&1
+if grep -q "^spread      slowest" "$tmp/t.txt" && ! grep -qE " 0\.0(x| MB/s)" "$tmp/t.txt" &&
+    grep -qE "= 0\.0*[1-9][0-9]*x the 1000000 MB/s target" "$tmp/t.txt"; then
+    pass=$((pass + 1)); echo "ok   small figures keep their digits"
+else fail=$((fail + 1)); echo "FAIL small figures: $(cat "$tmp/t.txt")"; fi
+for bad in "--seconds 0" "--seconds x" "--seconds 1 --region 0,0,10,10"; do
+    # shellcheck disable=SC2086
+    "$TESSERA" profile "$d" $bad >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] && grep -q -- "--seconds" "$tmp/err" && { pass=$((pass + 1)); echo "ok   $bad refused"; } ||
+        { fail=$((fail + 1)); echo "FAIL $bad: $(cat "$tmp/err")"; }
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

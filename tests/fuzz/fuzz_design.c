@@ -116,7 +116,7 @@ render(const tsr_design *d, tsr_rect r, int64_t tile, FILE *devnull)
         return NULL;
     }
     if (tile == 0)
-        tsr_engine_print_check(e, devnull);
+        tsr_engine_print_check(e, devnull, true);
     float *px = malloc((size_t)r.w * (size_t)r.h * sizeof *px);
     tsr_status st = px ? tsr_engine_render_rect(e, r, px, &err) : TSR_ENOMEM;
     PROPERTY(render_ok(st), "render_rect %lld,%lld,%lld,%lld: %s", (long long)r.x,
