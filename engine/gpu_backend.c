@@ -282,6 +282,14 @@ eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *ou
     return st;
 }
 
+/* A stop was requested (tsr_engine_opts.stop): the device's work is abandoned between chunks
+ * (its kernels do not poll). */
+static bool
+stopped(const tsr_engine *e)
+{
+    return e->opts.stop && *e->opts.stop;
+}
+
 /* ---- the table ------------------------------------------------------------------------------- */
 
 static tsr_status
@@ -293,6 +301,8 @@ gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
         return rs;
     int64_t rows = s->chunk_px / r.w > 0 ? s->chunk_px / r.w : 1;
     for (int64_t y = r.y; y < r.y + r.h; y += rows) {
+        if (stopped(e))
+            return tsr_fail(err, TSR_EINTR, "interrupted");
         int64_t h = r.y + r.h - y < rows ? r.y + r.h - y : rows;
         size_t mark = tsr_gpu_mark(s->g);
         tsr_gpu_buf b;
@@ -332,6 +342,10 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
         return st;
     int64_t cw = s->chunk_px / j->h > 0 ? s->chunk_px / j->h : 1;
     for (int64_t x = j->x; x < j->x + j->w && st == TSR_OK; x += cw) {
+        if (stopped(e)) {
+            st = tsr_fail(err, TSR_EINTR, "interrupted");
+            break;
+        }
         int64_t w = j->x + j->w - x < cw ? j->x + j->w - x : cw;
         size_t mark = tsr_gpu_mark(s->g);
         tsr_gpu_buf b;
