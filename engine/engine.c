@@ -355,14 +355,15 @@ typedef struct pipeline {
 /* Writer buffers: the bands in flight plus what the writer holds (two queued and one being
  * written), so the backend never waits for the sink while the sink has work. */
 static tsr_status
-pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, tsr_error *err)
+pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t rows,
+          tsr_error *err)
 {
     memset(p, 0, sizeof *p);
     if (e->opts.plan_only) /* its images and tables were never made */
         return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     p->e = e;
     p->depth = (size_t)(e->depth > 0 && e->depth <= PIPE_MAX ? e->depth : 1);
-    size_t cap = (size_t)(width * e->band_rows * (e->d->out.depth / 8));
+    size_t cap = (size_t)(width * rows * (e->d->out.depth / 8));
     p->wr = tsr_writer_new(sink, (size_t)e->writer_bufs, cap);
     if (!p->wr)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
@@ -470,7 +471,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
         return tsr_fail(err, TSR_EINVAL, "resume offset %llu is past the end (%llu bytes)",
                         (unsigned long long)start, (unsigned long long)total);
     pipeline p;
-    tsr_status st = pipe_open(&p, e, sink, sw, err);
+    tsr_status st = pipe_open(&p, e, sink, sw, bh, err);
     if (st != TSR_OK) {
         if (p.wr)
             (void)tsr_writer_finish(p.wr, NULL);
@@ -529,11 +530,8 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
         bh = e->band_bytes / (r.w * bps);
         bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
     }
-    int64_t keep = e->band_rows;
-    e->band_rows = bh; /* pipe_open sizes the writer's buffers from it */
     pipeline p;
-    tsr_status st = pipe_open(&p, e, null, r.w, err);
-    e->band_rows = keep;
+    tsr_status st = pipe_open(&p, e, null, r.w, bh, err);
     if (st != TSR_OK) {
         if (p.wr)
             (void)tsr_writer_finish(p.wr, NULL);

@@ -113,6 +113,24 @@ period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, t
     return TSR_OK;
 }
 
+/* The child rect an edge's kernel reads over parent rect r: the bounding box of need()'s
+ * rects, or a small repeated motif whole, without walking its copies (need() visits each copy
+ * that meets the rect, which for a tiny motif over a big chunk is millions). Empty when the
+ * layer misses r. */
+static tsr_rect
+child_region(const tsr_edge *ed, tsr_rect r)
+{
+    const tsr_node *c = ed->child;
+    tsr_trait_id id = tsr_trait_id_of(ed->trait);
+    if ((id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector) && c->w <= SMALL_CHILD_PX / c->h)
+        return tsr_rect_make(0, 0, c->w, c->h);
+    tsr_rect want[TSR_NEED_MAX], u = {0, 0, 0, 0};
+    size_t nw = ed->trait->need(ed, r, want);
+    for (size_t i = 0; i < nw; i++)
+        u = tsr_rect_union(u, want[i]);
+    return u;
+}
+
 static tsr_status eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r,
                        tsr_gpu_buf *out, const tsr_gpu_out *to, tsr_error *err);
 
@@ -124,18 +142,7 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_g
 {
     const tsr_node *c = ed->child;
     tsr_trait_id id = tsr_trait_id_of(ed->trait);
-    tsr_rect u = {0, 0, 0, 0};
-    bool repeat = id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector;
-    if (repeat && c->w <= SMALL_CHILD_PX / c->h) {
-        /* a small motif: the whole child, without walking the copies (need() visits each
-         * copy that meets the rect, which for a tiny motif over a big chunk is millions) */
-        u = tsr_rect_make(0, 0, c->w, c->h);
-    } else {
-        tsr_rect want[TSR_NEED_MAX];
-        size_t nw = ed->trait->need(ed, P.r, want);
-        for (size_t i = 0; i < nw; i++)
-            u = tsr_rect_union(u, want[i]);
-    }
+    tsr_rect u = child_region(ed, P.r);
     if (tsr_rect_empty(u)) /* the layer misses P */
         return to ? tsr_gpu_convert(s->g, P, to, err) : TSR_OK;
     size_t mark = tsr_gpu_mark(s->g);
@@ -452,16 +459,8 @@ dry_run(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
     int64_t peak = own;
     for (size_t k = 0; k < n->nedges; k++) {
         const tsr_edge *ed = &n->edges[k];
-        tsr_rect want[TSR_NEED_MAX], u = {0, 0, 0, 0};
         tsr_trait_id id = tsr_trait_id_of(ed->trait);
-        bool repeat = id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector;
-        if (repeat && ed->child->w <= SMALL_CHILD_PX / ed->child->h) {
-            u = tsr_rect_make(0, 0, ed->child->w, ed->child->h);
-        } else {
-            size_t nw = ed->trait->need(ed, r, want);
-            for (size_t i = 0; i < nw; i++)
-                u = tsr_rect_union(u, want[i]);
-        }
+        tsr_rect u = child_region(ed, r);
         if (tsr_rect_empty(u))
             continue;
         int64_t child = dry_run(s, ed->child, u, seen);
