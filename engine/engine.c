@@ -131,6 +131,7 @@ tsr_engine_free(tsr_engine *e)
     tsr_cache_free(e->cache);
     free(e->tile);
     free(e->period);
+    free(e->inner);
     free(e->root_period);
     free(e->grid);
     free(e->node_ns);
@@ -157,11 +158,14 @@ tsr_engine_threads(const tsr_engine *e)
 }
 
 bool
-tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2])
+tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in)
 {
-    bool periodic = e->period && e->period[n->id][0];
-    p[0] = periodic ? e->period[n->id][0] : 0;
-    p[1] = periodic ? e->period[n->id][1] : 0;
+    const tsr_inner *per = e->inner ? &e->inner[n->id] : NULL;
+    bool periodic = per && per->p[0];
+    p[0] = periodic ? per->p[0] : 0;
+    p[1] = periodic ? per->p[1] : 0;
+    if (in)
+        *in = periodic ? per->in : tsr_rect_make(0, 0, 0, 0);
     return periodic;
 }
 

@@ -27,6 +27,8 @@ typedef struct tsr_engine_opts {
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
     int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */
     int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
+    bool direct;         /* compute every node directly, never copying a period (plan.c):
+                          * the reference the periodic shortcut is tested against */
     bool plan_only;      /* plan, and refuse what does not fit, but decode no image and build
                           * no table: for tsr_engine_print_check (`tessera check`); every
                           * render then fails with TSR_EINVAL */
@@ -117,10 +119,13 @@ tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n);
 int
 tsr_engine_threads(const tsr_engine *e);
 
-/* Whether node n is periodic (engine/plan.c): true with its period in p[0] x p[1]. One period
- * is computed and the rest copied; a periodic root's stream copies sample rows. */
+/* Whether node n repeats (engine/plan.c): true with its period in p[0] x p[1] and, in *in
+ * (may be NULL), the rect of the node inside which it does (the whole node, or an interior:
+ * a lattice's region, a distance or blur's border cut off). One period is computed and the
+ * interior copied from it; a root periodic over its whole rect streams by copying sample
+ * rows. */
 bool
-tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2]);
+tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in);
 
 /* Root values of rect r (root coordinates, inside the root) into out (r.w * r.h floats,
  * row-major). The crop of opts->rows does not apply. */
