@@ -1,5 +1,5 @@
 /* The backend seam (engine-internal): what the stream loop, drain and previews ask of whoever
- * computes pixels. One table of functions per backend, one file each: engine/cpu.c (OpenMP,
+ * computes pixels. One table of functions per backend, one file each: engine/cpu.c (a worker team,
  * the reference) and engine/gpu_backend.c (CUDA through gpu/). The stream loop is a small
  * in-order pipeline over it: submit band k, and once `depth` bands are in flight, complete the
  * oldest and hand it to the writer. A synchronous backend (the CPU) does everything in submit. */

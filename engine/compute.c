@@ -3,8 +3,8 @@
  * child tile computes it (recursively), others wait for it or find it cached. */
 #include "engine/engine_int.h"
 
+#include <errno.h>
 #include <malloc.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,8 +298,8 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
 }
 
 /* The recursion would outgrow this thread's stack: say how deep the design goes and how to
- * give threads more (libgomp reads OMP_STACKSIZE when it loads; the main thread's stack is
- * ulimit -s). */
+ * give the thread more (the engine's workers get e->stack, engine/pool.c; the main thread's
+ * stack is ulimit -s; a thread an application starts is its own). */
 static tsr_status
 out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
 {
@@ -307,10 +307,10 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
     size_t size = tsr_stack_size(&main_thread);
     return tsr_fail(err, TSR_ENOMEM,
                     "node %s: out of thread stack (%zu KiB on the %s thread) in a chain of "
-                    "nested nodes %lld deep; give threads more stack: OMP_STACKSIZE=%zuM for "
-                    "worker threads, ulimit -s %zu for the main thread",
+                    "nested nodes %lld deep; give it more stack: ulimit -s %zu for the main "
+                    "thread, %zu MiB for a thread an application starts",
                     n->name, size >> 10, main_thread ? "main" : "worker",
-                    (long long)e->nest, e->stack >> 20, e->stack >> 10);
+                    (long long)e->nest, e->stack >> 10, e->stack >> 20);
 }
 
 /* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */
@@ -400,47 +400,81 @@ tune_malloc(void)
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
+/* One band's root rects, shared by the team (engine/pool.c). */
+typedef struct batch {
+    tsr_engine *e;
+    const tsr_rect *rects;
+    tsr_emit_fn emit;
+    void *ctx;
+    int64_t maxpx;
+    float **px;          /* [threads] each worker's rect buffer, made on its first rect */
+    tsr_error *errs;     /* [threads] */
+    _Atomic int failed;  /* set once: the rest are skipped */
+    _Atomic int first;   /* the worker whose error is reported */
+} batch;
+
+static void
+batch_rect(void *ctx, int w, size_t k)
+{
+    batch *b = ctx;
+    tsr_engine *e = b->e;
+    tsr_error *mine = &b->errs[w];
+    if (atomic_load(&b->failed))
+        return;
+    if (!b->px[w] && !(b->px[w] = malloc((size_t)b->maxpx * sizeof(float))))
+        tsr_fail(mine, TSR_ENOMEM, "out of memory (band)");
+    else if (stopping(e))
+        interrupted(mine);
+    if (mine->status == TSR_OK) {
+        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
+        if (tsr_cpu_compute(e, e->d->root, b->rects[k], b->px[w], mine) == TSR_OK)
+            b->emit(b->ctx, k, b->px[w]);
+        tsr_stop_bind(NULL);
+    }
+    if (mine->status != TSR_OK && atomic_exchange(&b->failed, 1) == 0)
+        atomic_store(&b->first, w);
+}
+
+tsr_status
+tsr_cpu_team(tsr_engine *e, tsr_error *err)
+{
+    if (!e->pool && !(e->pool = tsr_pool_new(e->threads, e->stack)))
+        return tsr_fail(err, TSR_ENOMEM, "cannot start %d worker threads (%s)", e->threads - 1,
+                        strerror(errno));
+    return TSR_OK;
+}
+
 tsr_status
 tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, tune_malloc);
-    const tsr_node *root = e->d->root;
-    int64_t maxpx = 0;
+    tsr_status st = tsr_cpu_team(e, err);
+    if (st != TSR_OK)
+        return st;
+    batch b = {e, rects, emit, ctx, 0, NULL, NULL, 0, 0};
     for (size_t k = 0; k < n; k++)
-        if (rects[k].w * rects[k].h > maxpx)
-            maxpx = rects[k].w * rects[k].h;
-    _Atomic int failed = 0;
-    tsr_error first = {TSR_OK, ""};
-#pragma omp parallel num_threads(e->threads)
-    {
-        float *px = malloc((size_t)maxpx * sizeof(float));
-        tsr_error mine = {TSR_OK, ""};
-        if (!px)
-            tsr_fail(&mine, TSR_ENOMEM, "out of memory (band)");
-        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
-#pragma omp for schedule(dynamic, 1)
-        for (size_t k = 0; k < n; k++) {
-            /* never return out of an OpenMP region: record the first error, skip the rest */
-            if (atomic_load(&failed) || mine.status != TSR_OK)
-                continue;
-            if (stopping(e)) {
-                interrupted(&mine);
-                continue;
-            }
-            if (tsr_cpu_compute(e, root, rects[k], px, &mine) == TSR_OK)
-                emit(ctx, k, px);
-        }
-        tsr_stop_bind(NULL);
-        if (mine.status != TSR_OK && atomic_exchange(&failed, 1) == 0)
-            first = mine;
-        free(px);
+        if (rects[k].w * rects[k].h > b.maxpx)
+            b.maxpx = rects[k].w * rects[k].h;
+    int threads = tsr_pool_threads(e->pool);
+    b.px = calloc((size_t)threads, sizeof *b.px);
+    b.errs = calloc((size_t)threads, sizeof *b.errs);
+    if (!b.px || !b.errs) {
+        free(b.px);
+        free(b.errs);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (band)");
     }
-    if (atomic_load(&failed)) {
+    tsr_pool_run(e->pool, n, batch_rect, &b);
+    for (int w = 0; w < threads; w++)
+        free(b.px[w]);
+    st = TSR_OK;
+    if (atomic_load(&b.failed)) {
+        st = b.errs[atomic_load(&b.first)].status;
         if (err)
-            *err = first;
-        return first.status;
+            *err = b.errs[atomic_load(&b.first)];
     }
-    return TSR_OK;
+    free(b.px);
+    free(b.errs);
+    return st;
 }

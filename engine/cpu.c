@@ -1,5 +1,5 @@
 /* The CPU backend (the reference): a band is cut into root-tile-wide rects computed in
- * parallel (compute.c, OpenMP), each quantized into its place as soon as it is done. Submit
+ * parallel (compute.c, on the worker team of engine/pool.c), each quantized into its place as soon as it is done. Submit
  * does all the work, so one band is in flight and complete has nothing to wait for. */
 #include "engine/backend.h"
 #include "engine/engine_int.h"

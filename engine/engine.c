@@ -6,7 +6,7 @@
 
 #include <malloc.h>
 #include <math.h>
-#include <omp.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +40,18 @@ threads_error(const tsr_engine *e, tsr_error *err)
              (long long)fit, have, each, (long long)fit);
 }
 
+/* The cores this process may run on (its affinity mask, as taskset or a cgroup's cpuset set
+ * it), else the cores online. */
+static int
+cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
 {
@@ -68,7 +80,7 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         tsr_fail(err, TSR_EINVAL, "--backend %s: must be cpu, gpu or auto", be);
         goto fail;
     }
-    e->threads = e->opts.threads > 0 ? e->opts.threads : omp_get_num_procs();
+    e->threads = e->opts.threads > 0 ? e->opts.threads : cores();
     e->rows0 = 0;
     e->rows1 = d->root->h;
     if (e->opts.rows[1] != 0) {
@@ -132,6 +144,7 @@ tsr_engine_free(tsr_engine *e)
     free(e->tile);
     free(e->period);
     free(e->inner);
+    tsr_pool_free(e->pool);
     free(e->root_period);
     free(e->grid);
     free(e->node_ns);
@@ -262,29 +275,54 @@ periodic_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t r
 /* Band j0 of a periodic root, on all the engine's threads: its first Py rows from the period,
  * then every later row a copy of the row Py above it in root order (the same bytes). Rows are
  * independent within each pass, so one memory-bound core does not set the rate. */
+typedef struct periodic_fill {
+    const tsr_band_job *j;
+    int64_t ph, py0, lead;
+    size_t x0b, row, prow;
+    const uint8_t *period;
+} periodic_fill;
+
+/* rows of a pass go to the team in blocks of this many, so claiming one costs little */
+#define FILL_ROWS 16
+
 static void
-fill_periodic(const tsr_engine *e, const tsr_band_job *j0)
+fill_lead(void *ctx, int worker, size_t k)
+{
+    (void)worker;
+    const periodic_fill *f = ctx;
+    const tsr_band_job *j0 = f->j;
+    for (int64_t j = (int64_t)k * FILL_ROWS; j < f->lead && j < (int64_t)(k + 1) * FILL_ROWS; j++) {
+        int64_t py = f->py0 + j < f->ph ? f->py0 + j : f->py0 + j - f->ph;
+        periodic_row(f->period + (size_t)py * f->prow, f->prow, f->x0b,
+                     j0->dst + (size_t)(j0->up ? j0->h - 1 - j : j) * f->row, f->row);
+    }
+}
+
+static void
+fill_rest(void *ctx, int worker, size_t k)
+{
+    (void)worker;
+    const periodic_fill *f = ctx;
+    const tsr_band_job *j0 = f->j;
+    int64_t h = j0->h;
+    for (int64_t j = f->lead + (int64_t)k * FILL_ROWS; j < h && j < f->lead + (int64_t)(k + 1) * FILL_ROWS; j++) {
+        int64_t same = j % f->ph; /* a row among the first Py with the same phase */
+        memcpy(j0->dst + (size_t)(j0->up ? h - 1 - j : j) * f->row,
+               j0->dst + (size_t)(j0->up ? h - 1 - same : same) * f->row, f->row);
+    }
+}
+
+static void
+fill_periodic(tsr_engine *e, const tsr_band_job *j0)
 {
     int64_t h = j0->h, bps = j0->bps;
     const tsr_node *root = e->d->root;
     int64_t pw = e->period[root->id][0], ph = e->period[root->id][1];
-    size_t x0b = (size_t)(tsr_floor_mod(j0->x, pw) * bps);
-    int64_t py0 = tsr_floor_mod(j0->y, ph), lead = h < ph ? h : ph;
-    size_t row = (size_t)(j0->w * bps), prow = (size_t)(pw * bps);
-    uint8_t *buf = j0->dst;
-    const uint8_t *period = e->root_period;
-    bool up = j0->up;
-#pragma omp parallel for num_threads(e->threads) schedule(static)
-    for (int64_t j = 0; j < lead; j++) {
-        int64_t py = py0 + j < ph ? py0 + j : py0 + j - ph;
-        periodic_row(period + (size_t)py * prow, prow, x0b, buf + (size_t)(up ? h - 1 - j : j) * row, row);
-    }
-#pragma omp parallel for num_threads(e->threads) schedule(static)
-    for (int64_t j = lead; j < h; j++) {
-        int64_t same = j % ph; /* a row among the first Py with the same phase */
-        memcpy(buf + (size_t)(up ? h - 1 - j : j) * row, buf + (size_t)(up ? h - 1 - same : same) * row,
-               row);
-    }
+    periodic_fill f = {j0, ph, tsr_floor_mod(j0->y, ph), h < ph ? h : ph,
+                       (size_t)(tsr_floor_mod(j0->x, pw) * bps), (size_t)(j0->w * bps),
+                       (size_t)(pw * bps), e->root_period};
+    tsr_pool_run(e->pool, (size_t)((f.lead + FILL_ROWS - 1) / FILL_ROWS), fill_lead, &f);
+    tsr_pool_run(e->pool, (size_t)((h - f.lead + FILL_ROWS - 1) / FILL_ROWS), fill_rest, &f);
 }
 
 tsr_status
@@ -294,6 +332,8 @@ tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_e
     if (!*done)
         return TSR_OK;
     tsr_status st = root_period_samples(e, err); /* counts its own compute time */
+    if (st == TSR_OK)
+        st = tsr_cpu_team(e, err);
     if (st != TSR_OK)
         return st;
     uint64_t t0 = tsr_now_ns();

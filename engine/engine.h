@@ -1,5 +1,5 @@
 /* engine: plans and runs a render. It owns the tile cache, schedules tile computation on a
- * backend (CPU with OpenMP; GPU later), assembles root bands in output order, converts them to
+ * backend (CPU threads or the GPU), assembles root bands in output order, converts them to
  * samples and hands them to a sink through the writer thread.
  *
  * One tsr_engine renders one design; it borrows the design, which must outlive it. An engine
@@ -77,9 +77,8 @@ tsr_engine_load(const char *path, tsr_error *err);
  * failure.
  * Process-wide effect: sets the default stack of threads created from now on to what the
  * design's deepest chain needs (tsr_engine_thread_stack: 1 MiB for shallow designs, ~5 MiB for
- * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), so the OpenMP workers that the first
- * render starts hold it; never below what an earlier engine or tsr_engine_thread_stacks asked
- * for (libgomp reuses the threads it started). That may lower glibc's initial default (8 MiB
+ * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), as the engine's own workers get; never
+ * below what an earlier engine or tsr_engine_thread_stacks asked for. That may lower glibc's initial default (8 MiB
  * under `ulimit -s 8192`): many threads under an address-space limit then fit. */
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err);
@@ -90,10 +89,9 @@ tsr_engine_thread_stack(const tsr_engine *e);
 
 /* Raise the default stack size of threads the process creates from now on to at least
  * `bytes` (glibc's pthread_setattr_default_np); never lowers it, and later engines keep at
- * least this much. OpenMP worker threads take that default unless OMP_STACKSIZE is set
- * (libgomp then sizes them itself, and this changes nothing for them). Threads that exist
- * already keep their stacks: an application that runs OpenMP regions of its own before its
- * first tsr_engine_new should call this first. Whatever the stacks, a render that runs out
+ * least this much (the engine's own workers are created with their design's size whatever
+ * the default). Threads that exist already keep their stacks: an application whose own
+ * threads call tessera should call this before it starts them. Whatever the stacks, a render that runs out
  * fails with TSR_ENOMEM naming the remedy, never with SIGSEGV. Thread-safe. Fails
  * (TSR_ENOMEM, TSR_EINVAL) only when glibc refuses. */
 tsr_status

@@ -4,6 +4,7 @@
 
 #include "cache/cache.h"
 #include "engine/engine.h"
+#include "engine/pool.h"
 
 #include <stdatomic.h>
 
@@ -43,6 +44,7 @@ struct tsr_engine {
     int64_t nest;               /* nodes on the design's longest chain, the root included */
     int64_t design_bytes;       /* what the loaded design keeps on the heap (plan: fixed) */
     size_t stack;               /* the stack its worker threads get (stack.c) */
+    tsr_pool *pool;             /* the CPU backend's worker team, started on first use */
 };
 
 /* Node n's period tile's rect: the period at the top-left of where it repeats. */
@@ -68,6 +70,10 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
 /* The same without the periodic shortcut: fill, source, then every edge. */
 tsr_status
 tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
+
+/* Start e's worker team (e->threads, e->stack) if it is not running yet. */
+tsr_status
+tsr_cpu_team(tsr_engine *e, tsr_error *err);
 
 /* Compute the root rects rects[0..n) in parallel and call emit(ctx, k, px) for each (from a
  * worker thread; px valid during the call). First error wins; the rest are skipped. */
