@@ -200,6 +200,7 @@ tsr_engine_get_stats(tsr_engine *e)
         e->node_seconds[i] = (double)atomic_load(&e->node_ns[i]) * 1e-9;
     for (size_t i = 0; i < 16; i++)
         s.trait_seconds[i] = (double)atomic_load(&e->trait_ns[i]) * 1e-9;
+    s.busy_seconds = e->pool ? (double)tsr_pool_busy_ns(e->pool) * 1e-9 : 0.0;
     return s;
 }
 

@@ -59,6 +59,8 @@ typedef struct tsr_engine_stats {
     double *node_seconds;  /* per design node id: seconds spent computing its tiles (self) */
     size_t nnodes;
     double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
+    double busy_seconds;   /* the CPU backend's threads' time inside band work, summed over
+                            * them (what waits, on cache tiles or for the team, is left out) */
 } tsr_engine_stats;
 
 /* Load and validate a design, reading only its images' headers: tsr_engine_new decodes them
