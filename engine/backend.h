@@ -40,8 +40,16 @@ extern const tsr_backend_ops tsr_backend_cpu;
 extern const tsr_backend_ops tsr_backend_gpu;
 
 /* Shared by both backends: a periodic root's band by row copies of its converted period
- * (engine.c), true when the root is periodic (then the band is filled, synchronously). */
+ * (engine.c), true when the root is periodic over its whole rect (then the band is filled,
+ * synchronously). */
 tsr_status
 tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err);
+
+/* The CPU's: the part of band j inside the root's periodic interior (the whole band when the
+ * root is periodic everywhere) filled the same way; rest[0..*nrest) get what is left to
+ * compute (the band itself when the root does not repeat). */
+tsr_status
+tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], size_t *nrest,
+                      tsr_error *err);
 
 #endif

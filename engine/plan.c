@@ -213,7 +213,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
         if (per->p[0]) { /* the period tile, cached but counted as always held */
             tsr_rect pr = tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
             p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(pr));
-            if (n == root && e->period[n->id][0]) /* and a periodic root's samples (engine.c) */
+            if (n == root) /* and a periodic root's samples (engine.c) */
                 p->fixed = sat_add(p->fixed, sat_mul(sat_mul(pr.w, pr.h), bps));
             /* computing it is one computation over the period's rect */
             period_work = node_work(e, n, pr.w, pr.h, pr);
