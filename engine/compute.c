@@ -392,12 +392,25 @@ done:
 /* Tiles, layers and scratch are a few hundred KiB to a few MiB, allocated and freed for every
  * tile. glibc would serve those with mmap and give them back with munmap, so every tile paid
  * for fresh zeroed pages (page faults were ~10% of a profile). Keep them in the heap instead;
- * the memory plan bounds what is live at once either way. */
+ * the memory plan bounds what is live at once either way. And one heap for all threads: a
+ * tile freed by another thread than made it went back to that thread's arena, where nothing
+ * else reused it, and per-thread arenas held holes the plan does not count (peak RSS 56-67 MB
+ * at --memory 64M, 57-60 MB with one arena, tests/cli/memory.sh; allocations are per tile, so
+ * the shared lock costs nothing measurable). Process-wide, once, before the engine's threads
+ * start. */
 static void
 tune_malloc(void)
 {
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    mallopt(M_ARENA_MAX, 1);
+}
+
+void
+tsr_cpu_tune_malloc(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, tune_malloc);
 }
 
 /* One band's root rects, shared by the team (engine/pool.c). */
@@ -448,8 +461,6 @@ tsr_status
 tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, tune_malloc);
     tsr_status st = tsr_cpu_team(e, err);
     if (st != TSR_OK)
         return st;

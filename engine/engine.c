@@ -55,6 +55,7 @@ cores(void)
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
 {
+    tsr_cpu_tune_malloc();
     tsr_engine *e = calloc(1, sizeof *e);
     if (!e) {
         tsr_fail(err, TSR_ENOMEM, "out of memory");

@@ -71,6 +71,10 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
 tsr_status
 tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
 
+/* malloc's settings for tiles (compute.c): once per process, before threads start. */
+void
+tsr_cpu_tune_malloc(void);
+
 /* Start e's worker team (e->threads, e->stack) if it is not running yet. */
 tsr_status
 tsr_cpu_team(tsr_engine *e, tsr_error *err);
