@@ -33,6 +33,7 @@ assert all({"name", "trait", "seconds"} <= set(n) for n in p["nodes"])
 assert [n["trait"] for n in p["nodes"] if n["name"] == "root"] == ["distance"]
 # the team's busy time: some, and never more than 2 threads for the whole run
 assert 0 < p["busy_thread_seconds"] <= 2 * p["seconds"] * 1.05 + 0.01, (p["busy_thread_seconds"], p["seconds"])
+assert p["cpu_seconds"] >= 0, p["cpu_seconds"]  # may read 0: the kernel counts in ticks
 PY
 then pass=$((pass + 1)); echo "ok   JSON fields and values"
 else fail=$((fail + 1)); echo "FAIL JSON fields"; fi
