@@ -2,7 +2,7 @@
 # Install the Debian packages tessera needs, only those that are missing.
 # Idempotent: a machine that has them all runs no apt-get at all.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libpng-dev libssl-dev
+pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdeflate-dev libpng-dev libssl-dev
       libcriterion-dev python3-numpy python3-scipy python3-yaml)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
 # Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).

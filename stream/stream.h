@@ -100,8 +100,9 @@ tsr_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 size_t
 tsr_deflate_bound(size_t n);
 
-/* Compress n bytes into one independent zlib stream (level 1..9) at out (cap bytes, at least
- * tsr_deflate_bound(n)); *outlen gets its size. TSR_ENOMEM/TSR_EINTERNAL on zlib failure. */
+/* Compress n bytes into one independent zlib stream (level 1..9, libdeflate's) at out (cap
+ * bytes, at least tsr_deflate_bound(n)); *outlen gets its size. TSR_ENOMEM when no compressor
+ * can be had, TSR_EINTERNAL when the output does not fit cap. */
 tsr_status
 tsr_deflate(const void *in, size_t n, int level, void *out, size_t cap, size_t *outlen,
             tsr_error *err);
