@@ -914,6 +914,8 @@ main(int argc, char **argv)
         return cmd_controller(&a);
     tsr_error err = {0};
     a.eo.plan_only = strcmp(a.cmd, "check") == 0; /* no image decoded, no table built */
+    /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */
+    a.eo.direct = getenv("TSR_DIRECT") && strcmp(getenv("TSR_DIRECT"), "1") == 0;
     tsr_design *d = tsr_engine_load(a.design, &err);
     if (!d)
         return fail(&err);
