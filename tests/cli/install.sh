@@ -22,7 +22,7 @@ if ! cmake --install "$BUILD" --prefix "$prefix" >"$tmp/install.log" 2>&1; then
 fi
 pc=$(find "$prefix" -name tessera.pc)
 libdir=$(dirname "$(dirname "$pc")")
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 ver=$(pkg-config --modversion tessera)
 major=${ver%%.*}
 for f in bin/tessera include/tessera.h share/man/man1/tessera.1 \
