@@ -339,25 +339,21 @@ Test(job, the_header_is_the_framed_streams)
     tsr_header h;
     tsr_error err = {0};
     cr_assert_eq(tsr_job_header(j, &h, &err), TSR_OK, "%s", err.msg);
-    cr_assert_eq(h.width, 700);
-    cr_assert_eq(h.height, 197);
-    cr_assert_eq(h.depth, 16);
-    cr_assert_eq(h.order, 1);
-    cr_assert_eq(h.serpentine, 1);
-    cr_assert_eq(h.start, 3);
-    cr_assert_eq(h.swath_width, 300);
-    cr_assert_eq(h.total, 700ull * 197 * 2);
-    /* the engine's, fingerprint and all (what `render --framed` sends) */
+    /* the crop's sizes, the swath order; the fingerprint the engine's (what `render --framed`
+     * sends) */
     tsr_design *d = th_design(swath_yaml);
     tsr_engine_opts eo = {.backend = "cpu", .threads = 1, .rows = {3, 200}};
     tsr_engine *e = tsr_engine_new(d, &eo, &err);
     cr_assert_not_null(e, "%s", err.msg);
-    tsr_header eh;
+    tsr_header eh, want = {.version = 1, .depth = 16, .width = 700, .height = 197, .order = 1,
+                           .serpentine = 1, .start = 3, .swath_width = 300,
+                           .total = 700ull * 197 * 2};
     cr_assert_eq(tsr_engine_header(e, &eh, &err), TSR_OK, "%s", err.msg);
+    memcpy(want.fingerprint, eh.fingerprint, sizeof want.fingerprint);
     uint8_t a[TSR_HEADER_SIZE], b[TSR_HEADER_SIZE];
     tsr_header_encode(&h, a);
-    tsr_header_encode(&eh, b);
-    cr_assert(memcmp(a, b, sizeof a) == 0);
+    tsr_header_encode(&want, b);
+    cr_assert(memcmp(a, b, sizeof a) == 0, "the job's header is not the engine's");
     tsr_engine_free(e);
     tsr_design_free(d);
     tsr_job_close(j);
