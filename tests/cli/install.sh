@@ -55,8 +55,9 @@ else
     bad "pull.c static: $(head -c 600 "$tmp/cc.err")"
 fi
 export LD_LIBRARY_PATH=$libdir
-ldd "$tmp/pull" 2>/dev/null | grep -qF "$libdir/libtessera.so.$major" &&
-    ok "pull loads the installed libtessera.so.$major" || bad "pull: $(ldd "$tmp/pull" 2>&1)"
+deps=$(ldd "$tmp/pull" 2>&1) # not `ldd | grep -q`: pipefail would see ldd's SIGPIPE
+grep -qF "$libdir/libtessera.so.$major" <<<"$deps" &&
+    ok "pull loads the installed libtessera.so.$major" || bad "pull: $deps"
 
 # 16-bit swaths from the bottom right, serpentine, a narrow last swath, 32-row bands
 cat >"$tmp/d.yaml" <<'Y'

@@ -3,7 +3,7 @@
 # libtessera.so defines for the dynamic linker is a tsr_ function declared in include/tessera.h
 # (and each of those is exported); every global symbol of the static libtessera.a is tsr_-named
 # too (nvcc's C++ objects mangle theirs: _Z<len>tsr_...), so linking it into a program cannot
-# clash with the program's own names.
+# clash with the program's own names. (Under ASan every global gets an __odr_asan.NAME twin.)
 set -uo pipefail
 : "${SRC:?}" "${BUILD:?}"
 pass=0 fail=0
@@ -27,7 +27,7 @@ for s in $declared; do
 done
 
 strays=$(nm -g --defined-only "$BUILD/lib/libtessera.a" | awk 'NF == 3 {print $3}' |
-    grep -vE '^(tsr_|_Z[0-9]+tsr_|DW\.ref\.__gxx_personality_v0$)' | sort -u)
+    grep -vE '^(tsr_|_Z[0-9]+tsr_|__odr_asan\.tsr_|DW\.ref\.__gxx_personality_v0$)' | sort -u)
 [ -z "$strays" ] && ok "libtessera.a: every global symbol is tsr_" ||
     bad "libtessera.a defines globals without tsr_: $(echo $strays)"
 
