@@ -169,7 +169,8 @@ job_setup(tsr_job *j, tsr_error *err)
     /* a backend that attaches the pool (the GPU pins it) carves its device buffers from its
      * size: it gets the writer's buffers, which its plan counted; the CPU needs one */
     int64_t slots = e->ops->attach ? e->writer_bufs : (int64_t)j->depth, cap, len;
-    if (slots < (int64_t)j->depth || !tsr_mul_checked(j->sw * j->bh, j->bps, &cap) ||
+    if (slots < (int64_t)j->depth || !tsr_mul_checked(j->sw, j->bh, &cap) ||
+        !tsr_mul_checked(cap, j->bps, &cap) ||
         !tsr_mul_checked(cap, slots, &len) || !tsr_add_checked(len, 4095, &len) ||
         (uint64_t)len > SIZE_MAX)
         return tsr_fail(err, TSR_EINTERNAL, "job: band buffers of %lld x %lld rows do not fit",
