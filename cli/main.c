@@ -768,14 +768,14 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
                    "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
                    "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
                    "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
-                   "\"peak_bytes\":%lld},",
+                   "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,",
                 (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                 (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
                 total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
                 (unsigned long long)st.hits, (unsigned long long)st.misses,
                 (unsigned long long)st.evictions, (unsigned long long)st.waits,
                 (unsigned long long)st.overflow, (long long)st.cache_bytes,
-                (long long)st.cache_peak);
+                (long long)st.cache_peak, st.busy_seconds);
         fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
                    "\"projected_seconds_slowest\":%.3f,\"samples\":[",
                 slow / 1e6, fast / 1e6, total / slow);
@@ -817,6 +817,10 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
         fprintf(f, "samples     %d regions spread over the design in stream order, %llu sample "
                 "bytes in %.3f s (--seconds %g)\n", ns, (unsigned long long)bytes, secs, budget);
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
+    if (st.busy_seconds > 0 && secs > 0) /* the CPU backend's team */
+        fprintf(f, "busy        %.2f thread-s in %.3f s: %.2f of %d threads busy on average "
+                "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,
+                tsr_engine_threads(e), 100.0 * st.busy_seconds / secs / tsr_engine_threads(e));
     fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
             a->target / 1e6);
     if (!a->have_region) {
