@@ -30,7 +30,7 @@
  * - Threads: a job is used by one thread at a time (any thread, but calls must not overlap),
  *   except tsr_job_stop and tsr_job_offset, which any thread may call at any time while the
  *   job is open. Separate jobs are independent. A job runs worker threads of its own
- *   (OpenMP; `threads` of them).
+ *   (`threads` of them, the calling thread counting as one).
  * - Only symbols declared here are exported; they all start with tsr_ (or TSR_ for macros).
  */
 #ifndef TESSERA_H
@@ -121,9 +121,9 @@ typedef struct tsr_job_opts {
  * TSR_EINVAL for an invalid design ("path:line:col: key.path: what"), a design or image file
  * that cannot be opened ("path: cannot open: ...") or bad options, TSR_EIO when reading a
  * file fails, TSR_EPLAN when the design does not fit opts->memory, TSR_ENOMEM. Any thread.
- * Process-wide effect: the default stack size of threads created afterwards is raised to
- * what the design's deepest chain of nodes needs (1 MiB for shallow designs, ~5 MiB for the
- * deepest), never lowered; see docs/library.md. */
+ * Process-wide effect: the default stack size of threads created afterwards becomes what
+ * the design's deepest chain of nodes needs (1 MiB for shallow designs, ~5 MiB for the
+ * deepest; never below what an earlier job asked for); see docs/library.md. */
 TSR_API tsr_job *
 tsr_job_open(const char *path, const tsr_job_opts *opts, tsr_error *err);
 
