@@ -6,8 +6,9 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+PREFIX ?= /usr/local
 
-.PHONY: all deps configure tessera demo check test asan fuzz clean
+.PHONY: all deps configure tessera demo check test asan fuzz install clean
 
 all: tessera
 
@@ -19,6 +20,12 @@ configure: deps
 
 tessera: configure
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# bin/tessera, lib/libtessera.so.MAJOR (+ .so) and libtessera.a, include/tessera.h,
+# lib/pkgconfig/tessera.pc, the man page and the bash completion under $(PREFIX) (DESTDIR is
+# honoured: a staged install for packaging). docs/library.md says how programs use them.
+install: tessera
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 demo: tessera
 	@bash scripts/demo.sh $(BUILD)/tessera

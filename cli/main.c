@@ -1,5 +1,6 @@
 /* tessera: the command line. Argument parsing and nothing else; the work is in engine/. */
 #include "engine/engine.h"
+#include "engine/version.h"
 #include "gpu/gpu.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@ static const char usage[] =
     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"
     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
     "                         [--stall-timeout S] [--exit-on-abort]\n"
+    "  tessera --version\n"
     "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
@@ -893,6 +895,12 @@ main(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : stdout_done(0);
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        if (argc > 2)
+            return usage_error("%s: takes no arguments", argv[1]);
+        printf("tessera %s\n", TSR_VERSION);
+        return stdout_done(0);
     }
     const char *cmds[] = {"render", "preview", "profile", "check", "controller", NULL};
     int known = 0;

@@ -29,17 +29,17 @@ typedef struct ynode {
 
 typedef struct ytree {
     ynode *root; /* the document's value, NULL for an empty document */
-    ynode *all;  /* every node, for ytree_free */
+    ynode *all;  /* every node, for tsr_ytree_free */
 } ytree;
 
 /* Parse `len` bytes of YAML into `t`. Anchors, aliases, tags, merge keys, duplicate keys,
  * non-scalar keys, NUL characters in scalars and more than one document are refused, as are
  * syntax errors; every message starts with "FILE:LINE:COL: ". On failure `t` is empty. */
 tsr_status
-ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error *err);
+tsr_ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error *err);
 
 void
-ytree_free(ytree *t);
+tsr_ytree_free(ytree *t);
 
 static inline size_t
 ymap_count(const ynode *m)
@@ -61,15 +61,15 @@ ymap_val(const ynode *m, size_t i)
 
 /* The value of `key` in map `m`, or NULL. Keys are unique (the parser checked). */
 const ynode *
-ymap_get(const ynode *m, const char *key);
+tsr_ymap_get(const ynode *m, const char *key);
 
 /* Index of `key` in map `m`, or (size_t)-1. */
 size_t
-ymap_find(const ynode *m, const char *key);
+tsr_ymap_find(const ynode *m, const char *key);
 
 /* A plain empty, `~` or `null` scalar: YAML's null. */
 bool
-ynull(const ynode *v);
+tsr_ynull(const ynode *v);
 
 /* ---- key paths ------------------------------------------------------------------------------- */
 
@@ -90,7 +90,7 @@ typedef struct kpath {
 
 /* Write the (possibly shortened) path into buf (size >= KPATH_SHOWN + 1). */
 void
-kpath_format(const kpath *p, char *buf, size_t size);
+tsr_kpath_format(const kpath *p, char *buf, size_t size);
 
 /* ---- load context and errors ----------------------------------------------------------------- */
 
@@ -115,68 +115,68 @@ typedef struct dctx {
 /* Fill c->err with "FILE:LINE:COL: path: what" (no path part when p is NULL or empty) and
  * return TSR_EINVAL. */
 tsr_status
-derr(dctx *c, const ynode *at, const kpath *p, const char *fmt, ...)
+tsr_derr(dctx *c, const ynode *at, const kpath *p, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* Fill c->err with "out of memory" and return TSR_ENOMEM. */
 tsr_status
-doom(dctx *c);
+tsr_doom(dctx *c);
 
 /* "file:line:col: path" in a fresh string, or NULL when out of memory. */
 char *
-dwhere(dctx *c, const ynode *at, const kpath *p);
+tsr_dwhere(dctx *c, const ynode *at, const kpath *p);
 
 /* The fresh, possibly shortened, path string; NULL when out of memory. */
 char *
-kpath_strdup(const kpath *p);
+tsr_kpath_strdup(const kpath *p);
 
 /* ---- scalars --------------------------------------------------------------------------------- */
 
 /* Each converts the scalar `v`, reporting "expected ..." errors at v with path p. */
 tsr_status
-dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out);
+tsr_dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out);
 tsr_status
-dget_real(dctx *c, const ynode *v, const kpath *p, double *out);
+tsr_dget_real(dctx *c, const ynode *v, const kpath *p, double *out);
 tsr_status
-dget_bool(dctx *c, const ynode *v, const kpath *p, bool *out);
+tsr_dget_bool(dctx *c, const ynode *v, const kpath *p, bool *out);
 /* A non-empty string scalar of any style; borrowed from the tree. */
 tsr_status
-dget_str(dctx *c, const ynode *v, const kpath *p, const char **out);
+tsr_dget_str(dctx *c, const ynode *v, const kpath *p, const char **out);
 /* One of `names` (NULL-terminated); "unknown WHAT 'x' (did you mean 'y'?)" otherwise. */
 tsr_status
-dget_enum(dctx *c, const ynode *v, const kpath *p, const char *what,
-          const char *const *names, int *out);
+tsr_dget_enum(dctx *c, const ynode *v, const kpath *p, const char *what,
+              const char *const *names, int *out);
 
 /* Require a map / a sequence (of exactly n items when n != (size_t)-1). */
 tsr_status
-dwant_map(dctx *c, const ynode *v, const kpath *p);
+tsr_dwant_map(dctx *c, const ynode *v, const kpath *p);
 tsr_status
-dwant_seq(dctx *c, const ynode *v, const kpath *p, size_t n);
+tsr_dwant_seq(dctx *c, const ynode *v, const kpath *p, size_t n);
 
 /* Check that every key of map m is one of the NULL-terminated lists (up to 3, NULL ends the
  * argument list); an unknown key gets a "did you mean" over all of them. */
 tsr_status
-dcheck_keys(dctx *c, const ynode *m, const kpath *p, const char *const *k1,
-            const char *const *k2, const char *const *k3);
+tsr_dcheck_keys(dctx *c, const ynode *m, const kpath *p, const char *const *k1,
+                const char *const *k2, const char *const *k3);
 
 /* The closest candidate within edit distance 2 (transpositions count 1), else the one
  * candidate `word` is a prefix of (>= 3 characters), else NULL. */
 const char *
-did_you_mean(const char *word, const char *const *cands);
+tsr_did_you_mean(const char *word, const char *const *cands);
 
 /* The same over `nlists` NULL-terminated lists (a NULL list is skipped). */
 const char *
-best_of(const char *word, const char *const *const *lists, size_t nlists);
+tsr_best_of(const char *word, const char *const *const *lists, size_t nlists);
 
 /* Optimal string alignment distance, capped: returns cap + 1 when larger than cap. */
 size_t
-edit_distance(const char *a, const char *b, size_t cap);
+tsr_edit_distance(const char *a, const char *b, size_t cap);
 
 /* The shortest "%.{p}g" rendering of d that reads back to d (float: to (float)d). */
 void
-fmt_double(char *buf, size_t size, double d);
+tsr_fmt_double(char *buf, size_t size, double d);
 void
-fmt_float(char *buf, size_t size, float f);
+tsr_fmt_float(char *buf, size_t size, float f);
 
 /* ---- parameter tables ------------------------------------------------------------------------ */
 
@@ -186,17 +186,13 @@ fmt_float(char *buf, size_t size, float f);
  * bounds. On failure `st` may hold partial allocations the caller frees with
  * tsr_params_free. */
 tsr_status
-dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params, size_t n,
-              void *st);
+tsr_dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params,
+                  size_t n, void *st);
 
 /* The loader's own tables for the output section, shared with the dump. */
-extern const tsr_param dtab_output[];
-extern const size_t dtab_noutput;
-extern const tsr_param dtab_swath[];
-extern const size_t dtab_nswath;
-
-/* The message of a range violation, "must be in 1..4096", "must be > 0", ... */
-void
-range_text(const tsr_param *pm, char *buf, size_t size);
+extern const tsr_param tsr_dtab_output[];
+extern const size_t tsr_dtab_noutput;
+extern const tsr_param tsr_dtab_swath[];
+extern const size_t tsr_dtab_nswath;
 
 #endif

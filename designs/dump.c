@@ -37,7 +37,7 @@ static void
 put_f64(FILE *f, double d)
 {
     char b[40];
-    fmt_double(b, sizeof b, d);
+    tsr_fmt_double(b, sizeof b, d);
     fputs(b, f);
 }
 
@@ -45,7 +45,7 @@ static void
 put_f32(FILE *f, float x)
 {
     char b[40];
-    fmt_float(b, sizeof b, x);
+    tsr_fmt_float(b, sizeof b, x);
     fputs(b, f);
 }
 
@@ -211,10 +211,10 @@ tsr_design_dump(const tsr_design *d, FILE *f)
     fputc('\n', f);
     fprintf(f, "tile: %" PRId64 "\n", d->tile);
     fputs("output:\n", f);
-    put_params(f, 2, dtab_output, dtab_noutput, &d->out);
+    put_params(f, 2, tsr_dtab_output, tsr_dtab_noutput, &d->out);
     if (d->out.order == TSR_ORDER_SWATH) {
         fputs("  swath:\n", f);
-        put_params(f, 4, dtab_swath, dtab_nswath, &d->out);
+        put_params(f, 4, tsr_dtab_swath, tsr_dtab_nswath, &d->out);
     }
     fputs("nodes:\n", f);
     for (size_t i = 0; i < d->nnodes; i++) {

@@ -50,7 +50,7 @@ static const char *const order_names[] = {"raster", "swath", NULL};
 static const char *const corner_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
                                            NULL};
 
-const tsr_param dtab_output[] = {
+const tsr_param tsr_dtab_output[] = {
     {"depth", TSR_P_INT, offsetof(tsr_output, depth), 0, 0, 0, 0, NULL, "8 | 16 bit samples"},
     {"range", TSR_P_F64_2, offsetof(tsr_output, range), 0, 0, 0, 0, NULL,
      "[lo, hi]: values mapped to sample 0 .. max"},
@@ -58,9 +58,9 @@ const tsr_param dtab_output[] = {
      "[[t, c], ...]: piecewise-linear map after range"},
     {"order", TSR_P_ENUM, offsetof(tsr_output, order), 0, 0, 0, 0, order_names, "raster | swath"},
 };
-const size_t dtab_noutput = sizeof dtab_output / sizeof dtab_output[0];
+const size_t tsr_dtab_noutput = sizeof tsr_dtab_output / sizeof tsr_dtab_output[0];
 
-const tsr_param dtab_swath[] = {
+const tsr_param tsr_dtab_swath[] = {
     {"width", TSR_P_INT, offsetof(tsr_output, swath_width), TSR_PF_REQUIRED | TSR_PF_RANGE, 1,
      (double)TSR_COORD_MAX, 0, NULL, "swath width, px"},
     {"serpentine", TSR_P_BOOL, offsetof(tsr_output, serpentine), 0, 0, 0, 0, NULL,
@@ -68,7 +68,7 @@ const tsr_param dtab_swath[] = {
     {"start", TSR_P_ENUM, offsetof(tsr_output, start), 0, 0, 0, 0, corner_names,
      "top-left | top-right | bottom-left | bottom-right"},
 };
-const size_t dtab_nswath = sizeof dtab_swath / sizeof dtab_swath[0];
+const size_t tsr_dtab_nswath = sizeof tsr_dtab_swath / sizeof tsr_dtab_swath[0];
 
 typedef struct dnode {
     int64_t size[2];
@@ -144,10 +144,10 @@ check_fail(tsr_check *ck, const char *key, const char *msg)
     dcheck *d = (dcheck *)ck;
     d->failed = true;
     if (!key)
-        return derr(d->c, d->m, d->p, "%s", msg);
+        return tsr_derr(d->c, d->m, d->p, "%s", msg);
     kpath kp = KP_KEY(d->p, key);
-    size_t i = ymap_find(d->m, key);
-    return derr(d->c, i == (size_t)-1 ? d->m : ymap_key(d->m, i), &kp, "%s", msg);
+    size_t i = tsr_ymap_find(d->m, key);
+    return tsr_derr(d->c, i == (size_t)-1 ? d->m : ymap_key(d->m, i), &kp, "%s", msg);
 }
 
 /* A check that failed without calling fail() still gets a message. */
@@ -157,8 +157,8 @@ check_result(dcheck *d, tsr_status st)
     if (st == TSR_OK || d->failed)
         return st;
     if (st == TSR_ENOMEM)
-        return doom(d->c);
-    derr(d->c, d->m, d->p, "invalid (%s)", tsr_status_name(st));
+        return tsr_doom(d->c);
+    tsr_derr(d->c, d->m, d->p, "invalid (%s)", tsr_status_name(st));
     if (d->c->err)
         d->c->err->status = st;
     return st;
@@ -194,7 +194,7 @@ read_image(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
                         : c->opts->read_image(s->path, &w, &h, &px, &ierr);
     if (st != TSR_OK) {
         char path[KPATH_SHOWN + 1];
-        kpath_format(p, path, sizeof path);
+        tsr_kpath_format(p, path, sizeof path);
         free(px);
         return tsr_fail(c->err, st, "%s:%zu:%zu: %s: %s", c->file, at->line, at->col, path,
                         ierr.msg[0] ? ierr.msg : tsr_status_name(st));
@@ -202,13 +202,13 @@ read_image(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
     if ((!px && !c->opts->read_size) || w < 1 || h < 1 || w > TSR_COORD_MAX ||
         h > TSR_COORD_MAX) {
         free(px);
-        return derr(c, at, p, "image '%s' has an unusable size %lldx%lld", s->path, (long long)w,
-                    (long long)h);
+        return tsr_derr(c, at, p, "image '%s' has an unusable size %lldx%lld", s->path,
+                        (long long)w, (long long)h);
     }
     if (!px) { /* decoded later (tsr_design_build): its errors point at the image's path */
-        char *where = dwhere(c, at, p);
+        char *where = tsr_dwhere(c, at, p);
         if (!where)
-            return doom(c);
+            return tsr_doom(c);
         free(s->where);
         s->where = where;
     }
@@ -225,35 +225,36 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
 {
     const char *discs[TSR_SRC_COUNT + 1];
     const char **keys = NULL;
-    tsr_status st = dwant_map(c, m, p);
+    tsr_status st = tsr_dwant_map(c, m, p);
     if (st != TSR_OK)
         return st;
     disc_keys(discs);
     size_t found = (size_t)-1;
     for (size_t i = 0; discs[i]; i++) {
-        size_t at = ymap_find(m, discs[i]);
+        size_t at = tsr_ymap_find(m, discs[i]);
         if (at == (size_t)-1)
             continue;
         if (found != (size_t)-1) {
             size_t later = at > found ? at : found, earlier = at > found ? found : at;
             kpath kp = KP_KEY(p, ymap_key(m, later)->s);
-            return derr(c, ymap_key(m, later), &kp,
-                        "a source has one of 'shape', 'gradient' or 'image'; '%s' already given",
-                        ymap_key(m, earlier)->s);
+            return tsr_derr(c, ymap_key(m, later), &kp,
+                            "a source has one of 'shape', 'gradient' or 'image'; '%s' already "
+                            "given",
+                            ymap_key(m, earlier)->s);
         }
         found = at;
     }
     if (found == (size_t)-1) {
         /* a near-miss key ("shap") is the likelier mistake than a missing one */
         for (size_t i = 0; i < ymap_count(m); i++) {
-            const char *dym = did_you_mean(ymap_key(m, i)->s, discs);
+            const char *dym = tsr_did_you_mean(ymap_key(m, i)->s, discs);
             if (dym) {
                 kpath kp = KP_KEY(p, ymap_key(m, i)->s);
-                return derr(c, ymap_key(m, i), &kp, "unknown key '%s' (did you mean '%s'?)",
-                            ymap_key(m, i)->s, dym);
+                return tsr_derr(c, ymap_key(m, i), &kp, "unknown key '%s' (did you mean '%s'?)",
+                                ymap_key(m, i)->s, dym);
             }
         }
-        return derr(c, m, p, "a source needs one of 'shape', 'gradient' or 'image'");
+        return tsr_derr(c, m, p, "a source needs one of 'shape', 'gradient' or 'image'");
     }
     const char *disc = ymap_key(m, found)->s;
     const ynode *dv = ymap_val(m, found);
@@ -273,7 +274,7 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
     values[nv] = NULL;
     if (!desc) {
         int k;
-        if ((st = dget_enum(c, dv, &kd, disc, values, &k)) != TSR_OK)
+        if ((st = tsr_dget_enum(c, dv, &kd, disc, values, &k)) != TSR_OK)
             return st;
         for (size_t i = 0; i < TSR_SRC_COUNT && !desc; i++)
             if (strcmp(tsr_source_descs[i].disc_key, disc) == 0 && tsr_source_descs[i].disc_value &&
@@ -283,27 +284,27 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
 
     tsr_source *s = malloc(sizeof *s);
     if (!s)
-        return doom(c);
+        return tsr_doom(c);
     tsr_source_defaults(s, desc->kind);
     node->source = s; /* owned by the node from here on: freed with it on any failure */
-    if (!(s->where = dwhere(c, m, p)))
-        return doom(c);
+    if (!(s->where = tsr_dwhere(c, m, p)))
+        return tsr_doom(c);
 
     /* keys: the discriminator plus the kind's table */
     if (!(keys = table_keys(desc->params, desc->nparams)))
-        return doom(c);
+        return tsr_doom(c);
     const char *disc1[2] = {disc, NULL};
-    st = dcheck_keys(c, m, p, disc1, keys, NULL);
+    st = tsr_dcheck_keys(c, m, p, disc1, keys, NULL);
     free(keys);
     if (st != TSR_OK)
         return st;
     if (!desc->disc_value) {
         /* the generic PATH parser resolves against the design's folder */
         tsr_param pm[1] = {{disc, TSR_P_PATH, offsetof(tsr_source, path), 0, 0, 0, 0, NULL, NULL}};
-        if ((st = dparse_params(c, m, p, pm, 1, s)) != TSR_OK)
+        if ((st = tsr_dparse_params(c, m, p, pm, 1, s)) != TSR_OK)
             return st;
     }
-    if ((st = dparse_params(c, m, p, desc->params, desc->nparams, s)) != TSR_OK)
+    if ((st = tsr_dparse_params(c, m, p, desc->params, desc->nparams, s)) != TSR_OK)
         return st;
     dcheck chk = {{check_fail}, c, m, p, false};
     if ((st = check_result(&chk, tsr_source_check(s, &chk.base))) != TSR_OK)
@@ -352,17 +353,17 @@ unknown_ref(dctx *c, const ynode *v, const kpath *p, const char *name)
     const char *best = NULL;
     size_t bestd = 3;
     for (size_t i = 0; i < c->nnames; i++) {
-        size_t d = edit_distance(name, c->names[i].name, 2);
+        size_t d = tsr_edit_distance(name, c->names[i].name, 2);
         if (d < bestd) { /* names are sorted: ties go to the first */
             bestd = d;
             best = c->names[i].name;
         }
     }
     if (best)
-        return derr(c, v, p, "unknown node '%.100s' (did you mean '%.100s'?)", name, best);
+        return tsr_derr(c, v, p, "unknown node '%.100s' (did you mean '%.100s'?)", name, best);
     if (!c->nnames)
-        return derr(c, v, p, "unknown node '%.100s' (the design has no nodes: section)", name);
-    return derr(c, v, p, "unknown node '%.100s'", name);
+        return tsr_derr(c, v, p, "unknown node '%.100s' (the design has no nodes: section)", name);
+    return tsr_derr(c, v, p, "unknown node '%.100s'", name);
 }
 
 /* The chain from nm's first appearance on the ref stack back to nm. */
@@ -378,7 +379,7 @@ ref_cycle(dctx *c, const ynode *v, const kpath *p, const named *nm)
         len += (size_t)snprintf(chain + len, sizeof chain - len, "nodes.%s -> ", c->stack[i]->name);
     if (len < sizeof chain)
         snprintf(chain + len, sizeof chain - len, "nodes.%s", nm->name);
-    return derr(c, v, p, "ref cycle: %s", chain);
+    return tsr_derr(c, v, p, "ref cycle: %s", chain);
 }
 
 /* `ref: name`: the shared node, loaded on first use; a ref back into the nodes being loaded
@@ -387,7 +388,7 @@ static tsr_status
 resolve_ref(dctx *c, const ynode *v, const kpath *p, tsr_node **out)
 {
     const char *name;
-    tsr_status st = dget_str(c, v, p, &name);
+    tsr_status st = tsr_dget_str(c, v, p, &name);
     if (st != TSR_OK)
         return st;
     named *nm = named_find(c, name);
@@ -418,16 +419,16 @@ edge_key_error(dctx *c, const ynode *key, const kpath *p, const tsr_trait *t,
 {
     kpath kp = KP_KEY(p, key->s);
     const char *const *lists[2] = {tsr_edge_keys, tkeys};
-    const char *dym = best_of(key->s, lists, 2);
+    const char *dym = tsr_best_of(key->s, lists, 2);
     if (dym)
-        return derr(c, key, &kp, "unknown key '%.100s' (did you mean '%s'?)", key->s, dym);
+        return tsr_derr(c, key, &kp, "unknown key '%.100s' (did you mean '%s'?)", key->s, dym);
     for (size_t i = 0; tsr_traits[i]; i++)
         for (size_t j = 0; j < tsr_traits[i]->nparams; j++)
             if (strcmp(tsr_traits[i]->params[j].key, key->s) == 0)
-                return derr(c, key, &kp,
-                            "unknown key '%.100s' (a parameter of trait '%s', not '%s')", key->s,
-                            tsr_traits[i]->name, t->name);
-    return derr(c, key, &kp, "unknown key '%.100s'", key->s);
+                return tsr_derr(c, key, &kp,
+                                "unknown key '%.100s' (a parameter of trait '%s', not '%s')",
+                                key->s, tsr_traits[i]->name, t->name);
+    return tsr_derr(c, key, &kp, "unknown key '%.100s'", key->s);
 }
 
 /* Everything of an edge but its child: where, trait, keys, common and trait parameters. */
@@ -436,33 +437,33 @@ edge_head(dctx *c, const ynode *m, const kpath *p, tsr_edge *e)
 {
     const char *tnames[32], **tkeys = NULL;
     const char *tname;
-    tsr_status st = dwant_map(c, m, p);
+    tsr_status st = tsr_dwant_map(c, m, p);
     if (st != TSR_OK)
         return st;
-    if (!(e->where = dwhere(c, m, p)))
-        return doom(c);
-    size_t ti = ymap_find(m, "trait");
+    if (!(e->where = tsr_dwhere(c, m, p)))
+        return tsr_doom(c);
+    size_t ti = tsr_ymap_find(m, "trait");
     if (ti == (size_t)-1)
-        return derr(c, m, p, "missing required key 'trait'");
+        return tsr_derr(c, m, p, "missing required key 'trait'");
     kpath kt = KP_KEY(p, "trait");
     const ynode *tv = ymap_val(m, ti);
-    if ((st = dget_str(c, tv, &kt, &tname)) != TSR_OK)
+    if ((st = tsr_dget_str(c, tv, &kt, &tname)) != TSR_OK)
         return st;
     const tsr_trait *t = tsr_trait_find(tname);
     if (!t) {
-        const char *dym = did_you_mean(tname, trait_names(tnames, 32));
+        const char *dym = tsr_did_you_mean(tname, trait_names(tnames, 32));
         if (dym)
-            return derr(c, tv, &kt, "unknown trait '%.100s' (did you mean '%s'?)", tname, dym);
-        return derr(c, tv, &kt, "unknown trait '%.100s'", tname);
+            return tsr_derr(c, tv, &kt, "unknown trait '%.100s' (did you mean '%s'?)", tname, dym);
+        return tsr_derr(c, tv, &kt, "unknown trait '%.100s'", tname);
     }
     e->trait = t;
     if (!(e->params = calloc(1, t->params_size ? t->params_size : 1)))
-        return doom(c);
+        return tsr_doom(c);
     if (t->defaults)
         t->defaults(e->params);
 
     if (!(tkeys = table_keys(t->params, t->nparams)))
-        return doom(c);
+        return tsr_doom(c);
     for (size_t i = 0; i < ymap_count(m); i++) {
         const char *k = ymap_key(m, i)->s;
         bool known = false;
@@ -479,13 +480,13 @@ edge_head(dctx *c, const ynode *m, const kpath *p, tsr_edge *e)
     free(tkeys);
 
     dedge de = {TSR_BLEND_OVER, {0, 0}, 0};
-    if ((st = dparse_params(c, m, p, edge_params, 3, &de)) != TSR_OK)
+    if ((st = tsr_dparse_params(c, m, p, edge_params, 3, &de)) != TSR_OK)
         return st;
     e->blend = (tsr_blend)de.blend;
     e->offset[0] = de.offset[0];
     e->offset[1] = de.offset[1];
     e->mask = de.mask;
-    return dparse_params(c, m, p, t->params, t->nparams, e->params);
+    return tsr_dparse_params(c, m, p, t->params, t->nparams, e->params);
 }
 
 static OUT_OF_LINE tsr_status
@@ -503,9 +504,9 @@ child_count_error(dctx *c, const ynode *m, const kpath *p, size_t ni, size_t ri)
     if (ni != (size_t)-1) {
         size_t later = ni > ri ? ni : ri;
         kpath kp = KP_KEY(p, ymap_key(m, later)->s);
-        return derr(c, ymap_key(m, later), &kp, "give either 'node' or 'ref', not both");
+        return tsr_derr(c, ymap_key(m, later), &kp, "give either 'node' or 'ref', not both");
     }
-    return derr(c, m, p, "missing the child: give 'node' (inline) or 'ref' (a named node)");
+    return tsr_derr(c, m, p, "missing the child: give 'node' (inline) or 'ref' (a named node)");
 }
 
 static tsr_status
@@ -514,14 +515,14 @@ parse_edge(dctx *c, const ynode *m, const kpath *p, tsr_edge *e)
     tsr_status st = edge_head(c, m, p, e);
     if (st != TSR_OK)
         return st;
-    size_t ni = ymap_find(m, "node"), ri = ymap_find(m, "ref");
+    size_t ni = tsr_ymap_find(m, "node"), ri = tsr_ymap_find(m, "ref");
     if ((ni == (size_t)-1) == (ri == (size_t)-1))
         return child_count_error(c, m, p, ni, ri);
     if (ni != (size_t)-1) {
         kpath kn = KP_KEY(p, "node");
-        char *name = kpath_strdup(&kn);
+        char *name = tsr_kpath_strdup(&kn);
         if (!name)
-            return doom(c);
+            return tsr_doom(c);
         st = parse_node(c, ymap_val(m, ni), &kn, name, &e->child);
         free(name);
     } else {
@@ -536,11 +537,11 @@ parse_edge(dctx *c, const ynode *m, const kpath *p, tsr_edge *e)
 static tsr_status
 parse_children(dctx *c, const ynode *v, const kpath *p, tsr_node *n)
 {
-    tsr_status st = dwant_seq(c, v, p, (size_t)-1);
+    tsr_status st = tsr_dwant_seq(c, v, p, (size_t)-1);
     if (st != TSR_OK || v->n == 0)
         return st;
     if (!(n->edges = calloc(v->n, sizeof *n->edges)))
-        return doom(c);
+        return tsr_doom(c);
     for (size_t i = 0; i < v->n; i++) {
         /* counted before parsing: a half-built edge is freed with the node */
         n->nedges = i + 1;
@@ -557,56 +558,56 @@ node_head(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node **
 {
     tsr_status st = TSR_OK;
     tsr_node *n;
-    if ((st = dwant_map(c, m, p)) != TSR_OK)
+    if ((st = tsr_dwant_map(c, m, p)) != TSR_OK)
         return st;
     if (c->depth >= TSR_DESIGN_MAX_DEPTH)
-        return derr(c, m, p, "nodes nested deeper than %d (inline nodes and ref: chains count)",
-                    TSR_DESIGN_MAX_DEPTH);
+        return tsr_derr(c, m, p, "nodes nested deeper than %d (inline nodes and ref: chains count)",
+                        TSR_DESIGN_MAX_DEPTH);
     if (!(n = node_new(c)))
-        return doom(c);
+        return tsr_doom(c);
     *out = n;
-    if (!(n->name = strdup(name)) || !(n->where = dwhere(c, m, p)))
-        return doom(c);
-    if ((st = dcheck_keys(c, m, p, node_keys, NULL, NULL)) != TSR_OK)
+    if (!(n->name = strdup(name)) || !(n->where = tsr_dwhere(c, m, p)))
+        return tsr_doom(c);
+    if ((st = tsr_dcheck_keys(c, m, p, node_keys, NULL, NULL)) != TSR_OK)
         return st;
     dnode dn = {{0, 0}, c->tile, 0.0f};
-    if ((st = dparse_params(c, m, p, node_params, 3, &dn)) != TSR_OK)
+    if ((st = tsr_dparse_params(c, m, p, node_params, 3, &dn)) != TSR_OK)
         return st;
     n->tile = dn.tile;
     n->fill = dn.fill;
 
-    const ynode *src = ymap_get(m, "source");
+    const ynode *src = tsr_ymap_get(m, "source");
     if (src) {
         kpath ks = KP_KEY(p, "source");
         if ((st = parse_source(c, src, &ks, n)) != TSR_OK)
             return st;
     }
 
-    size_t si = ymap_find(m, "size");
+    size_t si = tsr_ymap_find(m, "size");
     const tsr_source *s = n->source;
     if (si != (size_t)-1) {
         const ynode *sv = ymap_val(m, si);
         kpath kp = KP_KEY(p, "size");
         if (s && s->iw && (dn.size[0] != s->iw || dn.size[1] != s->ih))
-            return derr(c, sv, &kp, "[%lld, %lld] differs from the image size [%lld, %lld]",
-                        (long long)dn.size[0], (long long)dn.size[1], (long long)s->iw,
-                        (long long)s->ih);
+            return tsr_derr(c, sv, &kp, "[%lld, %lld] differs from the image size [%lld, %lld]",
+                            (long long)dn.size[0], (long long)dn.size[1], (long long)s->iw,
+                            (long long)s->ih);
         int64_t a, bytes;
         if (!tsr_mul_checked(dn.size[0], dn.size[1], &a) || !tsr_mul_checked(a, 4, &bytes) ||
             bytes > ((int64_t)1 << 62))
-            return derr(c, sv, &kp, "w*h*4 bytes must be <= 2^62 (w = %lld, h = %lld)",
-                        (long long)dn.size[0], (long long)dn.size[1]);
+            return tsr_derr(c, sv, &kp, "w*h*4 bytes must be <= 2^62 (w = %lld, h = %lld)",
+                            (long long)dn.size[0], (long long)dn.size[1]);
         n->w = dn.size[0];
         n->h = dn.size[1];
     } else if (s && s->iw) {
         n->w = s->iw;
         n->h = s->ih;
     } else if (s && s->kind == TSR_SRC_IMAGE) {
-        return derr(c, m, p,
-                    "missing required key 'size' (images are not decoded by this loader, so "
-                    "the size cannot come from the image)");
+        return tsr_derr(c, m, p,
+                        "missing required key 'size' (images are not decoded by this loader, so "
+                        "the size cannot come from the image)");
     } else {
-        return derr(c, m, p, "missing required key 'size'");
+        return tsr_derr(c, m, p, "missing required key 'size'");
     }
     return TSR_OK;
 }
@@ -619,7 +620,7 @@ parse_node(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node *
     if (st != TSR_OK)
         return st;
     c->depth++;
-    const ynode *ch = ymap_get(m, "children");
+    const ynode *ch = tsr_ymap_get(m, "children");
     if (ch) {
         kpath kc = KP_KEY(p, "children");
         st = parse_children(c, ch, &kc, *out);
@@ -637,22 +638,22 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
     const char **keys = NULL;
     kpath p = KP_KEY(NULL, "output");
     tsr_status st;
-    if ((st = dwant_map(c, m, &p)) != TSR_OK)
+    if ((st = tsr_dwant_map(c, m, &p)) != TSR_OK)
         return st;
-    if ((st = dcheck_keys(c, m, &p, out_keys, NULL, NULL)) != TSR_OK)
+    if ((st = tsr_dcheck_keys(c, m, &p, out_keys, NULL, NULL)) != TSR_OK)
         return st;
-    if ((st = dparse_params(c, m, &p, dtab_output, dtab_noutput, out)) != TSR_OK)
+    if ((st = tsr_dparse_params(c, m, &p, tsr_dtab_output, tsr_dtab_noutput, out)) != TSR_OK)
         return st;
     const ynode *v;
-    if ((v = ymap_get(m, "depth")) && out->depth != 8 && out->depth != 16) {
+    if ((v = tsr_ymap_get(m, "depth")) && out->depth != 8 && out->depth != 16) {
         kpath kp = KP_KEY(&p, "depth");
-        return derr(c, v, &kp, "must be 8 or 16, got %s", v->s);
+        return tsr_derr(c, v, &kp, "must be 8 or 16, got %s", v->s);
     }
-    if ((v = ymap_get(m, "range")) && out->range[0] == out->range[1]) {
+    if ((v = tsr_ymap_get(m, "range")) && out->range[0] == out->range[1]) {
         kpath kp = KP_KEY(&p, "range");
-        return derr(c, v, &kp, "lo and hi must differ");
+        return tsr_derr(c, v, &kp, "lo and hi must differ");
     }
-    if ((v = ymap_get(m, "calibration"))) {
+    if ((v = tsr_ymap_get(m, "calibration"))) {
         kpath kp = KP_KEY(&p, "calibration");
         const tsr_points *cal = &out->calibration;
         for (size_t i = 0; i < cal->n; i++) {
@@ -660,35 +661,37 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
             const ynode *pt = v->kids[i];
             double t = cal->p[i][0], cv = cal->p[i][1];
             if (i == 0 && t != 0)
-                return derr(c, pt->kids[0], &kt, "the first t must be 0, got %s", pt->kids[0]->s);
+                return tsr_derr(c, pt->kids[0], &kt, "the first t must be 0, got %s",
+                                pt->kids[0]->s);
             if (i > 0 && !(t > cal->p[i - 1][0]))
-                return derr(c, pt->kids[0], &kt, "t must be strictly increasing (%s after %s)",
-                            pt->kids[0]->s, v->kids[i - 1]->kids[0]->s);
+                return tsr_derr(c, pt->kids[0], &kt, "t must be strictly increasing (%s after %s)",
+                                pt->kids[0]->s, v->kids[i - 1]->kids[0]->s);
             if (i == cal->n - 1 && t != 1)
-                return derr(c, pt->kids[0], &kt, "the last t must be 1, got %s", pt->kids[0]->s);
+                return tsr_derr(c, pt->kids[0], &kt, "the last t must be 1, got %s",
+                                pt->kids[0]->s);
             if (!(cv >= 0 && cv <= 1))
-                return derr(c, pt->kids[1], &kc, "c must be in 0..1, got %s", pt->kids[1]->s);
+                return tsr_derr(c, pt->kids[1], &kc, "c must be in 0..1, got %s", pt->kids[1]->s);
         }
     }
-    const ynode *sw = ymap_get(m, "swath");
+    const ynode *sw = tsr_ymap_get(m, "swath");
     if (out->order == TSR_ORDER_SWATH && !sw)
-        return derr(c, m, &p, "missing required key 'swath' (order is swath)");
+        return tsr_derr(c, m, &p, "missing required key 'swath' (order is swath)");
     if (sw) {
         kpath ks = KP_KEY(&p, "swath");
         if (out->order != TSR_ORDER_SWATH) {
             kpath kk = KP_KEY(&p, "swath");
-            return derr(c, ymap_key(m, ymap_find(m, "swath")), &kk,
-                        "only allowed with order: swath");
+            return tsr_derr(c, ymap_key(m, tsr_ymap_find(m, "swath")), &kk,
+                            "only allowed with order: swath");
         }
-        if ((st = dwant_map(c, sw, &ks)) != TSR_OK)
+        if ((st = tsr_dwant_map(c, sw, &ks)) != TSR_OK)
             return st;
-        if (!(keys = table_keys(dtab_swath, dtab_nswath)))
-            return doom(c);
-        st = dcheck_keys(c, sw, &ks, keys, NULL, NULL);
+        if (!(keys = table_keys(tsr_dtab_swath, tsr_dtab_nswath)))
+            return tsr_doom(c);
+        st = tsr_dcheck_keys(c, sw, &ks, keys, NULL, NULL);
         free(keys);
         if (st != TSR_OK)
             return st;
-        if ((st = dparse_params(c, sw, &ks, dtab_swath, dtab_nswath, out)) != TSR_OK)
+        if ((st = tsr_dparse_params(c, sw, &ks, tsr_dtab_swath, tsr_dtab_nswath, out)) != TSR_OK)
             return st;
     }
     return TSR_OK;
@@ -699,19 +702,19 @@ static tsr_status
 index_names(dctx *c, const ynode *m)
 {
     kpath p = nodes_path;
-    tsr_status st = dwant_map(c, m, &p);
+    tsr_status st = tsr_dwant_map(c, m, &p);
     if (st != TSR_OK)
         return st;
     size_t n = ymap_count(m);
     if (!n)
         return TSR_OK;
     if (!(c->names = calloc(n, sizeof *c->names)) || !(c->stack = calloc(n, sizeof *c->stack)))
-        return doom(c);
+        return tsr_doom(c);
     for (size_t i = 0; i < n; i++) {
         const ynode *k = ymap_key(m, i);
         if (k->len == 0) {
             kpath kp = KP_KEY(&p, "");
-            return derr(c, k, &kp, "a node name must not be empty");
+            return tsr_derr(c, k, &kp, "a node name must not be empty");
         }
         c->names[i] = (named){k->s, k, ymap_val(m, i), NULL, 0};
     }
@@ -759,7 +762,7 @@ order_nodes(dctx *c, tsr_node *root, tsr_node ***order, size_t *norder)
 oom:
     free(stack);
     free(out);
-    return doom(c);
+    return tsr_doom(c);
 }
 
 /* The longest chain of nodes below root, whatever the order the loader met them in: a ref:
@@ -771,7 +774,7 @@ check_depth(dctx *c, tsr_node **order, size_t n)
 {
     size_t *level = malloc(n * sizeof *level);
     if (!level)
-        return doom(c);
+        return tsr_doom(c);
     tsr_status st = TSR_OK;
     for (size_t i = 0; i < n && st == TSR_OK; i++) {
         const tsr_node *x = order[i];
@@ -799,30 +802,31 @@ load_tree(dctx *c, const ynode *top, tsr_design *d, tsr_node **root)
                         "'tessera: 1' and 'root')",
                         c->file);
     if (top->kind != Y_MAP)
-        return derr(c, top, NULL, "a design is a mapping (tessera, output, nodes, root)");
-    if ((st = dcheck_keys(c, top, NULL, top_keys, NULL, NULL)) != TSR_OK)
+        return tsr_derr(c, top, NULL, "a design is a mapping (tessera, output, nodes, root)");
+    if ((st = tsr_dcheck_keys(c, top, NULL, top_keys, NULL, NULL)) != TSR_OK)
         return st;
     dtop t = {0, 512};
-    if ((st = dparse_params(c, top, NULL, top_params, 2, &t)) != TSR_OK)
+    if ((st = tsr_dparse_params(c, top, NULL, top_params, 2, &t)) != TSR_OK)
         return st;
     if (t.tessera != 1) {
         kpath kp = KP_KEY(NULL, "tessera");
-        return derr(c, ymap_get(top, "tessera"), &kp,
-                    "unsupported format version %lld (this tessera reads 1)", (long long)t.tessera);
+        return tsr_derr(c, tsr_ymap_get(top, "tessera"), &kp,
+                        "unsupported format version %lld (this tessera reads 1)",
+                        (long long)t.tessera);
     }
     c->tile = d->tile = t.tile;
     const ynode *v;
-    if ((v = ymap_get(top, "name"))) {
+    if ((v = tsr_ymap_get(top, "name"))) {
         kpath kp = KP_KEY(NULL, "name");
         const char *name;
-        if ((st = dget_str(c, v, &kp, &name)) != TSR_OK)
+        if ((st = tsr_dget_str(c, v, &kp, &name)) != TSR_OK)
             return st;
         if (!(d->name = strdup(name)))
-            return doom(c);
+            return tsr_doom(c);
     }
-    if ((v = ymap_get(top, "output")) && (st = parse_output(c, v, &d->out)) != TSR_OK)
+    if ((v = tsr_ymap_get(top, "output")) && (st = parse_output(c, v, &d->out)) != TSR_OK)
         return st;
-    const ynode *nodes = ymap_get(top, "nodes");
+    const ynode *nodes = tsr_ymap_get(top, "nodes");
     if (nodes) {
         if ((st = index_names(c, nodes)) != TSR_OK)
             return st;
@@ -832,9 +836,9 @@ load_tree(dctx *c, const ynode *top, tsr_design *d, tsr_node **root)
                 return st;
         }
     }
-    size_t ri = ymap_find(top, "root");
+    size_t ri = tsr_ymap_find(top, "root");
     if (ri == (size_t)-1)
-        return derr(c, top, NULL, "missing required key 'root'");
+        return tsr_derr(c, top, NULL, "missing required key 'root'");
     kpath kr = KP_KEY(NULL, "root");
     return parse_node(c, ymap_val(top, ri), &kr, "root", root);
 }
@@ -845,7 +849,7 @@ drop_unreachable(dctx *c, tsr_node **keep, size_t nkeep)
 {
     tsr_design *tmp = calloc(1, sizeof *tmp);
     if (!tmp)
-        return doom(c);
+        return tsr_doom(c);
     size_t n = 0;
     for (size_t i = 0; i < c->nall; i++) {
         tsr_node *x = c->all[i];
@@ -888,7 +892,7 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
     c.err = err;
     c.cloc = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
     if (!(d = calloc(1, sizeof *d)) || !(d->path = strdup(c.file))) {
-        doom(&c);
+        tsr_doom(&c);
         goto fail;
     }
     d->tile = 512;
@@ -897,7 +901,7 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
     d->out.range[1] = 1.0;
     d->out.order = TSR_ORDER_RASTER;
     d->out.start = TSR_TOP_LEFT;
-    if (ytree_parse(c.file, text, len, &tree, err) != TSR_OK)
+    if (tsr_ytree_parse(c.file, text, len, &tree, err) != TSR_OK)
         goto fail;
     if (load_tree(&c, tree.root, d, &root) != TSR_OK)
         goto fail;
@@ -916,7 +920,7 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
     if (!(opts && opts->defer) &&
         (st = tsr_design_build(d, opts ? opts->read_image : NULL, err)) != TSR_OK)
         goto fail;
-    ytree_free(&tree);
+    tsr_ytree_free(&tree);
     free(c.names);
     free(c.stack);
     if (c.cloc)
@@ -933,7 +937,7 @@ fail:
     }
     tsr_design_free(d);
     free(c.all);
-    ytree_free(&tree);
+    tsr_ytree_free(&tree);
     free(c.names);
     free(c.stack);
     if (c.cloc)

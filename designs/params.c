@@ -20,14 +20,15 @@ in_range(const tsr_param *pm, double d)
     return lo && hi;
 }
 
-void
+/* The message of a range violation, "must be in 1..4096", "must be > 0", ... */
+static void
 range_text(const tsr_param *pm, char *buf, size_t size)
 {
     char a[40], b[40];
     bool lo = isfinite(pm->min), hi = isfinite(pm->max);
     bool lo_open = pm->flags & TSR_PF_MIN_OPEN, hi_open = pm->flags & TSR_PF_MAX_OPEN;
-    fmt_double(a, sizeof a, pm->min);
-    fmt_double(b, sizeof b, pm->max);
+    tsr_fmt_double(a, sizeof a, pm->min);
+    tsr_fmt_double(b, sizeof b, pm->max);
     if (lo && hi && !lo_open && !hi_open)
         snprintf(buf, size, "must be in %s..%s", a, b);
     else if (lo && hi)
@@ -46,7 +47,7 @@ range_err(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm)
 {
     char what[128];
     range_text(pm, what, sizeof what);
-    return derr(c, v, p, "%s, got %s", what, v->s);
+    return tsr_derr(c, v, p, "%s, got %s", what, v->s);
 }
 
 /* Every integer parameter is a placement value: DESIGN.md §2 bounds all of them by 2^40. */
@@ -54,11 +55,11 @@ static tsr_status
 get_int(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, int64_t *out)
 {
     int64_t x;
-    tsr_status st = dget_int(c, v, p, &x);
+    tsr_status st = tsr_dget_int(c, v, p, &x);
     if (st != TSR_OK)
         return st;
     if (x > TSR_COORD_MAX || x < -TSR_COORD_MAX)
-        return derr(c, v, p, "|%s| must be <= 2^40 (1099511627776)", v->s);
+        return tsr_derr(c, v, p, "|%s| must be <= 2^40 (1099511627776)", v->s);
     if (!in_range(pm, (double)x))
         return range_err(c, v, p, pm);
     *out = x;
@@ -69,7 +70,7 @@ static tsr_status
 get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *out)
 {
     double d;
-    tsr_status st = dget_real(c, v, p, &d);
+    tsr_status st = tsr_dget_real(c, v, p, &d);
     if (st != TSR_OK)
         return st;
     if (!in_range(pm, d))
@@ -88,7 +89,7 @@ get_f32(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, float *out
         return st;
     float f = (float)d;
     if (!isfinite(f))
-        return derr(c, v, p, "%s is out of the range of float32", v->s);
+        return tsr_derr(c, v, p, "%s is out of the range of float32", v->s);
     *out = f;
     return TSR_OK;
 }
@@ -99,7 +100,7 @@ get_f32(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, float *out
                                  T *out, size_t n) \
     { \
         T tmp[4]; \
-        tsr_status st = dwant_seq(c, v, p, n); \
+        tsr_status st = tsr_dwant_seq(c, v, p, n); \
         for (size_t i = 0; i < n && st == TSR_OK; i++) { \
             kpath kp = KP_INDEX(p, i); \
             st = getter(c, v->kids[i], &kp, pm, &tmp[i]); \
@@ -118,14 +119,14 @@ get_points(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, size_t 
            tsr_points *out)
 {
     double(*pts)[2] = NULL;
-    tsr_status st = dwant_seq(c, v, p, (size_t)-1);
+    tsr_status st = tsr_dwant_seq(c, v, p, (size_t)-1);
     if (st != TSR_OK)
         return st;
     if (v->n < min_count)
-        return derr(c, v, p, "needs at least %zu point%s, got %zu", min_count,
-                    min_count == 1 ? "" : "s", v->n);
+        return tsr_derr(c, v, p, "needs at least %zu point%s, got %zu", min_count,
+                        min_count == 1 ? "" : "s", v->n);
     if (v->n && !(pts = malloc(v->n * sizeof *pts)))
-        return doom(c);
+        return tsr_doom(c);
     for (size_t i = 0; i < v->n; i++) {
         kpath kp = KP_INDEX(p, i);
         if ((st = get_f64_n(c, v->kids[i], &kp, pm, pts[i], 2)) != TSR_OK)
@@ -152,20 +153,21 @@ get_profile(dctx *c, const ynode *v, const kpath *p, tsr_profile *out)
     static const tsr_param positive = {
         "", TSR_P_F64, 0, TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, NULL};
     if (v->kind == Y_SCALAR) {
-        if (!ynull(v) && (strcmp(v->s, "gaussian") == 0 || strcmp(v->s, "points") == 0))
-            return derr(c, v, p, "'%s' needs a value: write {%s: ...}", v->s, v->s);
+        if (!tsr_ynull(v) && (strcmp(v->s, "gaussian") == 0 || strcmp(v->s, "points") == 0))
+            return tsr_derr(c, v, p, "'%s' needs a value: write {%s: ...}", v->s, v->s);
         int k;
-        if ((st = dget_enum(c, v, p, "profile", profile_names, &k)) != TSR_OK)
+        if ((st = tsr_dget_enum(c, v, p, "profile", profile_names, &k)) != TSR_OK)
             return st;
         out->kind = (tsr_profile_kind)k;
         return TSR_OK;
     }
     if (v->kind != Y_MAP)
-        return derr(c, v, p, "expected linear, sphere, cosine, {gaussian: s} or {points: [...]}");
-    if ((st = dcheck_keys(c, v, p, profile_map_keys, NULL, NULL)) != TSR_OK)
+        return tsr_derr(c, v, p,
+                        "expected linear, sphere, cosine, {gaussian: s} or {points: [...]}");
+    if ((st = tsr_dcheck_keys(c, v, p, profile_map_keys, NULL, NULL)) != TSR_OK)
         return st;
     if (ymap_count(v) != 1)
-        return derr(c, v, p, "needs exactly one of 'gaussian' or 'points'");
+        return tsr_derr(c, v, p, "needs exactly one of 'gaussian' or 'points'");
     kpath kp = KP_KEY(p, ymap_key(v, 0)->s);
     const ynode *val = ymap_val(v, 0);
     if (strcmp(ymap_key(v, 0)->s, "gaussian") == 0) {
@@ -182,12 +184,12 @@ get_profile(dctx *c, const ynode *v, const kpath *p, tsr_profile *out)
         kpath ki = KP_INDEX(&kp, i), kd = KP_INDEX(&ki, 0);
         const ynode *d = val->kids[i]->kids[0];
         if (i == 0 && pr.pts.p[0][0] < 0) {
-            st = derr(c, d, &kd, "the first distance must be >= 0, got %s", d->s);
+            st = tsr_derr(c, d, &kd, "the first distance must be >= 0, got %s", d->s);
             goto fail;
         }
         if (i > 0 && !(pr.pts.p[i][0] > pr.pts.p[i - 1][0])) {
-            st = derr(c, d, &kd, "distances must be strictly increasing (%s after %s)", d->s,
-                      val->kids[i - 1]->kids[0]->s);
+            st = tsr_derr(c, d, &kd, "distances must be strictly increasing (%s after %s)", d->s,
+                          val->kids[i - 1]->kids[0]->s);
             goto fail;
         }
     }
@@ -205,30 +207,31 @@ static tsr_status
 get_kernel(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, tsr_kernel *out)
 {
     float *k = NULL;
-    tsr_status st = dwant_seq(c, v, p, (size_t)-1);
+    tsr_status st = tsr_dwant_seq(c, v, p, (size_t)-1);
     if (st != TSR_OK)
         return st;
     if (v->n == 0)
-        return derr(c, v, p, "a kernel needs at least one row");
+        return tsr_derr(c, v, p, "a kernel needs at least one row");
     size_t w = 0;
     for (size_t j = 0; j < v->n; j++) {
         kpath kj = KP_INDEX(p, j);
-        if ((st = dwant_seq(c, v->kids[j], &kj, (size_t)-1)) != TSR_OK)
+        if ((st = tsr_dwant_seq(c, v->kids[j], &kj, (size_t)-1)) != TSR_OK)
             return st;
         if (j == 0)
             w = v->kids[0]->n;
         else if (v->kids[j]->n != w)
-            return derr(c, v->kids[j], &kj,
-                        "every kernel row must have the same length: row 0 has %zu, row %zu has "
-                        "%zu",
-                        w, j, v->kids[j]->n);
+            return tsr_derr(c, v->kids[j], &kj,
+                            "every kernel row must have the same length: row 0 has %zu, row %zu "
+                            "has %zu",
+                            w, j, v->kids[j]->n);
     }
     if (w % 2 == 0 || w > KERNEL_MAX)
-        return derr(c, v, p, "the kernel width must be odd and <= %d, got %zu", KERNEL_MAX, w);
+        return tsr_derr(c, v, p, "the kernel width must be odd and <= %d, got %zu", KERNEL_MAX, w);
     if (v->n % 2 == 0 || v->n > KERNEL_MAX)
-        return derr(c, v, p, "the kernel height must be odd and <= %d, got %zu", KERNEL_MAX, v->n);
+        return tsr_derr(c, v, p, "the kernel height must be odd and <= %d, got %zu", KERNEL_MAX,
+                        v->n);
     if (!(k = malloc(w * v->n * sizeof *k)))
-        return doom(c);
+        return tsr_doom(c);
     for (size_t j = 0; j < v->n; j++) {
         kpath kj = KP_INDEX(p, j);
         for (size_t i = 0; i < w; i++) {
@@ -251,7 +254,7 @@ static tsr_status
 get_path(dctx *c, const ynode *v, const kpath *p, char **out)
 {
     const char *s;
-    tsr_status st = dget_str(c, v, p, &s);
+    tsr_status st = tsr_dget_str(c, v, p, &s);
     if (st != TSR_OK)
         return st;
     char *r;
@@ -269,7 +272,7 @@ get_path(dctx *c, const ynode *v, const kpath *p, char **out)
         }
     }
     if (!r)
-        return doom(c);
+        return tsr_doom(c);
     free(*out);
     *out = r;
     return TSR_OK;
@@ -285,7 +288,7 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
         tsr_status st = get_int_n(c, v, p, pm, field, 4);
         const int64_t *r = field;
         if (st == TSR_OK && (pm->flags & TSR_PF_RECT) && (r[2] <= 0 || r[3] <= 0))
-            return derr(c, v, p, "w and h must be > 0");
+            return tsr_derr(c, v, p, "w and h must be > 0");
         return st;
     }
     case TSR_P_F32: return get_f32(c, v, p, pm, field);
@@ -304,12 +307,12 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
     }
     case TSR_P_ENUM: {
         int k;
-        tsr_status st = dget_enum(c, v, p, pm->key, pm->names, &k);
+        tsr_status st = tsr_dget_enum(c, v, p, pm->key, pm->names, &k);
         if (st == TSR_OK)
             *(int *)field = k;
         return st;
     }
-    case TSR_P_BOOL: return dget_bool(c, v, p, field);
+    case TSR_P_BOOL: return tsr_dget_bool(c, v, p, field);
     case TSR_P_PROFILE: {
         tsr_profile pr = {0};
         tsr_status st = get_profile(c, v, p, &pr);
@@ -335,7 +338,8 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
 }
 
 tsr_status
-dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params, size_t n, void *st)
+tsr_dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params, size_t n,
+                  void *st)
 {
     tsr_status s;
     /* in document order, so the first error reported is the first in the file */
@@ -352,9 +356,9 @@ dparse_params(dctx *c, const ynode *m, const kpath *p, const tsr_param *params, 
         }
     }
     for (size_t j = 0; j < n; j++)
-        if ((params[j].flags & TSR_PF_REQUIRED) && ymap_find(m, params[j].key) == (size_t)-1)
-            return derr(c, m, p, "missing required key '%s'%s%s%s", params[j].key,
-                        params[j].help ? " (" : "", params[j].help ? params[j].help : "",
-                        params[j].help ? ")" : "");
+        if ((params[j].flags & TSR_PF_REQUIRED) && tsr_ymap_find(m, params[j].key) == (size_t)-1)
+            return tsr_derr(c, m, p, "missing required key '%s'%s%s%s", params[j].key,
+                            params[j].help ? " (" : "", params[j].help ? params[j].help : "",
+                            params[j].help ? ")" : "");
     return TSR_OK;
 }

@@ -61,7 +61,7 @@ seg_text(const kpath *k, char *tmp, size_t size, const char **text)
 /* Written backwards from the leaf so nothing is allocated: messages must work when out of
  * memory, and the segments only know their parent. */
 void
-kpath_format(const kpath *p, char *buf, size_t size)
+tsr_kpath_format(const kpath *p, char *buf, size_t size)
 {
     char tmp[32];
     const char *text;
@@ -95,24 +95,24 @@ kpath_format(const kpath *p, char *buf, size_t size)
 }
 
 char *
-kpath_strdup(const kpath *p)
+tsr_kpath_strdup(const kpath *p)
 {
     char buf[KPATH_SHOWN + 1];
-    kpath_format(p, buf, sizeof buf);
+    tsr_kpath_format(p, buf, sizeof buf);
     return strdup(buf);
 }
 
 /* ---- errors ---------------------------------------------------------------------------------- */
 
 tsr_status
-derr(dctx *c, const ynode *at, const kpath *p, const char *fmt, ...)
+tsr_derr(dctx *c, const ynode *at, const kpath *p, const char *fmt, ...)
 {
     char path[KPATH_SHOWN + 1], what[640];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    kpath_format(p, path, sizeof path);
+    tsr_kpath_format(p, path, sizeof path);
     if (path[0])
         return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, at->line, at->col, path,
                         what);
@@ -120,16 +120,16 @@ derr(dctx *c, const ynode *at, const kpath *p, const char *fmt, ...)
 }
 
 tsr_status
-doom(dctx *c)
+tsr_doom(dctx *c)
 {
     return tsr_fail(c->err, TSR_ENOMEM, "%s: out of memory while loading the design", c->file);
 }
 
 char *
-dwhere(dctx *c, const ynode *at, const kpath *p)
+tsr_dwhere(dctx *c, const ynode *at, const kpath *p)
 {
     char path[KPATH_SHOWN + 1];
-    kpath_format(p, path, sizeof path);
+    tsr_kpath_format(p, path, sizeof path);
     int n = snprintf(NULL, 0, "%s:%zu:%zu: %s", c->file, at->line, at->col, path);
     if (n < 0)
         return NULL;
@@ -144,7 +144,7 @@ dwhere(dctx *c, const ynode *at, const kpath *p)
 #define DYM_MAX 64 /* longer words get no suggestion (and cost no quadratic work) */
 
 size_t
-edit_distance(const char *a, const char *b, size_t cap)
+tsr_edit_distance(const char *a, const char *b, size_t cap)
 {
     size_t n = strlen(a), m = strlen(b);
     if (n > DYM_MAX || m > DYM_MAX)
@@ -181,13 +181,13 @@ edit_distance(const char *a, const char *b, size_t cap)
  * that, the one candidate sharing the longest stem (>= 4 characters) with the word, since a
  * longer form of a value ("spherical" for "sphere") is another. */
 const char *
-best_of(const char *word, const char *const *const *lists, size_t nlists)
+tsr_best_of(const char *word, const char *const *const *lists, size_t nlists)
 {
     const char *best = NULL, *prefix = NULL;
     size_t bestd = 3, wl = strlen(word), nprefix = 0;
     for (size_t l = 0; l < nlists; l++)
         for (size_t i = 0; lists[l] && lists[l][i]; i++) {
-            size_t d = edit_distance(word, lists[l][i], 2);
+            size_t d = tsr_edit_distance(word, lists[l][i], 2);
             if (d < bestd) {
                 bestd = d;
                 best = lists[l][i];
@@ -221,9 +221,9 @@ best_of(const char *word, const char *const *const *lists, size_t nlists)
 }
 
 const char *
-did_you_mean(const char *word, const char *const *cands)
+tsr_did_you_mean(const char *word, const char *const *cands)
 {
-    return best_of(word, &cands, 1);
+    return tsr_best_of(word, &cands, 1);
 }
 
 /* ---- shapes of values ------------------------------------------------------------------------ */
@@ -239,31 +239,31 @@ kind_name(const ynode *v)
 }
 
 tsr_status
-dwant_map(dctx *c, const ynode *v, const kpath *p)
+tsr_dwant_map(dctx *c, const ynode *v, const kpath *p)
 {
     if (v->kind == Y_MAP)
         return TSR_OK;
-    if (ynull(v))
-        return derr(c, v, p, "missing value (expected a mapping)");
-    return derr(c, v, p, "expected a mapping, got %s", kind_name(v));
+    if (tsr_ynull(v))
+        return tsr_derr(c, v, p, "missing value (expected a mapping)");
+    return tsr_derr(c, v, p, "expected a mapping, got %s", kind_name(v));
 }
 
 tsr_status
-dwant_seq(dctx *c, const ynode *v, const kpath *p, size_t n)
+tsr_dwant_seq(dctx *c, const ynode *v, const kpath *p, size_t n)
 {
     if (v->kind != Y_SEQ) {
-        if (ynull(v))
-            return derr(c, v, p, "missing value (expected a sequence)");
-        return derr(c, v, p, "expected a sequence, got %s", kind_name(v));
+        if (tsr_ynull(v))
+            return tsr_derr(c, v, p, "missing value (expected a sequence)");
+        return tsr_derr(c, v, p, "expected a sequence, got %s", kind_name(v));
     }
     if (n != (size_t)-1 && v->n != n)
-        return derr(c, v, p, "expected %zu values, got %zu", n, v->n);
+        return tsr_derr(c, v, p, "expected %zu values, got %zu", n, v->n);
     return TSR_OK;
 }
 
 tsr_status
-dcheck_keys(dctx *c, const ynode *m, const kpath *p, const char *const *k1, const char *const *k2,
-            const char *const *k3)
+tsr_dcheck_keys(dctx *c, const ynode *m, const kpath *p, const char *const *k1,
+                const char *const *k2, const char *const *k3)
 {
     const char *const *lists[3] = {k1, k2, k3};
     for (size_t i = 0; i < ymap_count(m); i++) {
@@ -275,11 +275,11 @@ dcheck_keys(dctx *c, const ynode *m, const kpath *p, const char *const *k1, cons
         if (known)
             continue;
         kpath kp = KP_KEY(p, key);
-        const char *dym = best_of(key, lists, 3);
+        const char *dym = tsr_best_of(key, lists, 3);
         if (dym)
-            return derr(c, ymap_key(m, i), &kp, "unknown key '%.100s' (did you mean '%s'?)", key,
-                        dym);
-        return derr(c, ymap_key(m, i), &kp, "unknown key '%.100s'", key);
+            return tsr_derr(c, ymap_key(m, i), &kp, "unknown key '%.100s' (did you mean '%s'?)",
+                            key, dym);
+        return tsr_derr(c, ymap_key(m, i), &kp, "unknown key '%.100s'", key);
     }
     return TSR_OK;
 }
@@ -291,16 +291,16 @@ static tsr_status
 want_plain(dctx *c, const ynode *v, const kpath *p, const char *what)
 {
     if (v->kind != Y_SCALAR)
-        return derr(c, v, p, "expected %s, got %s", what, kind_name(v));
-    if (ynull(v))
-        return derr(c, v, p, "missing value (expected %s)", what);
+        return tsr_derr(c, v, p, "expected %s, got %s", what, kind_name(v));
+    if (tsr_ynull(v))
+        return tsr_derr(c, v, p, "missing value (expected %s)", what);
     if (!v->plain)
-        return derr(c, v, p, "expected %s, got a quoted string (write it unquoted)", what);
+        return tsr_derr(c, v, p, "expected %s, got a quoted string (write it unquoted)", what);
     return TSR_OK;
 }
 
 tsr_status
-dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out)
+tsr_dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out)
 {
     tsr_status st = want_plain(c, v, p, "an integer");
     if (st != TSR_OK)
@@ -315,7 +315,8 @@ dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out)
         if (!isdigit((unsigned char)*q))
             goto syntax;
     if (s[0] == '0' && s[1])
-        return derr(c, v, p, "'%.64s': leading zeros are not allowed (YAML 1.1 reads octal)", v->s);
+        return tsr_derr(c, v, p, "'%.64s': leading zeros are not allowed (YAML 1.1 reads octal)",
+                        v->s);
     /* accumulate negatively so INT64_MIN fits */
     int64_t acc = 0;
     for (const char *q = s; *q; q++) {
@@ -332,13 +333,13 @@ dget_int(dctx *c, const ynode *v, const kpath *p, int64_t *out)
     *out = acc;
     return TSR_OK;
 syntax:
-    return derr(c, v, p, "expected a decimal integer, got '%.64s'", v->s);
+    return tsr_derr(c, v, p, "expected a decimal integer, got '%.64s'", v->s);
 overflow:
-    return derr(c, v, p, "integer '%.64s' does not fit in int64", v->s);
+    return tsr_derr(c, v, p, "integer '%.64s' does not fit in int64", v->s);
 }
 
 tsr_status
-dget_real(dctx *c, const ynode *v, const kpath *p, double *out)
+tsr_dget_real(dctx *c, const ynode *v, const kpath *p, double *out)
 {
     tsr_status st = want_plain(c, v, p, "a number");
     if (st != TSR_OK)
@@ -349,22 +350,22 @@ dget_real(dctx *c, const ynode *v, const kpath *p, double *out)
     if (!(isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1])))) {
         if (strncasecmp(q, "inf", 3) == 0 || strncasecmp(q, "nan", 3) == 0 ||
             strncasecmp(q, ".inf", 4) == 0 || strncasecmp(q, ".nan", 4) == 0)
-            return derr(c, v, p, "'%.64s': infinity and NaN are not allowed", v->s);
-        return derr(c, v, p, "expected a number, got '%.64s'", v->s);
+            return tsr_derr(c, v, p, "'%.64s': infinity and NaN are not allowed", v->s);
+        return tsr_derr(c, v, p, "expected a number, got '%.64s'", v->s);
     }
     char *end;
     errno = 0;
     double d = c->cloc ? strtod_l(s, &end, c->cloc) : strtod(s, &end);
     if (*end || end == s)
-        return derr(c, v, p, "expected a number, got '%.64s'", v->s);
+        return tsr_derr(c, v, p, "expected a number, got '%.64s'", v->s);
     if (!isfinite(d) || (errno == ERANGE && fabs(d) == HUGE_VAL))
-        return derr(c, v, p, "'%.64s' is out of the range of a double", v->s);
+        return tsr_derr(c, v, p, "'%.64s' is out of the range of a double", v->s);
     *out = d;
     return TSR_OK;
 }
 
 tsr_status
-dget_bool(dctx *c, const ynode *v, const kpath *p, bool *out)
+tsr_dget_bool(dctx *c, const ynode *v, const kpath *p, bool *out)
 {
     tsr_status st = want_plain(c, v, p, "true or false");
     if (st != TSR_OK)
@@ -374,29 +375,29 @@ dget_bool(dctx *c, const ynode *v, const kpath *p, bool *out)
     else if (strcmp(v->s, "false") == 0)
         *out = false;
     else
-        return derr(c, v, p, "expected true or false, got '%.64s'", v->s);
+        return tsr_derr(c, v, p, "expected true or false, got '%.64s'", v->s);
     return TSR_OK;
 }
 
 tsr_status
-dget_str(dctx *c, const ynode *v, const kpath *p, const char **out)
+tsr_dget_str(dctx *c, const ynode *v, const kpath *p, const char **out)
 {
     if (v->kind != Y_SCALAR)
-        return derr(c, v, p, "expected a string, got %s", kind_name(v));
-    if (ynull(v))
-        return derr(c, v, p, "missing value (expected a string)");
+        return tsr_derr(c, v, p, "expected a string, got %s", kind_name(v));
+    if (tsr_ynull(v))
+        return tsr_derr(c, v, p, "missing value (expected a string)");
     if (v->len == 0)
-        return derr(c, v, p, "must not be empty");
+        return tsr_derr(c, v, p, "must not be empty");
     *out = v->s;
     return TSR_OK;
 }
 
 tsr_status
-dget_enum(dctx *c, const ynode *v, const kpath *p, const char *what, const char *const *names,
-          int *out)
+tsr_dget_enum(dctx *c, const ynode *v, const kpath *p, const char *what, const char *const *names,
+              int *out)
 {
     const char *s;
-    tsr_status st = dget_str(c, v, p, &s);
+    tsr_status st = tsr_dget_str(c, v, p, &s);
     if (st != TSR_OK)
         return st;
     for (int i = 0; names[i]; i++)
@@ -404,21 +405,21 @@ dget_enum(dctx *c, const ynode *v, const kpath *p, const char *what, const char 
             *out = i;
             return TSR_OK;
         }
-    const char *dym = did_you_mean(s, names);
+    const char *dym = tsr_did_you_mean(s, names);
     if (dym)
-        return derr(c, v, p, "unknown %s '%.64s' (did you mean '%s'?)", what, s, dym);
+        return tsr_derr(c, v, p, "unknown %s '%.64s' (did you mean '%s'?)", what, s, dym);
     char list[256] = "";
     size_t len = 0;
     for (int i = 0; names[i] && len < sizeof list; i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", names[i]);
-    return derr(c, v, p, "unknown %s '%.64s' (expected one of: %s)", what, s, list);
+    return tsr_derr(c, v, p, "unknown %s '%.64s' (expected one of: %s)", what, s, list);
 }
 
 /* ---- printing reals -------------------------------------------------------------------------- */
 
 /* Integral values print as integers ("30", not "3e+01"); the rest with the fewest digits. */
 void
-fmt_double(char *buf, size_t size, double d)
+tsr_fmt_double(char *buf, size_t size, double d)
 {
     if (d == floor(d) && fabs(d) < 9007199254740992.0) {
         snprintf(buf, size, "%.0f", d);
@@ -432,7 +433,7 @@ fmt_double(char *buf, size_t size, double d)
 }
 
 void
-fmt_float(char *buf, size_t size, float f)
+tsr_fmt_float(char *buf, size_t size, float f)
 {
     if (f == floorf(f) && fabsf(f) < 16777216.0f) {
         snprintf(buf, size, "%.0f", (double)f);

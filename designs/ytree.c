@@ -54,7 +54,7 @@ stack_path(const builder *b, const char *last, char *buf, size_t size)
         kp[b->depth] = KP_KEY(up, last);
         up = &kp[b->depth];
     }
-    kpath_format(up, buf, size);
+    tsr_kpath_format(up, buf, size);
     free(kp);
 }
 
@@ -326,7 +326,7 @@ syntax_error(builder *b, const yaml_parser_t *p)
 }
 
 tsr_status
-ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error *err)
+tsr_ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error *err)
 {
     yaml_parser_t parser;
     yaml_event_t ev;
@@ -356,12 +356,12 @@ ytree_parse(const char *file, const char *text, size_t len, ytree *t, tsr_error 
 fail:
     yaml_parser_delete(&parser);
     free(b.stack);
-    ytree_free(t);
+    tsr_ytree_free(t);
     return st;
 }
 
 void
-ytree_free(ytree *t)
+tsr_ytree_free(ytree *t)
 {
     ynode *y = t->all;
     while (y) {
@@ -376,14 +376,14 @@ ytree_free(ytree *t)
 }
 
 const ynode *
-ymap_get(const ynode *m, const char *key)
+tsr_ymap_get(const ynode *m, const char *key)
 {
-    size_t i = ymap_find(m, key);
+    size_t i = tsr_ymap_find(m, key);
     return i == (size_t)-1 ? NULL : ymap_val(m, i);
 }
 
 size_t
-ymap_find(const ynode *m, const char *key)
+tsr_ymap_find(const ynode *m, const char *key)
 {
     for (size_t i = 0; i < ymap_count(m); i++)
         if (strcmp(ymap_key(m, i)->s, key) == 0)
@@ -392,7 +392,7 @@ ymap_find(const ynode *m, const char *key)
 }
 
 bool
-ynull(const ynode *v)
+tsr_ynull(const ynode *v)
 {
     return v->kind == Y_SCALAR && v->plain &&
            (v->len == 0 || strcmp(v->s, "~") == 0 || strcmp(v->s, "null") == 0 ||

@@ -36,6 +36,12 @@ typedef struct tsr_backend_ops {
     tsr_status (*values)(tsr_engine *e, tsr_rect r, float *out, tsr_error *err);
 } tsr_backend_ops;
 
+/* Swath k's columns [*x, *x + *w) of swaths `sw` wide, for the output's start corner: from
+ * the left, or from the right edge inward (the last swath may be narrower). The stream loop
+ * (engine.c) and the pull reader (job.c) walk bands with it. */
+void
+tsr_engine_swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, int64_t *w);
+
 extern const tsr_backend_ops tsr_backend_cpu;
 extern const tsr_backend_ops tsr_backend_gpu;
 

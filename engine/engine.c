@@ -11,13 +11,21 @@
 #include <string.h>
 #include <unistd.h>
 
+/* headers only: tsr_engine_new decodes, once its plan has counted the images */
+static const tsr_design_opts load_opts = {.read_image = tsr_png_read_gray,
+                                          .read_size = tsr_png_read_info, .defer = true};
+
 tsr_design *
 tsr_engine_load(const char *path, tsr_error *err)
 {
-    /* headers only: tsr_engine_new decodes, once its plan has counted the images */
-    tsr_design_opts o = {.read_image = tsr_png_read_gray, .read_size = tsr_png_read_info,
-                         .defer = true};
-    return tsr_design_load(path, &o, err);
+    return tsr_design_load(path, &load_opts, err);
+}
+
+tsr_design *
+tsr_engine_load_string(const char *text, size_t len, const char *name, const char *base_dir,
+                       tsr_error *err)
+{
+    return tsr_design_load_string(text, len, name, base_dir, &load_opts, err);
 }
 
 /* A plan refused because of an explicit --threads that fewer threads would pass is about
@@ -388,9 +396,8 @@ tsr_engine_stream_bytes(const tsr_engine *e)
            (uint64_t)(e->d->out.depth / 8);
 }
 
-/* Swath k's columns for the start corner: from the left, or from the right edge inward. */
-static void
-swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, int64_t *w)
+void
+tsr_engine_swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, int64_t *w)
 {
     int64_t W = e->d->root->w;
     int start = e->d->out.start;
@@ -565,7 +572,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT, stopped = false;
     for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
         int64_t x, w;
-        swath_cols(e, sw, k, &x, &w);
+        tsr_engine_swath_cols(e, sw, k, &x, &w);
         bool up = bottom;
         if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
             up = !up;

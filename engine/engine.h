@@ -71,6 +71,12 @@ typedef struct tsr_engine_stats {
 tsr_design *
 tsr_engine_load(const char *path, tsr_error *err);
 
+/* The same for `len` bytes of YAML in memory (tsr_design_load_string: `name` may be NULL,
+ * relative image paths start at `base_dir`, NULL: the current directory). */
+tsr_design *
+tsr_engine_load_string(const char *text, size_t len, const char *name, const char *base_dir,
+                       tsr_error *err);
+
 /* Make an engine for design `d` (borrowed). Plans memory first: TSR_EPLAN when the plan does
  * not fit opts->memory, naming the smallest budget that would, or when its threads' stacks and
  * the plan's minimum do not fit an address-space limit (ulimit -v), naming the remedy. Then

@@ -41,7 +41,6 @@ tsr_sink_bytes(const tsr_sink *s);
 
 /* ---- framing (DESIGN.md §3) ------------------------------------------------------- */
 
-#define TSR_HEADER_SIZE 75      /* packed little-endian stream header */
 #define TSR_FRAME_HEAD 24       /* u64 offset, u32 wire, u32 raw, u32 crc, u32 flags */
 #define TSR_FRAME_DEFLATE 1u    /* flags bit 0: the payload is one zlib stream */
 #define TSR_FRAME_ABORT 2u      /* flags bit 1: abort; offset = next undelivered byte */
@@ -50,18 +49,8 @@ tsr_sink_bytes(const tsr_sink *s);
 #define TSR_ABORT_MAX 4096u     /* longest abort reason on the wire */
 #define TSR_RESUME_REFUSED UINT64_MAX /* the receiver's answer that refuses a job */
 
-/* The stream header's fields (magic and sizes are implied). */
-typedef struct tsr_header {
-    uint16_t version;        /* 1 */
-    uint16_t depth;          /* 8 or 16 */
-    uint64_t width, height;  /* of the stream (the --rows crop applied) */
-    uint8_t order;           /* 0 raster, 1 swath */
-    uint8_t serpentine;      /* 0 or 1 */
-    uint8_t start;           /* 0 tl, 1 tr, 2 bl, 3 br */
-    uint64_t swath_width;    /* = width for raster */
-    uint8_t fingerprint[32]; /* SHA-256 of the canonical design + its input files */
-    uint64_t total;          /* sample bytes of the whole stream */
-} tsr_header;
+/* The stream header (tsr_header, TSR_HEADER_SIZE) and tsr_header_encode are the public API's
+ * (include/tessera.h). */
 
 /* One frame's fixed part; the payload (wire bytes) follows it on the wire. */
 typedef struct tsr_frame {
@@ -71,10 +60,6 @@ typedef struct tsr_frame {
     uint32_t crc;    /* crc32 of the raw bytes (trailer: of everything since the resume) */
     uint32_t flags;  /* TSR_FRAME_* */
 } tsr_frame;
-
-/* Encode the header: magic "TSRA" then the fields, little-endian, packed. Never fails. */
-void
-tsr_header_encode(const tsr_header *h, uint8_t out[TSR_HEADER_SIZE]);
 
 /* Decode and validate a header: magic, version 1, depth 8|16, order <= 1, serpentine <= 1,
  * start <= 3, total == width * height * depth / 8 without overflow, 1 <= swath width <= width.

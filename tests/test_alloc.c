@@ -14,6 +14,7 @@
 #include "designs/designs.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
+#include "tessera.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -316,4 +317,63 @@ Test(alloc, failures_on_two_threads_leave_the_cache_consistent)
         free(path);
         NO_LEAKS(rel[i]);
     }
+}
+
+/* The pull API (engine/job.c): open from YAML in memory, read the whole stream in reads that
+ * straddle bands, with allocation n failed. A failed open is TSR_ENOMEM with a message; a
+ * failed read -TSR_ENOMEM; a job that read to the end has the bytes of a run without a
+ * failure; nothing leaks either way. */
+static bool
+job_failing(const char *yaml, const uint8_t *want, size_t len, long n)
+{
+    tsr_error err = {TSR_OK, ""};
+    tsr_job_opts o = {.backend = "cpu", .threads = 1};
+    uint8_t *got = calloc(1, len + 1);
+    cr_assert_not_null(got);
+    fa_arm(n);
+    tsr_job *j = tsr_job_open_yaml(yaml, strlen(yaml), "job.yaml", &o, &err);
+    int64_t k = 0;
+    size_t at = 0;
+    while (j && (k = tsr_job_read(j, got + at, 1000)) > 0)
+        at += (size_t)k;
+    if (j && k < 0)
+        err = *tsr_job_error(j);
+    tsr_job_close(j);
+    fa_disarm();
+    bool fired = fa_fired();
+    if (j && k == 0) {
+        cr_assert(at == len && memcmp(got, want, len) == 0,
+                  "job: allocation %ld failed, the bytes differ", n);
+    } else {
+        cr_assert(fired, "job failed without an allocation failure: %s", err.msg);
+        cr_assert_eq(j ? -k : err.status, TSR_ENOMEM, "job: allocation %ld failed: %s", n,
+                     err.msg);
+        cr_assert(err.msg[0], "job: allocation %ld failed without a message", n);
+    }
+    free(got);
+    return fired;
+}
+
+Test(alloc, every_allocation_of_a_pulled_job_can_fail_cleanly)
+{
+    const char *yaml = "tessera: 1\n"
+                       "tile: 16\n"
+                       "output: {depth: 16, order: swath, swath: {width: 24, serpentine: true}}\n"
+                       "root:\n"
+                       "  size: [40, 37]\n"
+                       "  source: {shape: circle, center: [20, 18], radius: 15}\n";
+    size_t len = 40 * 37 * 2;
+    uint8_t *want = malloc(len);
+    tsr_error err = {TSR_OK, ""};
+    tsr_job *j = tsr_job_open_yaml(yaml, strlen(yaml), "job.yaml", NULL, &err);
+    cr_assert_not_null(j, "%s", err.msg);
+    cr_assert_eq(tsr_job_read(j, want, len), (int64_t)len);
+    tsr_job_close(j);
+    long n = 1;
+    while (job_failing(yaml, want, len, n))
+        n++;
+    report("job", "job.yaml", n - 1);
+    cr_assert(n > 10, "only %ld allocations", n - 1);
+    free(want);
+    NO_LEAKS("job");
 }

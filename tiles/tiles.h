@@ -1,6 +1,6 @@
 /* tiles: the value types every other module speaks.
  *
- * tsr_status / tsr_error   how every fallible function reports failure
+ * tsr_status / tsr_error   how every fallible function reports failure (public: tessera.h)
  * tsr_rect                 an int64 pixel rectangle, half-open
  * tsr_tile                 float32 pixels of a rectangle
  * tsr_grid                 how a node of w x h splits into T x T tiles (ragged edges)
@@ -10,6 +10,8 @@
 #ifndef TSR_TILES_H
 #define TSR_TILES_H
 
+#include "tessera.h"
+
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,21 +19,7 @@
 
 /* ---- errors -------------------------------------------------------------- */
 
-typedef enum tsr_status {
-    TSR_OK = 0,
-    TSR_EINVAL,   /* bad design, bad argument: the user's fault, exit 2 */
-    TSR_EPLAN,    /* the memory plan does not fit --memory, exit 2 */
-    TSR_ENOMEM,   /* an allocation failed, exit 1 */
-    TSR_EIO,      /* a read or write failed, exit 1 */
-    TSR_EINTR,    /* interrupted by a signal, exit 1 */
-    TSR_EINTERNAL /* a broken invariant: a bug, exit 1 */
-} tsr_status;
-
-/* A filled-in error: `msg` reads "where: what". */
-typedef struct tsr_error {
-    tsr_status status; /* the status that was returned with it */
-    char msg[1024];    /* NUL-terminated, human-readable */
-} tsr_error;
+/* tsr_status, tsr_error and tsr_status_name are the public API's (include/tessera.h). */
 
 /* Fill `err` (may be NULL) with a printf-formatted message; returns `st`
  * so callers can write `return tsr_fail(err, TSR_EINVAL, "...")`. */
@@ -42,10 +30,6 @@ tsr_fail(tsr_error *err, tsr_status st, const char *fmt, ...)
 /* Process exit status for a status: 0, 1 or 2 (DESIGN.md §4). */
 int
 tsr_status_exit_code(tsr_status st);
-
-/* A short name for a status ("invalid input", "out of memory", ...). */
-const char *
-tsr_status_name(tsr_status st);
 
 /* ---- checked arithmetic ---------------------------------------------------- */
 

@@ -1,0 +1,47 @@
+# bash completion for tessera(1); installed as share/bash-completion/completions/tessera.
+# Each subcommand's options are the ones its usage line (cli/main.c) lists.
+
+_tessera()
+{
+    local cur prev cmd opts
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD-1]}
+    if [[ $COMP_CWORD -eq 1 ]]; then
+        COMPREPLY=($(compgen -W "render preview profile check controller --version --help" \
+            -- "$cur"))
+        return
+    fi
+    cmd=${COMP_WORDS[1]}
+    case $prev in
+        --backend) COMPREPLY=($(compgen -W "cpu gpu auto" -- "$cur")); return ;;
+        --progress) COMPREPLY=($(compgen -W "auto bar json none" -- "$cur")); return ;;
+        --depth) COMPREPLY=($(compgen -W "8 16" -- "$cur")); return ;;
+        -o)
+            if [[ $cmd == render ]]; then
+                COMPREPLY=($(compgen -W "- null tcp://" -- "$cur") $(compgen -f -- "$cur"))
+            else
+                COMPREPLY=($(compgen -f -- "$cur"))
+            fi
+            return ;;
+        --rate|--memory|--gpu-memory|--threads|--tile|--rows|--resume-at|--stall-timeout|\
+        --region|--scale|--target|--seconds|--listen|--jobs)
+            return ;; # a value of the user's
+    esac
+    case $cmd in
+        render) opts="-o --rate --backend --memory --threads --framed --deflate --resume-at
+                      --rows --progress --tile --stall-timeout --gpu-memory --help" ;;
+        preview) opts="--region --scale -o --depth --force --memory --threads --tile --help" ;;
+        profile) opts="--region --seconds --backend --target --json --memory --threads --tile
+                       --gpu-memory --help" ;;
+        check) opts="--tree --memory --threads --tile --help" ;;
+        controller) opts="--listen --rate -o --jobs --stall-timeout --exit-on-abort --help" ;;
+        *) return ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    elif [[ $cmd != controller ]]; then
+        COMPREPLY=($(compgen -f -X '!*.yaml' -- "$cur") $(compgen -f -X '!*.yml' -- "$cur")
+                   $(compgen -d -- "$cur"))
+    fi
+}
+complete -F _tessera tessera
