@@ -608,7 +608,8 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
     _Atomic uint64_t done = 0;
     tsr_progress_opts po = {.mode = pm, .computed = &done, .unit = "px",
                             .always = pm == TSR_PROGRESS_JSON,
-                            .total = a->fast ? (uint64_t)ow * (uint64_t)oh
+                            .total = a->fast ? (uint64_t)ow * (uint64_t)oh *
+                                                   TSR_PREVIEW_FAST_SAMPLES
                                              : (uint64_t)w * (uint64_t)h};
     tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
     tsr_preview_opts o = {.scale = a->scale, .depth = a->depth, .fast = a->fast, .done = &done};
@@ -617,7 +618,7 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
     if (st != TSR_OK)
         return fail(&err);
     fprintf(stderr, "tessera: wrote %s (%lldx%lld%s)\n", strcmp(out, "-") ? out : "stdout",
-            (long long)ow, (long long)oh, a->fast ? ", --fast: block centres" : "");
+            (long long)ow, (long long)oh, a->fast ? ", --fast: sampled" : "");
     return 0;
 }
 

@@ -198,18 +198,22 @@ tsr_status
 tsr_engine_preview(tsr_engine *e, tsr_rect r, int64_t scale, int depth, const char *path,
                    tsr_error *err);
 
+/* Samples a fast preview takes in each block. */
+#define TSR_PREVIEW_FAST_SAMPLES 4
+
 /* A preview's choices: */
 typedef struct tsr_preview_opts {
     int64_t scale;          /* K >= 1 */
     int depth;              /* 8 or 16 */
-    bool fast;              /* approximate: each output pixel is the value of the region pixel
-                             * at its block's centre, (b * K + (w - 1) / 2) on each axis for
-                             * block b of clipped width w, instead of the block's average;
-                             * only those pixels (and the child tiles under them) are
-                             * computed. K = 1 gives the exact preview. */
+    bool fast;              /* approximate: each output pixel is the mean of the values of
+                             * TSR_PREVIEW_FAST_SAMPLES region pixels of its block, scattered
+                             * by a hash (docs/semantics.md gives the formula), instead of the
+                             * block's average; only those pixels (and the child tiles under
+                             * them) are computed. K = 1 gives the exact preview. */
     _Atomic uint64_t *done; /* may be NULL: work done so far, for a progress display: region
                              * pixels rendered (W x H in all), or with `fast` samples taken
-                             * (ceil(W/K) x ceil(H/K)); bumped per render call or sample */
+                             * (ceil(W/K) x ceil(H/K) x TSR_PREVIEW_FAST_SAMPLES); bumped per
+                             * render call or sample */
 } tsr_preview_opts;
 
 /* The tile edge (tsr_engine_opts.tile) an engine for fast previews of design d is best made

@@ -91,29 +91,44 @@ done:
     return st;
 }
 
-/* --fast: the region pixel that stands for block b of a k-wide axis of n pixels: the middle of
- * the block as clipped to the region, b * k + (w - 1) / 2 with w = min(k, n - b * k). */
-static int64_t
-block_centre(int64_t b, int64_t k, int64_t n)
+/* splitmix64 (Steele, Lea, Flood 2014): a fixed, documented scatter of the fast samples. */
+static uint64_t
+splitmix64(uint64_t x)
 {
-    int64_t x0 = b * k, w = n - x0 < k ? n - x0 : k;
-    return x0 + (w - 1) / 2;
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
 }
 
-/* Samples one call of the fast preview computes at most (rects of 1 x 1: 32 bytes each). */
+/* --fast: sample s of block (bx, by), whose top-left region pixel is (x0, y0) and clipped size
+ * bw x bh: h = splitmix64((by * ow + bx) * TSR_PREVIEW_FAST_SAMPLES + s), at region pixel
+ * (x0 + h mod bw, y0 + (h >> 32) mod bh). Scattered, not on a lattice: a lattice of samples
+ * shows a grating finer than K as one of its phases (the wafer's 10 px lines sampled every
+ * 300 px at the block centres came out black), scattered ones show it grey. */
+static tsr_rect
+fast_sample(tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t bx, int64_t by, int s)
+{
+    int64_t x0 = bx * kx, y0 = by * ky;
+    int64_t bw = r.w - x0 < kx ? r.w - x0 : kx, bh = r.h - y0 < ky ? r.h - y0 : ky;
+    uint64_t h = splitmix64(((uint64_t)by * (uint64_t)ow + (uint64_t)bx) *
+                                TSR_PREVIEW_FAST_SAMPLES + (uint64_t)s);
+    return tsr_rect_make(r.x + x0 + (int64_t)(h % (uint64_t)bw),
+                         r.y + y0 + (int64_t)((h >> 32) % (uint64_t)bh), 1, 1);
+}
+
+/* Rects one call of the fast preview computes at most (1 x 1: 32 bytes each, and a float). */
 #define FAST_BATCH 65536
 
 /* The tile edge of a fast preview's engine where no edge reads a neighbourhood: a sample
  * computes the child tiles under it, so small ones cost little (the 100 mm wafer at --scale
- * 300: 0.4 s at 16, 0.7 s at 32, 2.9 s at 64, 8.8 s at its own 512). A blur or distance would
- * read a halo of many small tiles for each (3 blurs of sigma 50: over 60 s at 16 or 64, 18 s at
- * the design's own). */
+ * 300: 3.1 s of CPU at 16, 8.2 s at its own 512; 8 and 32 cost about what 16 does). A blur or
+ * distance would read a halo of many small tiles for each sample (3 blurs of sigma 50: over
+ * 60 s at 16 or 64, 18 s at the design's own). */
 #define FAST_TILE 16
 
 typedef struct fast_ctx {
-    const tsr_output *o;
-    uint8_t *img;
-    size_t at, bps; /* the batch's first image index */
+    float *v; /* one value per rect of the batch */
     _Atomic uint64_t *done;
 } fast_ctx;
 
@@ -121,48 +136,58 @@ static void
 emit_sample(void *ctx, size_t k, const float *px)
 {
     fast_ctx *c = ctx;
-    put_sample(c->img, c->at + k, c->bps, tsr_convert_one(c->o, (double)px[0]));
+    c->v[k] = px[0];
     if (c->done)
         atomic_fetch_add_explicit(c->done, 1, memory_order_relaxed);
 }
 
-/* The fast overview: each output pixel is the value of one region pixel, its block's centre
- * (block_centre), computed through the engine's values path for those pixels alone. On the
- * CPU a batch of rows of samples goes to the workers as 1 x 1 root rects, so only the tiles
- * of children under the samples are ever computed. */
+/* The fast overview: each output pixel is the mean (in double, in sample order) of the values
+ * of TSR_PREVIEW_FAST_SAMPLES region pixels of its block (fast_sample), computed through the
+ * engine's values path for those pixels alone. On the CPU a batch of rows of samples goes to
+ * the workers as 1 x 1 root rects, so only the child tiles under the samples are computed. */
 static tsr_status
 preview_fast(tsr_engine *e, tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t oh,
              const tsr_output *o, uint8_t *img, size_t bps, _Atomic uint64_t *done,
              tsr_error *err)
 {
-    int64_t rows = FAST_BATCH / ow > 0 ? FAST_BATCH / ow : 1;
+    const int S = TSR_PREVIEW_FAST_SAMPLES;
+    int64_t rows = FAST_BATCH / (ow * S) > 0 ? FAST_BATCH / (ow * S) : 1;
     rows = rows < oh ? rows : oh;
-    size_t cap = (size_t)(rows * ow); /* ow <= 2^31 - 1, rows * ow <= max(ow, FAST_BATCH) */
+    size_t cap = (size_t)(rows * ow * S); /* ow < 2^31: no overflow */
     tsr_rect *rects = malloc(cap * sizeof *rects);
-    if (!rects)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory (preview samples)");
+    float *v = malloc(cap * sizeof *v);
     tsr_status st = TSR_OK;
+    if (!rects || !v) {
+        st = tsr_fail(err, TSR_ENOMEM, "out of memory (preview samples)");
+        goto done;
+    }
     for (int64_t by = 0; by < oh && st == TSR_OK; by += rows) {
         int64_t nr = oh - by < rows ? oh - by : rows;
         size_t n = 0;
-        for (int64_t j = by; j < by + nr; j++) {
-            int64_t y = r.y + block_centre(j, ky, r.h);
+        for (int64_t j = by; j < by + nr; j++)
             for (int64_t i = 0; i < ow; i++)
-                rects[n++] = tsr_rect_make(r.x + block_centre(i, kx, r.w), y, 1, 1);
-        }
-        fast_ctx c = {o, img, (size_t)by * (size_t)ow, bps, done};
+                for (int s = 0; s < S; s++)
+                    rects[n++] = fast_sample(r, kx, ky, ow, i, j, s);
+        fast_ctx c = {v, done};
         if (e->ops == &tsr_backend_cpu) {
             st = tsr_cpu_root_batch(e, rects, n, emit_sample, &c, err);
-            continue;
+        } else { /* another backend: its values path, one sample at a time */
+            for (size_t k = 0; k < n && st == TSR_OK; k++) {
+                st = tsr_engine_render_rect(e, rects[k], &v[k], err);
+                if (st == TSR_OK && done)
+                    atomic_fetch_add_explicit(done, 1, memory_order_relaxed);
+            }
         }
-        for (size_t k = 0; k < n && st == TSR_OK; k++) { /* another backend: one at a time */
-            float v;
-            st = tsr_engine_render_rect(e, rects[k], &v, err);
-            if (st == TSR_OK)
-                emit_sample(&c, k, &v);
+        for (size_t p = 0; p < n / (size_t)S && st == TSR_OK; p++) {
+            double sum = 0.0;
+            for (int s = 0; s < S; s++)
+                sum += (double)v[p * (size_t)S + (size_t)s];
+            put_sample(img, (size_t)by * (size_t)ow + p, bps, tsr_convert_one(o, sum / S));
         }
     }
+done:
     free(rects);
+    free(v);
     return st;
 }
 

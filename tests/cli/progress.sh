@@ -99,8 +99,8 @@ assert js[-1]["done"] is True and js[-1]["fraction"] == 1.0 and js[-1]["computed
 print("%d lines before the end" % len(mid))
 PY
 "$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 --fast --scale 4 -o "$tmp/f.png" --progress json 2>"$tmp/fjson"
-check "preview --fast --progress json on a short job: the final line, samples of the image" \
-  grep -q '^{"computed":256,"total":256,"unit":"px","fraction":1.000000,.*"done":true}$' "$tmp/fjson"
+check "preview --fast --progress json on a short job: the final line, 4 samples a pixel" \
+  grep -q '^{"computed":1024,"total":1024,"unit":"px","fraction":1.000000,.*"done":true}$' "$tmp/fjson"
 "$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 -o "$tmp/q.png" 2>"$tmp/pauto"
 check "preview, auto off a terminal: only the 'wrote' line" \
   grep -xq "tessera: wrote $tmp/q.png (64x64)" "$tmp/pauto"
