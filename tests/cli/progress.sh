@@ -104,6 +104,12 @@ check "preview --fast --progress json on a short job: the final line, 4 samples 
 "$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 -o "$tmp/q.png" 2>"$tmp/pauto"
 check "preview, auto off a terminal: only the 'wrote' line" \
   grep -xq "tessera: wrote $tmp/q.png (64x64)" "$tmp/pauto"
+if command -v script >/dev/null 2>&1; then
+  script -qec "$TESSERA preview $tmp/poly.yaml --region 0,0,1024,128 --scale 8 -o $tmp/t.png --threads 2" \
+    /dev/null >"$tmp/pbar" 2>&1
+  check "preview, auto on a terminal: the bar (percentage, pixels a second, ETA)" \
+    grep -aEq $'\r +[0-9]+\\.[0-9]{2}%  [0-9.]+ [kMG]?px / 131.07 kpx  [0-9.]+ [kMG]?px/s  ETA [0-9-]+:[0-9-]+:[0-9-]+' "$tmp/pbar"
+fi
 "$TESSERA" check "$tmp/poly.yaml" --progress json >/dev/null 2>"$tmp/err"
 check "check --progress: exit 2" test $? -eq 2
 
