@@ -117,7 +117,8 @@ fast_sample(tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t bx, int64_t 
                          r.y + y0 + (int64_t)((h >> 32) % (uint64_t)bh), 1, 1);
 }
 
-/* Rects one call of the fast preview computes at most (1 x 1: 32 bytes each, and a float). */
+/* Samples one call of the fast preview computes at most (a 1 x 1 rect and a float each: 2.3 MB
+ * whatever the image's shape). */
 #define FAST_BATCH 65536
 
 /* The tile edge of a fast preview's engine where no edge reads a neighbourhood: a sample
@@ -151,23 +152,20 @@ preview_fast(tsr_engine *e, tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int6
              tsr_error *err)
 {
     const int S = TSR_PREVIEW_FAST_SAMPLES;
-    int64_t rows = FAST_BATCH / (ow * S) > 0 ? FAST_BATCH / (ow * S) : 1;
-    rows = rows < oh ? rows : oh;
-    size_t cap = (size_t)(rows * ow * S); /* ow < 2^31: no overflow */
-    tsr_rect *rects = malloc(cap * sizeof *rects);
-    float *v = malloc(cap * sizeof *v);
+    int64_t per = FAST_BATCH / S, npx = ow * oh; /* pixels a batch; ow * oh fit the image */
+    tsr_rect *rects = malloc((size_t)FAST_BATCH * sizeof *rects);
+    float *v = malloc((size_t)FAST_BATCH * sizeof *v);
     tsr_status st = TSR_OK;
     if (!rects || !v) {
         st = tsr_fail(err, TSR_ENOMEM, "out of memory (preview samples)");
         goto done;
     }
-    for (int64_t by = 0; by < oh && st == TSR_OK; by += rows) {
-        int64_t nr = oh - by < rows ? oh - by : rows;
+    for (int64_t p0 = 0; p0 < npx && st == TSR_OK; p0 += per) {
+        int64_t np = npx - p0 < per ? npx - p0 : per;
         size_t n = 0;
-        for (int64_t j = by; j < by + nr; j++)
-            for (int64_t i = 0; i < ow; i++)
-                for (int s = 0; s < S; s++)
-                    rects[n++] = fast_sample(r, kx, ky, ow, i, j, s);
+        for (int64_t p = p0; p < p0 + np; p++)
+            for (int s = 0; s < S; s++)
+                rects[n++] = fast_sample(r, kx, ky, ow, p % ow, p / ow, s);
         fast_ctx c = {v, done};
         if (e->ops == &tsr_backend_cpu) {
             st = tsr_cpu_root_batch(e, rects, n, emit_sample, &c, err);
@@ -178,11 +176,11 @@ preview_fast(tsr_engine *e, tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int6
                     atomic_fetch_add_explicit(done, 1, memory_order_relaxed);
             }
         }
-        for (size_t p = 0; p < n / (size_t)S && st == TSR_OK; p++) {
+        for (int64_t q = 0; q < np && st == TSR_OK; q++) {
             double sum = 0.0;
             for (int s = 0; s < S; s++)
-                sum += (double)v[p * (size_t)S + (size_t)s];
-            put_sample(img, (size_t)by * (size_t)ow + p, bps, tsr_convert_one(o, sum / S));
+                sum += (double)v[q * S + s];
+            put_sample(img, (size_t)(p0 + q), bps, tsr_convert_one(o, sum / S));
         }
     }
 done:

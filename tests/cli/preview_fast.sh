@@ -101,6 +101,12 @@ check "microlens-sphere (distance), K=13, 8 bit" "$lens" 3000,3000,650,390 13 8
 if cmp -s "$tmp/a.png" "$tmp/b.png"; then ok "--fast at --scale 1 is the exact preview"
 else bad "--fast at --scale 1 differs from the exact preview"; fi
 
+# K = 1 over batches of samples that start and end inside image rows (16384 pixels a batch)
+"$TESSERA" preview "$wafer" --region 40000,49990,20000,3 -o "$tmp/a.png" 2>/dev/null
+"$TESSERA" preview "$wafer" --region 40000,49990,20000,3 --fast -o "$tmp/b.png" 2>/dev/null
+if cmp -s "$tmp/a.png" "$tmp/b.png"; then ok "--fast at --scale 1, 20000 x 3 (batches across rows): the exact preview"
+else bad "--fast at --scale 1, 20000 x 3: differs from the exact preview"; fi
+
 # a render option, not a preview one
 "$TESSERA" render "$wafer" --fast -o null 2>"$tmp/err"
 if [ $? -eq 2 ] && grep -q "fast.*preview option" "$tmp/err"; then ok "render --fast: exit 2"
