@@ -25,7 +25,7 @@ static const char usage[] =
     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
     "                         [--stall-timeout S] [--gpu-memory M]\n"
     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
-    "                         [--force]\n"
+    "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
     "                         [--memory M] [--threads N] [--tile T]\n"
     "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
     "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
@@ -45,7 +45,7 @@ typedef struct args {
     const char *cmd, *design, *out, *backend;
     tsr_engine_opts eo;
     tsr_rect region;
-    bool have_region, json, tree, force;
+    bool have_region, json, tree, force, fast;
     int64_t scale;
     int depth;
     double target; /* bytes/s */
@@ -272,7 +272,7 @@ parse_args(int argc, char **argv, args *a)
 {
     enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
            O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE };
+           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST };
     static const struct option longs[] = {
         {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
         {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
@@ -286,7 +286,7 @@ parse_args(int argc, char **argv, args *a)
         {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
         {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
         {"seconds", required_argument, 0, O_SECONDS}, {"tree", no_argument, 0, O_TREE},
-        {"force", no_argument, 0, O_FORCE},
+        {"force", no_argument, 0, O_FORCE},           {"fast", no_argument, 0, O_FAST},
         {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
     a->cmd = argv[1];
     a->scale = 1;
@@ -355,6 +355,7 @@ parse_args(int argc, char **argv, args *a)
         case O_JSON: a->json = true; break;
         case O_TREE: a->tree = true; break;
         case O_FORCE: a->force = true; break;
+        case O_FAST: a->fast = true; break;
         case O_RATE:
             if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
                 return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
@@ -406,16 +407,18 @@ parse_args(int argc, char **argv, args *a)
     if (optind != argc - 1)
         return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
     a->design = argv[optind];
-    bool streaming = a->rate > 0 || a->framed || a->deflate || a->have_resume ||
-                     strcmp(a->progress, "auto") != 0 || a->stall > 0;
+    bool streaming = a->rate > 0 || a->framed || a->deflate || a->have_resume || a->stall > 0;
     if (streaming && strcmp(a->cmd, "render") != 0)
-        return usage_error("%s: --rate, --framed, --deflate, --resume-at, --progress and "
-                           "--stall-timeout are render options", a->cmd);
+        return usage_error("%s: --rate, --framed, --deflate, --resume-at and --stall-timeout "
+                           "are render options", a->cmd);
+    if (strcmp(a->progress, "auto") != 0 && strcmp(a->cmd, "render") != 0 &&
+        strcmp(a->cmd, "preview") != 0)
+        return usage_error("%s: --progress is a render and preview option", a->cmd);
     int bad = check_out(a);
     if (bad)
         return bad;
-    if (a->force && strcmp(a->cmd, "preview") != 0)
-        return usage_error("--force%s: a preview option", "");
+    if ((a->force || a->fast) && strcmp(a->cmd, "preview") != 0)
+        return usage_error("%s: a preview option", a->force ? "--force" : "--fast");
     if (a->tree && strcmp(a->cmd, "check") != 0)
         return usage_error("--tree%s: a check option", "");
     if (a->seconds > 0 && (strcmp(a->cmd, "profile") != 0 || a->have_region))
@@ -501,12 +504,14 @@ cmd_render(args *a, tsr_engine *e)
     uint64_t start = tsr_sink_start(s);
     tsr_progress_mode pm = progress_mode(a->progress);
     double t0 = now_s();
-    tsr_progress *pr = tsr_progress_start(s, pm, total, stderr);
-    tsr_stream_opts o = {.start = start, .stop = &g_stop};
+    _Atomic uint64_t computed = start;
+    tsr_progress_opts po = {.mode = pm, .total = total, .sink = s, .computed = &computed};
+    tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
+    tsr_stream_opts o = {.start = start, .stop = &g_stop, .computed = &computed};
     tsr_status st = tsr_engine_stream_ex(e, s, &o, &err);
     if (st == TSR_OK)
         st = tsr_sink_finish(s, &err);
-    tsr_progress_stop(pr, st == TSR_OK);
+    double first = tsr_progress_stop(pr, st == TSR_OK);
     double secs = now_s() - t0, starved;
     uint64_t under = tsr_sink_underruns(s, &starved), off = tsr_sink_offset(s);
     if (st != TSR_OK) {
@@ -539,11 +544,20 @@ cmd_render(args *a, tsr_engine *e)
     g_sink = NULL;
     if (tsr_sink_close(s, &cerr) != TSR_OK)
         return fail(&cerr);
-    if (a->rate > 0 && pm != TSR_PROGRESS_NONE)
-        fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s, paced at %.2f MB/s), "
+    if (pm == TSR_PROGRESS_NONE)
+        return 0;
+    /* the summary of every run: what went out, how fast, how long the first byte took */
+    char fb[48] = "";
+    if (first >= 0)
+        snprintf(fb, sizeof fb, ", first byte after %.1f s", first);
+    double mbs = secs > 0 ? (double)(off - start) / secs / 1e6 : 0.0;
+    if (a->rate > 0)
+        fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s, paced at %.2f MB/s)%s, "
                 "%llu underruns (%.3f s starved)\n", (unsigned long long)(off - start), secs,
-                secs > 0 ? (double)(off - start) / secs / 1e6 : 0.0, a->rate / 1e6,
-                (unsigned long long)under, starved);
+                mbs, a->rate / 1e6, fb, (unsigned long long)under, starved);
+    else
+        fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s)%s\n",
+                (unsigned long long)(off - start), secs, mbs, fb);
     return 0;
 }
 
@@ -586,11 +600,27 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
                 "fits (or --force)\n", have, lim, (long long)k);
         return 2;
     }
-    if (tsr_engine_preview(e, a->region, a->scale, a->depth, out, &err) != TSR_OK)
-        return fail(&err);
     int64_t k = a->scale, w = a->region.w, h = a->region.h; /* ceil(w / k), no w + k */
-    fprintf(stderr, "tessera: wrote %s (%lldx%lld)\n", strcmp(out, "-") ? out : "stdout",
-            (long long)(w / k + (w % k != 0)), (long long)(h / k + (h % k != 0)));
+    int64_t ow = w / k + (w % k != 0), oh = h / k + (h % k != 0);
+    /* progress as render's, but `auto` off a terminal is silent: a preview's output is a
+     * file, and its caller asked for no log */
+    tsr_progress_mode pm = strcmp(a->progress, "auto") == 0 && !isatty(STDERR_FILENO)
+                               ? TSR_PROGRESS_NONE
+                               : progress_mode(a->progress);
+    _Atomic uint64_t done = 0;
+    tsr_progress_opts po = {.mode = pm, .computed = &done, .unit = "px",
+                            .always = pm == TSR_PROGRESS_JSON,
+                            .total = a->fast ? (uint64_t)ow * (uint64_t)oh *
+                                                   TSR_PREVIEW_FAST_SAMPLES
+                                             : (uint64_t)w * (uint64_t)h};
+    tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
+    tsr_preview_opts o = {.scale = a->scale, .depth = a->depth, .fast = a->fast, .done = &done};
+    tsr_status st = tsr_engine_preview_ex(e, a->region, &o, out, &err);
+    tsr_progress_stop(pr, st == TSR_OK);
+    if (st != TSR_OK)
+        return fail(&err);
+    fprintf(stderr, "tessera: wrote %s (%lldx%lld%s)\n", strcmp(out, "-") ? out : "stdout",
+            (long long)ow, (long long)oh, a->fast ? ", --fast: sampled" : "");
     return 0;
 }
 
@@ -927,6 +957,8 @@ main(int argc, char **argv)
     tsr_design *d = tsr_engine_load(a.design, &err);
     if (!d)
         return fail(&err);
+    if (a.fast && a.eo.tile == 0) /* the samples' own tiles cost less when small */
+        a.eo.tile = tsr_preview_fast_tile(d);
     tsr_engine *e = tsr_engine_new(d, &a.eo, &err);
     if (!e) {
         tsr_design_free(d);

@@ -16,6 +16,9 @@ typedef struct tsr_band_job {
     int64_t bps;
     uint8_t *dst;
     uint64_t seq; /* band number in submission order */
+    _Atomic uint64_t *done; /* may be NULL: a backend that finishes the band in parts adds
+                             * each part's bytes as it is done (the CPU: per root rect), for
+                             * the progress display; the pipeline accounts the rest */
 } tsr_band_job;
 
 typedef struct tsr_backend_ops {

@@ -83,6 +83,8 @@ emit_quant(void *ctx, size_t k, const float *px)
         uint8_t *dst = j->dst + (row * j->w + (r.x - j->x)) * j->bps;
         tsr_convert(&q->e->d->out, px + y * r.w, (size_t)r.w, dst);
     }
+    if (j->done) /* the progress display moves per rect, not per band */
+        atomic_fetch_add_explicit(j->done, (uint64_t)(r.w * r.h * j->bps), memory_order_relaxed);
 }
 
 /* Freed tiles stay in malloc's heap (compute.c, tune_malloc: no mmap/munmap per tile), and

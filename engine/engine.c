@@ -416,7 +416,7 @@ tsr_status
 tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn progress,
                   void *ctx, tsr_error *err)
 {
-    tsr_stream_opts o = {start, progress, ctx, NULL};
+    tsr_stream_opts o = {start, progress, ctx, NULL, NULL};
     return tsr_engine_stream_ex(e, sink, &o, err);
 }
 
@@ -437,9 +437,20 @@ typedef struct pipeline {
     size_t head, n, depth;
     uint64_t seq;
     uint64_t pos, total; /* bytes handed to the writer so far (resume skip included) */
+    uint64_t next;       /* stream offset of the next band pushed */
     tsr_progress_fn progress;
     void *ctx;
+    _Atomic uint64_t *computed; /* tsr_stream_opts.computed */
 } pipeline;
+
+/* *c = max(*c, v): the pipeline's own accounting never takes back what rects added. */
+static void
+raise_to(_Atomic uint64_t *c, uint64_t v)
+{
+    uint64_t old = atomic_load(c);
+    while (old < v && !atomic_compare_exchange_weak(c, &old, v))
+        ;
+}
 
 /* Writer buffers: the bands in flight plus what the writer holds (two queued and one being
  * written), so the backend never waits for the sink while the sink has work. */
@@ -482,6 +493,8 @@ pipe_pop(pipeline *p, tsr_error *err)
         memmove(s.buf, s.buf + s.skip, (size_t)(s.len - s.skip));
     tsr_writer_submit(p->wr, s.buf, (size_t)(s.len - s.skip));
     p->pos += s.len;
+    if (p->computed) /* a band computed whole (the GPU, a periodic root) counts now */
+        raise_to(p->computed, p->pos);
     if (p->progress)
         p->progress(p->ctx, p->pos, p->total);
     return TSR_OK;
@@ -506,11 +519,17 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
         *stopped = true;
         return TSR_OK;
     }
-    tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++};
+    /* its rects add to the counter from the band's own offset (before the resume offset in
+     * the band that holds it: the display takes the larger of this and what was delivered) */
+    uint64_t len = (uint64_t)(w * h * bps);
+    if (p->computed)
+        raise_to(p->computed, p->next);
+    p->next += len;
+    tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++, p->computed};
     tsr_status st = p->e->ops->submit(p->e, &j, err);
     if (st != TSR_OK)
         return st;
-    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, (uint64_t)(w * h * bps)};
+    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len};
     p->n++;
     return TSR_OK;
 }
@@ -568,6 +587,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     }
     p.progress = so->progress;
     p.ctx = so->ctx;
+    p.computed = so->computed;
     p.total = total;
     bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT, stopped = false;
     for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
@@ -582,7 +602,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
             uint64_t len = (uint64_t)(w * h * bps);
             if (pos + len <= start) { /* before the resume offset: nothing to compute */
                 pos += len;
-                p.pos = pos;
+                p.pos = p.next = pos;
                 continue;
             }
             if (so->stop && *so->stop) {

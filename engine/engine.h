@@ -163,6 +163,10 @@ typedef struct tsr_stream_opts {
                                    * (tsr_engine_opts.stop) so the band itself is abandoned
                                    * within a tile's row, and to the sink (tsr_sink_opts.stop)
                                    * so a paced or blocked writer stops too. */
+    _Atomic uint64_t *computed;   /* may be NULL: raised to the stream offset up to which
+                                   * bytes are computed, during each band as its parts (the
+                                   * CPU's root rects) finish; what tsr_progress_opts.computed
+                                   * reads */
 } tsr_stream_opts;
 
 tsr_status
@@ -204,6 +208,35 @@ tsr_convert_one(const tsr_output *o, double v);
 tsr_status
 tsr_engine_preview(tsr_engine *e, tsr_rect r, int64_t scale, int depth, const char *path,
                    tsr_error *err);
+
+/* Samples a fast preview takes in each block. */
+#define TSR_PREVIEW_FAST_SAMPLES 4
+
+/* A preview's choices: */
+typedef struct tsr_preview_opts {
+    int64_t scale;          /* K >= 1 */
+    int depth;              /* 8 or 16 */
+    bool fast;              /* approximate: each output pixel is the mean of the values of
+                             * TSR_PREVIEW_FAST_SAMPLES region pixels of its block, scattered
+                             * by a hash (docs/semantics.md gives the formula), instead of the
+                             * block's average; only those pixels (and the child tiles under
+                             * them) are computed. K = 1 gives the exact preview. */
+    _Atomic uint64_t *done; /* may be NULL: work done so far, for a progress display: region
+                             * pixels rendered (W x H in all), or with `fast` samples taken
+                             * (ceil(W/K) x ceil(H/K) x TSR_PREVIEW_FAST_SAMPLES); bumped per
+                             * render call or sample */
+} tsr_preview_opts;
+
+/* The tile edge (tsr_engine_opts.tile) an engine for fast previews of design d is best made
+ * with: a small one where no blur or distance reads a neighbourhood, else 0 (the design's
+ * own tiles). Tiles never change a value (the engine is tile-invariant), only the cost. */
+int64_t
+tsr_preview_fast_tile(const tsr_design *d);
+
+/* tsr_engine_preview with those choices. */
+tsr_status
+tsr_engine_preview_ex(tsr_engine *e, tsr_rect r, const tsr_preview_opts *o, const char *path,
+                      tsr_error *err);
 
 /* `tessera check`: the summary (sizes, stream bytes, memory plan), then warnings for legal
  * designs that are almost certainly not meant (a pattern wholly outside its parent, a shape

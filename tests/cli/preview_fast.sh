@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# preview --fast (issue 14, item 3): an image of the exact preview's size whose every pixel is
+# the mean of 4 region pixels of its block scattered by splitmix64 (docs/semantics.md gives the
+# formula), converted. Checked against a 16-bit --scale 1 preview of the same region: numpy
+# picks the same pixels, takes value = sample / 65535, averages and converts (range [0, 1], no
+# calibration, as in the designs used); the 8-bit image must match exactly, the 16-bit one
+# within 1 (the reference itself is rounded to 16 bits). K dividing the region or not, a
+# design whose fast engine gets small tiles (the wafer) and one that keeps its own (a
+# distance). K = 1 is the exact preview byte for byte. No timing is asserted.
+set -uo pipefail
+: "${TESSERA:?}" "${SRC:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+PY=""
+for cand in ${PYTHON:-} python3 /usr/bin/python3; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then
+    PY=$cand
+    break
+  fi
+done
+[ -n "$PY" ] || { echo "FAIL: no python3 with numpy"; exit 1; }
+
+# sampled REF FAST K: FAST is REF (a 16-bit --scale 1 PNG) at the scattered samples
+sampled() {
+  "$PY" - "$SRC/tests/oracle" "$@" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from oracle import read_png
+ref, _, rd, _ = read_png(sys.argv[2])
+got, _, gd, _ = read_png(sys.argv[3])
+k = int(sys.argv[4])
+assert rd == 16, rd
+ref, got = ref[:, :, 0], got[:, :, 0]
+H, W = ref.shape
+M = (1 << 64) - 1
+def splitmix64(x):
+    x = (x + 0x9e3779b97f4a7c15) & M
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+kx, ky = min(k, W), min(k, H)
+ow, oh = -(-W // kx), -(-H // ky)
+want = np.zeros((oh, ow), np.int64)
+for by in range(oh):
+    for bx in range(ow):
+        x0, y0 = bx * kx, by * ky
+        bw, bh = min(kx, W - x0), min(ky, H - y0)
+        s = 0.0
+        for i in range(4):
+            h = splitmix64((by * ow + bx) * 4 + i)
+            s += float(np.float32(ref[y0 + (h >> 32) % bh, x0 + h % bw] / 65535.0))
+        m = min(max(s / 4, 0.0), 1.0)
+        want[by, bx] = int(np.floor(m * ((1 << gd) - 1) + 0.5))
+assert got.shape == want.shape, (got.shape, want.shape)
+assert want.size == 1 or len(np.unique(want)) > 1, "a flat region tells nothing"
+tol = 0 if gd == 8 else 1
+bad = np.argwhere(np.abs(got - want) > tol)
+assert len(bad) == 0, "%d of %d differ, first at %s: %d, not %d" % (
+    len(bad), got.size, bad[0], got[tuple(bad[0])], want[tuple(bad[0])])
+print("# %dx%d pixels equal%s" % (ow, oh, " within 1" if tol else ""))
+PY
+}
+
+# check NAME DESIGN REGION K DEPTH
+check() {
+  local name=$1 d=$2 region=$3 k=$4 depth=$5
+  local exact="$tmp/exact.png" ref="$tmp/ref.png" fast="$tmp/fast.png"
+  if ! "$TESSERA" preview "$d" --region "$region" --scale 1 --depth 16 -o "$ref" 2>"$tmp/err" ||
+     ! "$TESSERA" preview "$d" --region "$region" --scale "$k" --depth "$depth" -o "$exact" 2>>"$tmp/err" ||
+     ! "$TESSERA" preview "$d" --region "$region" --scale "$k" --depth "$depth" --fast -o "$fast" 2>"$tmp/ferr"; then
+    bad "$name: a preview failed: $(cat "$tmp/err" "$tmp/ferr")"
+    return
+  fi
+  # the same size as the exact preview: the IHDR (bytes 16-25) holds width, height, depth
+  if ! cmp -s <(head -c 25 "$exact" | tail -c 9) <(head -c 25 "$fast" | tail -c 9); then
+    bad "$name: --fast is not the exact preview's size"
+  elif ! grep -q "^tessera: wrote .*--fast: sampled" "$tmp/ferr"; then
+    bad "$name: no 'wrote ... --fast' line: $(cat "$tmp/ferr")"
+  elif out=$(sampled "$ref" "$fast" "$k" 2>&1); then
+    ok "$name ${out#\# }"
+  else
+    bad "$name: $out"
+  fi
+}
+
+wafer="$SRC/designs/examples/wafer-fields.yaml"
+lens="$SRC/designs/examples/microlens-sphere.yaml" # a distance: its own tiles
+check "wafer, K=37 (clipped last blocks), 8 bit" "$wafer" 48000,40700,1003,777 37 8
+check "wafer, K=48 dividing the region, 16 bit" "$wafer" 43900,44700,960,576 48 16
+check "wafer, K past the region: one pixel" "$wafer" 50000,50000,300,200 5000 8
+check "microlens-sphere (distance), K=9, 16 bit" "$lens" 100,200,700,300 9 16
+check "microlens-sphere (distance), K=13, 8 bit" "$lens" 3000,3000,650,390 13 8
+
+# K = 1: the exact preview
+"$TESSERA" preview "$wafer" --region 9990,9990,120,90 -o "$tmp/a.png" 2>/dev/null
+"$TESSERA" preview "$wafer" --region 9990,9990,120,90 --fast -o "$tmp/b.png" 2>/dev/null
+if cmp -s "$tmp/a.png" "$tmp/b.png"; then ok "--fast at --scale 1 is the exact preview"
+else bad "--fast at --scale 1 differs from the exact preview"; fi
+
+# K = 1 over batches of samples that start and end inside image rows (16384 pixels a batch)
+"$TESSERA" preview "$wafer" --region 40000,49990,20000,3 -o "$tmp/a.png" 2>/dev/null
+"$TESSERA" preview "$wafer" --region 40000,49990,20000,3 --fast -o "$tmp/b.png" 2>/dev/null
+if cmp -s "$tmp/a.png" "$tmp/b.png"; then ok "--fast at --scale 1, 20000 x 3 (batches across rows): the exact preview"
+else bad "--fast at --scale 1, 20000 x 3: differs from the exact preview"; fi
+
+# a render option, not a preview one
+"$TESSERA" render "$wafer" --fast -o null 2>"$tmp/err"
+if [ $? -eq 2 ] && grep -q "fast.*preview option" "$tmp/err"; then ok "render --fast: exit 2"
+else bad "render --fast: $(cat "$tmp/err")"; fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
