@@ -3,7 +3,9 @@
 # the Debian packages it lacks into a prefix (never /), build tessera with CUDA, run every test
 # (the GPU suite included), compute-sanitizer on the GPU suite, and the GPU benchmarks. Logs
 # and results go to $OUT (default out/gpu). One call does it all: device time is scarce.
-#   GPU_CHECK_STEPS="build test sanitize bench" (default: all)
+#   GPU_CHECK_STEPS="build test sanitize bench" (default: all), or "quick": only what the GPU
+#   changes (tessera and the GPU-facing suites: test_gpu, test_gpu_math, test_job), when device
+#   time is short
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu}
@@ -20,6 +22,17 @@ mkdir -p "$OUT"
 cat "$OUT/device.txt"
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
 rc=0
+if has quick; then
+  cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
+      >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target tessera test_gpu \
+      test_gpu_math test_job >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/cmake.log"; exit 1; }
+  grep -h "tessera:" "$OUT/cmake.log"
+  for t in test_gpu test_gpu_math test_job; do
+    (cd build-gpu && timeout 300 "./tests/$t" --jobs 4 >"$OUT/$t.log" 2>&1) || rc=1
+    echo "$t: $(grep -E "Synthesis" "$OUT/$t.log")"
+    grep -E "^\[(FAIL|SKIP)|Assertion" -A2 "$OUT/$t.log" | head -20
+  done
+fi
 if has build; then
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
       >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" >"$OUT/build.log" 2>&1 ||
