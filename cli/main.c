@@ -363,13 +363,23 @@ not_an_option(const args *a, const char *given, int short_opt)
     for (size_t i = 0; i < N_OPTIONS; i++)
         if (strncmp(name, "--", 2) == 0 && strcmp(name + 2, options[i].o.name) == 0)
             cmds = options[i].cmds;
+    char like[128] = ""; /* an abbreviation of two of c's options: "--t" in check */
+    for (size_t i = 0; i < N_OPTIONS && !cmds && strncmp(name, "--", 2) == 0; i++)
+        if ((options[i].cmds & a->c->bit) &&
+            strncmp(options[i].o.name, name + 2, strlen(name + 2)) == 0)
+            snprintf(like + strlen(like), sizeof like - strlen(like), "%s--%s",
+                     like[0] ? ", " : "", options[i].o.name);
+    char msg[256];
+    if (like[0]) {
+        snprintf(msg, sizeof msg, "%s: ambiguous, one of %s", name, like);
+        return usage_error(a->c, "%s", msg);
+    }
     if (cmds & a->c->bit) /* its own option, with a value it takes none of: --json=1 */
         return usage_error(a->c, "%s: takes no value", given);
     for (size_t i = 0; i < N_COMMANDS; i++)
         if (commands[i].bit & cmds)
             snprintf(whose + strlen(whose), sizeof whose - strlen(whose), "%s%s",
                      whose[0] ? ", " : ", but of ", commands[i].name);
-    char msg[256];
     snprintf(msg, sizeof msg, "%s is not an option of %s%s", name, a->c->name, whose);
     return usage_error(a->c, "%s", msg);
 }

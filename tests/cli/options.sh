@@ -87,6 +87,12 @@ rc=$?
 "$TESSERA" profile "$none" --json=1 2>"$tmp/err"
 [ $? -eq 2 ] && grep -qF "tessera profile: --json=1: takes no value" "$tmp/err" &&
     ok "profile --json=1: exit 2, takes no value" || bad "profile --json=1: $(cat "$tmp/err")"
+"$TESSERA" check "$none" --t 2>"$tmp/err"
+[ $? -eq 2 ] && grep -qF "tessera check: --t: ambiguous, one of --threads, --tile, --tree" "$tmp/err" &&
+    ok "check --t: exit 2, ambiguous" || bad "check --t: $(cat "$tmp/err")"
+"$TESSERA" check "$none" --tr >/dev/null 2>"$tmp/err"
+grep -q "is not an option\|ambiguous" "$tmp/err" && bad "check --tr: $(cat "$tmp/err")" ||
+    ok "check --tr abbreviates --tree"
 "$TESSERA" check "$none" -o x 2>"$tmp/err"
 [ $? -eq 2 ] && grep -qF "tessera check: -o is not an option of check, but of render, preview, controller" "$tmp/err" &&
     ok "check -o: exit 2, named" || bad "check -o: $(cat "$tmp/err")"
