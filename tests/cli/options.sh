@@ -80,22 +80,23 @@ rc=$?
     grep -qF "tessera check: --json is not an option of check, but of profile (see tessera check --help)" "$tmp/err" &&
     ! grep -q "tessera render" "$tmp/err" && ok "check D --json --scale 4 --depth 16: exit 2, check's usage only" ||
     bad "check --json: rc $rc, $(cat "$tmp/err")"
-# an option nobody takes; a value given to a flag; an ambiguous abbreviation
-"$TESSERA" render "$none" --frob 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qFx "tessera render: --frob is not an option of render (see tessera render --help)" "$tmp/err" &&
-    ok "render --frob: exit 2, named" || bad "render --frob: $(cat "$tmp/err")"
-"$TESSERA" profile "$none" --json=1 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "tessera profile: --json=1: takes no value" "$tmp/err" &&
-    ok "profile --json=1: exit 2, takes no value" || bad "profile --json=1: $(cat "$tmp/err")"
-"$TESSERA" check "$none" --t 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "tessera check: --t: ambiguous, one of --threads, --tile, --tree" "$tmp/err" &&
-    ok "check --t: exit 2, ambiguous" || bad "check --t: $(cat "$tmp/err")"
+# refuse PATTERN ARGS...: exit 2, nothing on stdout, PATTERN (a fixed string) on stderr
+refuse() {
+    local pat=$1
+    shift
+    "$TESSERA" "$@" >"$tmp/out" 2>"$tmp/err" </dev/null
+    local rc=$?
+    [ $rc -eq 2 ] && [ ! -s "$tmp/out" ] && grep -qF -- "$pat" "$tmp/err" && ok "$*: exit 2, '$pat'" ||
+        bad "$*: rc $rc, $(cat "$tmp/out" "$tmp/err")"
+}
+# an option nobody takes; a value given to a flag; an ambiguous abbreviation; -o
+refuse "tessera render: --frob is not an option of render (see tessera render --help)" render "$none" --frob
+refuse "tessera profile: --json=1: takes no value" profile "$none" --json=1
+refuse "tessera check: --t: ambiguous, one of --threads, --tile, --tree" check "$none" --t
 "$TESSERA" check "$none" --tr >/dev/null 2>"$tmp/err"
 grep -q "is not an option\|ambiguous" "$tmp/err" && bad "check --tr: $(cat "$tmp/err")" ||
     ok "check --tr abbreviates --tree"
-"$TESSERA" check "$none" -o x 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "tessera check: -o is not an option of check, but of render, preview, controller" "$tmp/err" &&
-    ok "check -o: exit 2, named" || bad "check -o: $(cat "$tmp/err")"
+refuse "tessera check: -o is not an option of check, but of render, preview, controller" check "$none" -o x
 
 # help, --help, -h: the whole usage on stdout; help of an unknown command, or of two, exits 2
 "$TESSERA" help >"$tmp/help" 2>"$tmp/err"
@@ -104,21 +105,11 @@ grep -q "is not an option\|ambiguous" "$tmp/err" && bad "check --tr: $(cat "$tmp
 for h in --help -h; do
     "$TESSERA" $h >"$tmp/h" 2>&1 && cmp -s "$tmp/h" "$tmp/help" && ok "$h = help" || bad "$h: $(cat "$tmp/h")"
 done
-"$TESSERA" help frob >"$tmp/out" 2>"$tmp/err"
-[ $? -eq 2 ] && [ ! -s "$tmp/out" ] && grep -qF "tessera help: frob: unknown command" "$tmp/err" &&
-    ok "help frob: exit 2" || bad "help frob: $(cat "$tmp/out" "$tmp/err")"
-"$TESSERA" help check render >"$tmp/out" 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "render: at most one COMMAND" "$tmp/err" && ok "help check render: exit 2" ||
-    bad "help check render: $(cat "$tmp/err")"
-"$TESSERA" help --json 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "tessera help: --json is not an option of help" "$tmp/err" &&
-    ok "help --json: exit 2" || bad "help --json: $(cat "$tmp/err")"
-"$TESSERA" frob 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "tessera: frob: unknown command (see tessera --help)" "$tmp/err" &&
-    ok "frob: unknown command, exit 2" || bad "frob: $(cat "$tmp/err")"
-"$TESSERA" --version x 2>"$tmp/err"
-[ $? -eq 2 ] && grep -qF "x: takes no arguments" "$tmp/err" && ok "--version x: exit 2" ||
-    bad "--version x: $(cat "$tmp/err")"
+refuse "tessera help: frob: unknown command" help frob
+refuse "render: at most one COMMAND" help check render
+refuse "tessera help: --json is not an option of help" help --json
+refuse "tessera: frob: unknown command (see tessera --help)" frob
+refuse "tessera version: x: takes no arguments" --version x
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
