@@ -18,30 +18,72 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char usage[] =
-    "usage:\n"
-    "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
-    "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
-    "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
-    "                         [--stall-timeout S] [--gpu-memory M]\n"
-    "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
-    "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
-    "                         [--memory M] [--threads N] [--tile T]\n"
-    "  tessera profile DESIGN [--region X,Y,W,H] [--backend ...] [--target 10MB/s] [--json]\n"
-    "                         [--memory M] [--threads N] [--tile T] [--gpu-memory M]\n"
-    "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"
-    "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
-    "                         [--stall-timeout S] [--exit-on-abort]\n"
-    "  tessera --version\n"
+/* The subcommands. An option belongs to the ones its bits name (options[] below): any other
+ * command refuses it, naming it, rather than silently ignoring it. */
+enum { C_RENDER = 1, C_PREVIEW = 2, C_PROFILE = 4, C_CHECK = 8, C_CONTROLLER = 16 };
+
+typedef struct command {
+    const char *name;
+    int bit;     /* 0: takes no option but --help */
+    bool takes_o;
+    const char *usage; /* its lines of the usage text */
+} command;
+
+static const command commands[] = {
+    {"render", C_RENDER, true,
+     "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
+     "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
+     "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
+     "                         [--stall-timeout S] [--gpu-memory M]\n"},
+    {"preview", C_PREVIEW, true,
+     "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
+     "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
+     "                         [--memory M] [--threads N] [--tile T]\n"},
+    {"profile", C_PROFILE, false,
+     "  tessera profile DESIGN [--region X,Y,W,H | --seconds S] [--backend cpu|gpu|auto]\n"
+     "                         [--target 10MB/s] [--json] [--memory M] [--threads N]\n"
+     "                         [--tile T] [--gpu-memory M]\n"},
+    {"check", C_CHECK, false,
+     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"},
+    {"controller", C_CONTROLLER, true,
+     "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
+     "                         [--stall-timeout S] [--exit-on-abort]\n"},
+    {"help", 0, false, "  tessera help [COMMAND]   (or: tessera COMMAND --help)\n"},
+    {"version", 0, false, "  tessera --version\n"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const char usage_notes[] =
     "OUT is a path, - (stdout), null or tcp://HOST:PORT (framed). Sizes: 64M = 64e6 bytes,\n"
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
+
+/* The usage of one command (NULL: all of them), with the notes. */
+static void
+print_usage(FILE *f, const command *c)
+{
+    fputs("usage:\n", f);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!c || c == &commands[i])
+            fputs(commands[i].usage, f);
+    fputs(usage_notes, f);
+}
+
+static const command *
+find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return &commands[i];
+    return NULL;
+}
 
 /* The largest preview image (samples) written without --force: 256 MiB, a 16k x 16k 8-bit
  * thumbnail and more than any screen shows. */
 #define PREVIEW_MAX_BYTES 268435456.0
 
 typedef struct args {
+    const command *c; /* the subcommand */
     const char *cmd, *design, *out, *backend;
     tsr_engine_opts eo;
     tsr_rect region;
@@ -177,12 +219,14 @@ hold_std_fds(void)
     return true;
 }
 
+/* A usage error: the message, the command's own usage lines (not the whole usage) and where
+ * to read more. Exit status 2. */
 static int
-usage_error(const char *fmt, const char *arg)
+usage_error(const command *c, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "tessera: ");
+    fprintf(stderr, "tessera %s: ", c->name);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage);
+    fprintf(stderr, " (see tessera %s --help)\nusage:\n%s", c->name, c->usage);
     return 2;
 }
 
@@ -263,32 +307,243 @@ check_out(const args *a)
     const char *base = strrchr(a->out, '/');
     const char *dot = strrchr(base ? base + 1 : a->out, '.');
     if (dot && dot != (base ? base + 1 : a->out) && strcasecmp(dot, ".png") != 0)
-        return usage_error("%s: preview writes PNG only; name the output *.png", a->out);
+        return usage_error(a->c, "%s: preview writes PNG only; name the output *.png", a->out);
     return 0;
 }
 
+enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
+       O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN, O_JOBS,
+       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST };
+
+/* Every long option and the commands it belongs to: the commands' usage lines, the README's
+ * command block, tessera.1 and tessera.bash say the same (tests/cli/options.sh). */
+#define C_ENGINE (C_RENDER | C_PREVIEW | C_PROFILE | C_CHECK) /* tsr_engine_opts */
+static const struct {
+    struct option o;
+    int cmds;
+} options[] = {
+    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PROFILE},
+    {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE},
+    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PROFILE},
+    {{"threads", required_argument, 0, O_THREADS}, C_ENGINE},
+    {{"tile", required_argument, 0, O_TILE}, C_ENGINE},
+    {{"rows", required_argument, 0, O_ROWS}, C_RENDER},
+    {{"region", required_argument, 0, O_REGION}, C_PREVIEW | C_PROFILE},
+    {{"scale", required_argument, 0, O_SCALE}, C_PREVIEW},
+    {{"depth", required_argument, 0, O_DEPTH}, C_PREVIEW},
+    {{"fast", no_argument, 0, O_FAST}, C_PREVIEW},
+    {{"force", no_argument, 0, O_FORCE}, C_PREVIEW},
+    {{"progress", required_argument, 0, O_PROGRESS}, C_RENDER | C_PREVIEW},
+    {{"target", required_argument, 0, O_TARGET}, C_PROFILE},
+    {{"json", no_argument, 0, O_JSON}, C_PROFILE},
+    {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE},
+    {{"tree", no_argument, 0, O_TREE}, C_CHECK},
+    {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER},
+    {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER},
+    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER},
+    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER},
+    {{"resume-at", required_argument, 0, O_RESUME}, C_RENDER},
+    {{"listen", required_argument, 0, O_LISTEN}, C_CONTROLLER},
+    {{"jobs", required_argument, 0, O_JOBS}, C_CONTROLLER},
+    {{"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT}, C_CONTROLLER},
+};
+#define N_OPTIONS (sizeof options / sizeof options[0])
+
+/* The option getopt refused (`--json`, `--json=1`, `-x`), and whose it is when it is another
+ * command's: "tessera check: --json is not an option of check, but of profile". */
 static int
-parse_args(int argc, char **argv, args *a)
+not_an_option(const args *a, const char *given, int short_opt)
 {
-    enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
-           O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN,
-           O_JOBS, O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST };
-    static const struct option longs[] = {
-        {"backend", required_argument, 0, O_BACKEND}, {"memory", required_argument, 0, O_MEMORY},
-        {"threads", required_argument, 0, O_THREADS}, {"rows", required_argument, 0, O_ROWS},
-        {"tile", required_argument, 0, O_TILE},       {"region", required_argument, 0, O_REGION},
-        {"scale", required_argument, 0, O_SCALE},     {"depth", required_argument, 0, O_DEPTH},
-        {"target", required_argument, 0, O_TARGET},   {"json", no_argument, 0, O_JSON},
-        {"rate", required_argument, 0, O_RATE},       {"framed", no_argument, 0, O_FRAMED},
-        {"deflate", no_argument, 0, O_DEFLATE},       {"resume-at", required_argument, 0, O_RESUME},
-        {"progress", required_argument, 0, O_PROGRESS}, {"listen", required_argument, 0, O_LISTEN},
-        {"jobs", required_argument, 0, O_JOBS}, {"stall-timeout", required_argument, 0, O_STALL},
-        {"gpu-memory", required_argument, 0, O_GPU_MEMORY},
-        {"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT},
-        {"seconds", required_argument, 0, O_SECONDS}, {"tree", no_argument, 0, O_TREE},
-        {"force", no_argument, 0, O_FORCE},           {"fast", no_argument, 0, O_FAST},
-        {"help", no_argument, 0, 'h'},                {0, 0, 0, 0}};
-    a->cmd = argv[1];
+    char name[64], whose[128] = "";
+    if (short_opt > 0 && short_opt < 256)
+        snprintf(name, sizeof name, "-%c", short_opt);
+    else
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(given, "="), given);
+    int cmds = strcmp(name, "-o") == 0 ? C_RENDER | C_PREVIEW | C_CONTROLLER : 0;
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strncmp(name, "--", 2) == 0 && strcmp(name + 2, options[i].o.name) == 0)
+            cmds = options[i].cmds;
+    char like[128] = ""; /* an abbreviation of two of c's options: "--t" in check */
+    for (size_t i = 0; i < N_OPTIONS && !cmds && strncmp(name, "--", 2) == 0; i++)
+        if ((options[i].cmds & a->c->bit) &&
+            strncmp(options[i].o.name, name + 2, strlen(name + 2)) == 0)
+            snprintf(like + strlen(like), sizeof like - strlen(like), "%s--%s",
+                     like[0] ? ", " : "", options[i].o.name);
+    char msg[256];
+    if (like[0]) {
+        snprintf(msg, sizeof msg, "%s: ambiguous, one of %s", name, like);
+        return usage_error(a->c, "%s", msg);
+    }
+    if (cmds & a->c->bit) /* its own option, with a value it takes none of: --json=1 */
+        return usage_error(a->c, "%s: takes no value", given);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (commands[i].bit & cmds)
+            snprintf(whose + strlen(whose), sizeof whose - strlen(whose), "%s%s",
+                     whose[0] ? ", " : ", but of ", commands[i].name);
+    snprintf(msg, sizeof msg, "%s is not an option of %s%s", name, a->c->name, whose);
+    return usage_error(a->c, "%s", msg);
+}
+
+/* The options parse_option leaves: streaming, progress and the controller's. */
+static int
+parse_option_more(args *a, int opt, const char *val)
+{
+    int64_t i;
+    switch (opt) {
+    case O_STALL:
+        if (!tsr_parse_decimal(val, &a->stall) || !(a->stall > 0) || a->stall > 1e9)
+            return usage_error(a->c, "--stall-timeout %s: expected seconds > 0", val);
+        break;
+    case O_SECONDS:
+        if (!tsr_parse_decimal(val, &a->seconds) || !(a->seconds > 0) || a->seconds > 1e6)
+            return usage_error(a->c, "--seconds %s: expected seconds > 0", val);
+        break;
+    case O_FRAMED: a->framed = true; break;
+    case O_DEFLATE: a->deflate = true; break;
+    case O_RESUME:
+        /* int64 is enough: a stream holds at most 2^62 sample bytes (DESIGN.md §2) */
+        if (!parse_i64(val, &i) || i < 0)
+            return usage_error(a->c, "--resume-at %s: expected a byte offset", val);
+        a->resume_at = (uint64_t)i;
+        a->have_resume = true;
+        break;
+    case O_PROGRESS:
+        if (strcmp(val, "auto") && strcmp(val, "bar") && strcmp(val, "json") &&
+            strcmp(val, "none"))
+            return usage_error(a->c, "--progress %s: expected auto, bar, json or none", val);
+        a->progress = val;
+        break;
+    case O_LISTEN: a->listen = val; break;
+    case O_JOBS:
+        if (!parse_i64(val, &a->jobs) || a->jobs < 1)
+            return usage_error(a->c, "--jobs %s: expected an integer >= 1", val);
+        break;
+    case O_EXIT_ON_ABORT: a->exit_on_abort = true; break;
+    }
+    return 0;
+}
+
+/* One option's value into *a; 0, or the usage exit. */
+static int
+parse_option(args *a, int opt, const char *val)
+{
+    double v;
+    int64_t i;
+    switch (opt) {
+    case 'o': a->out = val; break;
+    case O_BACKEND: a->eo.backend = val; break;
+    case O_MEMORY:
+    case O_GPU_MEMORY:
+        if (!tsr_parse_size(val, &v) || v < 1)
+            return usage_error(a->c, opt == O_MEMORY
+                                         ? "--memory %s: expected a size like 512M or 4GiB"
+                                         : "--gpu-memory %s: expected a size like 8G or 40GiB",
+                               val);
+        *(opt == O_MEMORY ? &a->eo.memory : &a->eo.gpu_memory) = v > 9e18 ? INT64_MAX
+                                                                          : (int64_t)v;
+        break;
+    case O_THREADS:
+        if (!parse_i64(val, &i) || i < 1 || i > 1024)
+            return usage_error(a->c, "--threads %s: expected 1..1024", val);
+        a->eo.threads = (int)i;
+        break;
+    case O_ROWS: {
+        int64_t y0, y1;
+        const char *end;
+        if (!parse_i64_to(val, ':', &y0, &end) || *end != ':' || !parse_i64(end + 1, &y1) ||
+            y0 < 0 || y1 <= y0)
+            return usage_error(a->c, "--rows %s: expected Y0:Y1 with 0 <= Y0 < Y1", val);
+        a->eo.rows[0] = y0;
+        a->eo.rows[1] = y1;
+        break;
+    }
+    case O_TILE:
+        if (!parse_i64(val, &i) || i < 1 || i > TSR_TILE_MAX)
+            return usage_error(a->c, "--tile %s: expected 1..16384", val);
+        a->eo.tile = i;
+        break;
+    case O_REGION:
+        if (!parse_region(val, &a->region))
+            return usage_error(a->c, "--region %s: expected X,Y,W,H (decimal integers) with "
+                                     "W, H > 0", val);
+        a->have_region = true;
+        break;
+    case O_SCALE:
+        if (!parse_i64(val, &a->scale) || a->scale < 1)
+            return usage_error(a->c, "--scale %s: expected an integer >= 1", val);
+        break;
+    case O_DEPTH:
+        if (strcmp(val, "8") && strcmp(val, "16"))
+            return usage_error(a->c, "--depth %s: expected 8 or 16", val);
+        a->depth = atoi(val);
+        break;
+    case O_TARGET:
+        if (!tsr_parse_size(val, &a->target) || a->target <= 0)
+            return usage_error(a->c, "--target %s: expected a rate like 10MB/s", val);
+        break;
+    case O_JSON: a->json = true; break;
+    case O_TREE: a->tree = true; break;
+    case O_FORCE: a->force = true; break;
+    case O_FAST: a->fast = true; break;
+    case O_RATE:
+        if (!tsr_parse_size(val, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
+            return usage_error(a->c, "--rate %s: expected a rate like 10MB/s", val);
+        break;
+    default: return parse_option_more(a, opt, val);
+    }
+    return 0;
+}
+
+/* What the options say together, once all are read: the operands (one DESIGN; none for the
+ * controller) and the combinations an option's own table cannot refuse. 0, or the usage
+ * exit. */
+static int
+check_operands(args *a, int argc, char **argv, int first)
+{
+    const command *c = a->c;
+    if (c->bit == C_CONTROLLER) {
+        if (first != argc)
+            return usage_error(c, "%s: controller takes no DESIGN", argv[first]);
+        if (!a->listen)
+            return usage_error(c, "%s: controller needs --listen 127.0.0.1:PORT", c->name);
+        return 0;
+    }
+    if (first != argc - 1)
+        return usage_error(c, "%s: expected exactly one DESIGN",
+                           first < argc ? argv[first] : c->name);
+    a->design = argv[first];
+    int bad = check_out(a);
+    if (bad)
+        return bad;
+    if (a->seconds > 0 && a->have_region)
+        return usage_error(c, "--seconds%s: only without --region (a region is rendered "
+                              "whole)", "");
+    bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
+    if (a->stall > 0 && !tcp)
+        return usage_error(c, "--stall-timeout%s: only for a tcp:// output (files and pipes "
+                              "block as long as their reader does)", "");
+    if (a->deflate && !a->framed && !tcp)
+        return usage_error(c, "--deflate%s: needs --framed or a tcp:// output", "");
+    if (a->have_resume && tcp)
+        return usage_error(c, "--resume-at%s: not with tcp:// (the controller answers the "
+                              "resume offset)", "");
+    return 0;
+}
+
+/* argv[1] is the command `c`; its options into *a, each checked against c's own table.
+ * --help prints c's usage and exits 0. 0, or the usage exit. */
+static int
+parse_args(int argc, char **argv, const command *c, args *a)
+{
+    struct option longs[N_OPTIONS + 2];
+    size_t n = 0;
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (options[i].cmds & c->bit)
+            longs[n++] = options[i].o;
+    longs[n++] = (struct option){"help", no_argument, 0, 'h'};
+    longs[n] = (struct option){0, 0, 0, 0};
+    a->c = c;
+    a->cmd = c->name;
     a->scale = 1;
     a->depth = 8;
     a->target = 1e7;
@@ -296,144 +551,24 @@ parse_args(int argc, char **argv, args *a)
     a->jobs = 1;
     optind = 2;
     opterr = 0;
-    int c;
-    double v;
-    int64_t i;
-    while ((c = getopt_long(argc, argv, ":o:h", longs, NULL)) != -1) {
-        switch (c) {
-        case 'o': a->out = optarg; break;
-        case O_BACKEND: a->eo.backend = optarg; break;
-        case O_MEMORY:
-            if (!tsr_parse_size(optarg, &v) || v < 1)
-                return usage_error("--memory %s: expected a size like 512M or 4GiB", optarg);
-            a->eo.memory = v > 9e18 ? INT64_MAX : (int64_t)v;
-            break;
-        case O_GPU_MEMORY:
-            if (!tsr_parse_size(optarg, &v) || v < 1)
-                return usage_error("--gpu-memory %s: expected a size like 8G or 40GiB", optarg);
-            a->eo.gpu_memory = v > 9e18 ? INT64_MAX : (int64_t)v;
-            break;
-        case O_THREADS:
-            if (!parse_i64(optarg, &i) || i < 1 || i > 1024)
-                return usage_error("--threads %s: expected 1..1024", optarg);
-            a->eo.threads = (int)i;
-            break;
-        case O_ROWS: {
-            int64_t y0, y1;
-            const char *end;
-            if (!parse_i64_to(optarg, ':', &y0, &end) || *end != ':' ||
-                !parse_i64(end + 1, &y1) || y0 < 0 || y1 <= y0)
-                return usage_error("--rows %s: expected Y0:Y1 with 0 <= Y0 < Y1", optarg);
-            a->eo.rows[0] = y0;
-            a->eo.rows[1] = y1;
-            break;
-        }
-        case O_TILE:
-            if (!parse_i64(optarg, &i) || i < 1 || i > TSR_TILE_MAX)
-                return usage_error("--tile %s: expected 1..16384", optarg);
-            a->eo.tile = i;
-            break;
-        case O_REGION:
-            if (!parse_region(optarg, &a->region))
-                return usage_error("--region %s: expected X,Y,W,H (decimal integers) with "
-                                   "W, H > 0", optarg);
-            a->have_region = true;
-            break;
-        case O_SCALE:
-            if (!parse_i64(optarg, &a->scale) || a->scale < 1)
-                return usage_error("--scale %s: expected an integer >= 1", optarg);
-            break;
-        case O_DEPTH:
-            if (strcmp(optarg, "8") && strcmp(optarg, "16"))
-                return usage_error("--depth %s: expected 8 or 16", optarg);
-            a->depth = atoi(optarg);
-            break;
-        case O_TARGET:
-            if (!tsr_parse_size(optarg, &a->target) || a->target <= 0)
-                return usage_error("--target %s: expected a rate like 10MB/s", optarg);
-            break;
-        case O_JSON: a->json = true; break;
-        case O_TREE: a->tree = true; break;
-        case O_FORCE: a->force = true; break;
-        case O_FAST: a->fast = true; break;
-        case O_RATE:
-            if (!tsr_parse_size(optarg, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
-                return usage_error("--rate %s: expected a rate like 10MB/s", optarg);
-            break;
-        case O_STALL:
-            if (!tsr_parse_decimal(optarg, &a->stall) || !(a->stall > 0) || a->stall > 1e9)
-                return usage_error("--stall-timeout %s: expected seconds > 0", optarg);
-            break;
-        case O_SECONDS:
-            if (!tsr_parse_decimal(optarg, &a->seconds) || !(a->seconds > 0) || a->seconds > 1e6)
-                return usage_error("--seconds %s: expected seconds > 0", optarg);
-            break;
-        case O_FRAMED: a->framed = true; break;
-        case O_DEFLATE: a->deflate = true; break;
-        case O_RESUME:
-            /* int64 is enough: a stream holds at most 2^62 sample bytes (DESIGN.md §2) */
-            if (!parse_i64(optarg, &i) || i < 0)
-                return usage_error("--resume-at %s: expected a byte offset", optarg);
-            a->resume_at = (uint64_t)i;
-            a->have_resume = true;
-            break;
-        case O_PROGRESS:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "bar") && strcmp(optarg, "json") &&
-                strcmp(optarg, "none"))
-                return usage_error("--progress %s: expected auto, bar, json or none", optarg);
-            a->progress = optarg;
-            break;
-        case O_LISTEN: a->listen = optarg; break;
-        case O_JOBS:
-            if (!parse_i64(optarg, &a->jobs) || a->jobs < 1)
-                return usage_error("--jobs %s: expected an integer >= 1", optarg);
-            break;
-        case O_EXIT_ON_ABORT: a->exit_on_abort = true; break;
-        case 'h': fputs(usage, stdout); exit(stdout_done(0));
-        case ':': return usage_error("%s: missing value", argv[optind - 1]);
-        default: return usage_error("%s: unknown option", argv[optind - 1]);
-        }
+    int opt;
+    while ((opt = getopt_long(argc, argv, c->takes_o ? ":o:h" : ":h", longs, NULL)) != -1) {
+        int bad = 0;
+        if (opt == 'h') {
+            print_usage(stdout, c);
+            exit(stdout_done(0));
+        } else if (opt == ':')
+            bad = usage_error(c, "%s: missing value", argv[optind - 1]);
+        else if (opt == '?')
+            bad = not_an_option(a, argv[optind - 1], optopt);
+        else
+            bad = parse_option(a, opt, optarg);
+        if (bad)
+            return bad;
     }
-    if (strcmp(a->cmd, "controller") == 0) {
-        if (optind != argc)
-            return usage_error("%s: controller takes no DESIGN", argv[optind]);
-        if (!a->listen)
-            return usage_error("%s: controller needs --listen 127.0.0.1:PORT", a->cmd);
+    if (c->bit == 0) /* help [COMMAND], version: main reads the operands */
         return 0;
-    }
-    if (a->listen || a->jobs != 1 || a->exit_on_abort)
-        return usage_error("%s: --listen, --jobs and --exit-on-abort are controller options",
-                           a->cmd);
-    if (optind != argc - 1)
-        return usage_error("%s: expected exactly one DESIGN", optind < argc ? argv[optind] : a->cmd);
-    a->design = argv[optind];
-    bool streaming = a->rate > 0 || a->framed || a->deflate || a->have_resume || a->stall > 0;
-    if (streaming && strcmp(a->cmd, "render") != 0)
-        return usage_error("%s: --rate, --framed, --deflate, --resume-at and --stall-timeout "
-                           "are render options", a->cmd);
-    if (strcmp(a->progress, "auto") != 0 && strcmp(a->cmd, "render") != 0 &&
-        strcmp(a->cmd, "preview") != 0)
-        return usage_error("%s: --progress is a render and preview option", a->cmd);
-    int bad = check_out(a);
-    if (bad)
-        return bad;
-    if ((a->force || a->fast) && strcmp(a->cmd, "preview") != 0)
-        return usage_error("%s: a preview option", a->force ? "--force" : "--fast");
-    if (a->tree && strcmp(a->cmd, "check") != 0)
-        return usage_error("--tree%s: a check option", "");
-    if (a->seconds > 0 && (strcmp(a->cmd, "profile") != 0 || a->have_region))
-        return usage_error("--seconds%s: only for profile without --region (a region is "
-                           "rendered whole)", "");
-    bool tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
-    if (a->stall > 0 && !tcp)
-        return usage_error("--stall-timeout%s: only for a tcp:// output (files and pipes block "
-                           "as long as their reader does)", "");
-    if (a->deflate && !a->framed && !tcp)
-        return usage_error("--deflate%s: needs --framed or a tcp:// output", "");
-    if (a->have_resume && tcp)
-        return usage_error("--resume-at%s: not with tcp:// (the controller answers the resume "
-                           "offset)", "");
-    return 0;
+    return check_operands(a, argc, argv, optind);
 }
 
 static void
@@ -579,7 +714,7 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
 {
     tsr_error err = {0};
     if (!a->have_region)
-        return usage_error("%s: preview needs --region X,Y,W,H", a->design);
+        return usage_error(a->c, "%s: preview needs --region X,Y,W,H", a->design);
     const char *out = a->out ? a->out : "preview.png";
     /* A forgotten --scale on a big region silently started a 22.5 GB PNG: above the bound
      * it takes --force, and the message names the --scale that fits. */
@@ -913,6 +1048,25 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
     return 0;
 }
 
+/* tessera help [COMMAND] (the whole usage, or COMMAND's) and tessera --version. */
+static int
+cmd_help_version(const command *c, int n, char **operands)
+{
+    if (strcmp(c->name, "version") == 0) {
+        if (n > 0)
+            return usage_error(c, "%s: takes no arguments", operands[0]);
+        printf("tessera %s\n", TSR_VERSION);
+        return stdout_done(0);
+    }
+    if (n > 1)
+        return usage_error(c, "%s: at most one COMMAND", operands[1]);
+    const command *of = n == 1 ? find_command(operands[0]) : NULL;
+    if (n == 1 && !of)
+        return usage_error(c, "%s: unknown command", operands[0]);
+    print_usage(stdout, of);
+    return stdout_done(0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -922,28 +1076,28 @@ main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fputs(usage, argc < 2 ? stderr : stdout);
-        return argc < 2 ? 2 : stdout_done(0);
+    if (argc < 2) {
+        print_usage(stderr, NULL);
+        return 2;
     }
-    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        if (argc > 2)
-            return usage_error("%s: takes no arguments", argv[1]);
-        printf("tessera %s\n", TSR_VERSION);
-        return stdout_done(0);
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0)
+        name = "help";
+    else if (strcmp(name, "--version") == 0)
+        name = "version";
+    const command *c = find_command(name);
+    if (!c) {
+        fprintf(stderr, "tessera: %s: unknown command (see tessera --help)\n", argv[1]);
+        return 2;
     }
-    const char *cmds[] = {"render", "preview", "profile", "check", "controller", NULL};
-    int known = 0;
-    for (int i = 0; cmds[i]; i++)
-        known |= strcmp(argv[1], cmds[i]) == 0;
-    if (!known)
-        return usage_error("%s: unknown command", argv[1]);
-    /* A closed pipe or connection must be an error we report (EPIPE), not a silent kill. */
-    signal(SIGPIPE, SIG_IGN);
     args a = {0};
-    int rc = parse_args(argc, argv, &a);
+    int rc = parse_args(argc, argv, c, &a);
     if (rc)
         return rc;
+    if (c->bit == 0)
+        return cmd_help_version(c, argc - optind, argv + optind);
+    /* A closed pipe or connection must be an error we report (EPIPE), not a silent kill. */
+    signal(SIGPIPE, SIG_IGN);
     /* From here on SIGINT/SIGTERM stop cleanly (a stop during loading ends the render
      * before its first byte, still with the resume message). */
     install_stop();

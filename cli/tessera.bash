@@ -1,5 +1,6 @@
 # bash completion for tessera(1); installed as share/bash-completion/completions/tessera.
-# Each subcommand's options are the ones its usage line (cli/main.c) lists.
+# Each subcommand's options are the ones its usage line (cli/main.c) lists: tests/cli/options.sh
+# checks they agree.
 
 _tessera()
 {
@@ -7,11 +8,16 @@ _tessera()
     cur=${COMP_WORDS[COMP_CWORD]}
     prev=${COMP_WORDS[COMP_CWORD-1]}
     if [[ $COMP_CWORD -eq 1 ]]; then
-        COMPREPLY=($(compgen -W "render preview profile check controller --version --help" \
+        COMPREPLY=($(compgen -W "render preview profile check controller help --version --help" \
             -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
+    if [[ $cmd == help || $cmd == --help || $cmd == -h ]]; then
+        [[ $COMP_CWORD -eq 2 ]] &&
+            COMPREPLY=($(compgen -W "render preview profile check controller help" -- "$cur"))
+        return
+    fi
     case $prev in
         --backend) COMPREPLY=($(compgen -W "cpu gpu auto" -- "$cur")); return ;;
         --progress) COMPREPLY=($(compgen -W "auto bar json none" -- "$cur")); return ;;
@@ -30,7 +36,8 @@ _tessera()
     case $cmd in
         render) opts="-o --rate --backend --memory --threads --framed --deflate --resume-at
                       --rows --progress --tile --stall-timeout --gpu-memory --help" ;;
-        preview) opts="--region --scale -o --depth --force --memory --threads --tile --help" ;;
+        preview) opts="--region --scale -o --depth --fast --force --progress --memory --threads
+                       --tile --help" ;;
         profile) opts="--region --seconds --backend --target --json --memory --threads --tile
                        --gpu-memory --help" ;;
         check) opts="--tree --memory --threads --tile --help" ;;

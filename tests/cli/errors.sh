@@ -45,7 +45,7 @@ Y
 
 expect 2 "unknown command" -- frobnicate "$good"
 expect 2 "usage" --
-expect 2 "unknown option" -- render "$good" --frob
+expect 2 "--frob is not an option of render (see tessera render --help)" -- render "$good" --frob
 expect 2 "missing value" -- render "$good" --threads
 expect 2 "--threads 0" -- render "$good" --threads 0 -o null
 expect 2 "--memory lots" -- render "$good" --memory lots -o null

@@ -78,7 +78,7 @@ expect 2 "--scale 10 fits (or --force)" -- preview "$big" --region 0,0,150000,15
     { fail=$((fail + 1)); echo "FAIL big.png was written"; }
 expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16385,16384 -o "$tmp/big.png"
 expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16384,16384 --depth 16 -o "$tmp/big.png"
-expect 2 "--force: a preview option" -- render "$big" --force -o null
+expect 2 "--force is not an option of render, but of preview" -- render "$big" --force -o null
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

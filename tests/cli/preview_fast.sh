@@ -109,7 +109,7 @@ else bad "--fast at --scale 1, 20000 x 3: differs from the exact preview"; fi
 
 # a render option, not a preview one
 "$TESSERA" render "$wafer" --fast -o null 2>"$tmp/err"
-if [ $? -eq 2 ] && grep -q "fast.*preview option" "$tmp/err"; then ok "render --fast: exit 2"
+if [ $? -eq 2 ] && grep -q -- "--fast is not an option of render, but of preview" "$tmp/err"; then ok "render --fast: exit 2"
 else bad "render --fast: $(cat "$tmp/err")"; fi
 
 echo "$pass passed, $fail failed"
