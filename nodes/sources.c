@@ -253,10 +253,37 @@ in_part(const tsr_source *s, int part, double px, double py)
     return part == PART_DISC ? d2 <= s->radii[1] * s->radii[1] : !(s->radii[0] * s->radii[0] <= d2);
 }
 
-/* First k in [lo, hi] where the test flips from `from` (held at lo) to !from; hi + 1 if never. */
+/* First k in [lo, hi] where the test flips from `from` (held at lo) to !from; hi + 1 if never.
+ * Starts at `guess` (the answer a sub-row above, when there is one: edges move little) with
+ * steps doubling away from it, then bisects: O(log distance) tests instead of O(log width). */
 static int64_t
-flip(const tsr_source *s, int part, double sy, int64_t n, int64_t lo, int64_t hi, int from)
+flip(const tsr_source *s, int part, double sy, int64_t n, int64_t lo, int64_t hi, int from,
+     int64_t guess)
 {
+    if (lo > hi)
+        return lo;
+    int64_t g = guess >= lo && guess <= hi ? guess : lo + (hi - lo) / 2;
+    if (in_part(s, part, sub_x(g, n), sy) == from) {
+        lo = g + 1; /* the answer is right of g */
+        for (int64_t step = 1; lo <= hi; step *= 2) {
+            int64_t p = hi - lo < step ? hi : lo + step - 1;
+            if (in_part(s, part, sub_x(p, n), sy) != from) {
+                hi = p - 1;
+                break;
+            }
+            lo = p + 1;
+        }
+    } else {
+        hi = g - 1; /* the answer is g or left of it */
+        for (int64_t step = 1; lo <= hi; step *= 2) {
+            int64_t p = hi - lo < step ? lo : hi - step + 1;
+            if (in_part(s, part, sub_x(p, n), sy) == from) {
+                lo = p + 1;
+                break;
+            }
+            hi = p - 1;
+        }
+    }
     while (lo <= hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (in_part(s, part, sub_x(mid, n), sy) == from)
@@ -275,19 +302,20 @@ centre_x(const tsr_source *s)
 }
 
 /* The columns [*a, *b] of [k0, k1] inside `part` on sub-sample row sy; 0 when there are none.
- * kp is the first column at or right of the centre: if any column is inside, kp - 1 or kp is
- * (the set is an interval holding the centre), and the test only falls off away from it. */
+ * kp is the first column at or right of the centre (first_not_below(centre_x(s))): if any
+ * column is inside, kp - 1 or kp is (the set is an interval holding the centre), and the test
+ * only falls off away from it. *a and *b come in as guesses (the last sub-row's answer). */
 static int
 sub_interval(const tsr_source *s, int part, double sy, int64_t n, int64_t k0, int64_t k1,
-             int64_t *a, int64_t *b)
+             int64_t kp, int64_t *a, int64_t *b)
 {
-    int64_t kp = first_not_below(centre_x(s), k0, k1, n);
     int lo_in = kp > k0 && in_part(s, part, sub_x(kp - 1, n), sy);
     int hi_in = kp <= k1 && in_part(s, part, sub_x(kp, n), sy);
     if (!lo_in && !hi_in)
         return 0;
-    *a = lo_in ? flip(s, part, sy, n, k0, kp - 1, 0) : kp;
-    *b = hi_in ? flip(s, part, sy, n, kp, k1, 1) - 1 : kp - 1;
+    int64_t ga = *a, gb = *b + 1;
+    *a = lo_in ? flip(s, part, sy, n, k0, kp - 1, 0, ga) : kp;
+    *b = hi_in ? flip(s, part, sy, n, kp, k1, 1, gb) - 1 : kp - 1;
     return 1;
 }
 
@@ -298,6 +326,19 @@ static float
 covered(float P, float value, int64_t count, int64_t aa)
 {
     return aa ? tsr_pw_aa_mix(P, value, count, aa) : value;
+}
+
+/* Pixels [a, b] wholly inside: a loop of its own for each case, so that it vectorises. */
+static void
+cover_run(float *row, int64_t a, int64_t b, float value, int64_t aa)
+{
+    if (!aa) {
+        for (int64_t x = a; x <= b; x++)
+            row[x] = value;
+        return;
+    }
+    for (int64_t x = a; x <= b; x++)
+        row[x] = tsr_pw_aa_mix(row[x], value, aa * aa, aa);
 }
 
 /* Per pixel row: the sub-sample intervals of each of the n sub-rows, [a, b] (a > b: none),
@@ -352,7 +393,6 @@ write_ivals(const row_ivals *iv, int64_t n, int64_t aa, int64_t x0, int64_t x1, 
         tlo = x0;
     if (thi > x1 - 1)
         thi = x1 - 1;
-    int64_t full = aa * aa;
     for (int64_t x = tlo; x <= thi; x++) {
         if (x >= hflo && x <= hfhi) {
             x = hfhi; /* wholly in the hole */
@@ -362,9 +402,8 @@ write_ivals(const row_ivals *iv, int64_t n, int64_t aa, int64_t x0, int64_t x1, 
             int64_t e = fhi < thi ? fhi : thi;
             if (x < hlo && hlo - 1 < e)
                 e = hlo - 1;
-            for (; x <= e; x++)
-                row[x] = covered(row[x], value, full, aa);
-            x--;
+            cover_run(row, x, e, value, aa);
+            x = e;
             continue;
         }
         int64_t count = 0;
@@ -382,20 +421,26 @@ render_ivals(const tsr_source *s, tsr_rect r, tsr_rect box, float *px)
 {
     int64_t aa = s->aa, n = aa ? aa : 1;
     int64_t x0 = box.x, x1 = box.x + box.w, k0 = x0 * n, k1 = x1 * n - 1;
+    int64_t kp = first_not_below(centre_x(s), k0, k1, n);
     bool ring = s->kind == TSR_SRC_RING;
+    int64_t ga = INT64_MIN, gb = INT64_MIN, gha = INT64_MIN, ghb = INT64_MIN; /* no guess yet */
     for (int64_t y = box.y; y < box.y + box.h; y++) {
         if (tsr_stop_requested())
             return; /* unfinished: the caller drops it */
         row_ivals iv;
         for (int64_t j = 0; j < n; j++) {
             double sy = tsr_pw_sub(y, j, n);
-            iv.ha[j] = 0, iv.hb[j] = -1;
-            if (!sub_interval(s, ring ? PART_DISC : PART_SHAPE, sy, n, k0, k1, &iv.a[j], &iv.b[j])) {
-                iv.a[j] = 0, iv.b[j] = -1;
+            iv.a[j] = ga, iv.b[j] = gb, iv.ha[j] = gha, iv.hb[j] = ghb;
+            if (!sub_interval(s, ring ? PART_DISC : PART_SHAPE, sy, n, k0, k1, kp, &iv.a[j],
+                              &iv.b[j])) {
+                iv.a[j] = 0, iv.b[j] = -1, iv.ha[j] = 0, iv.hb[j] = -1;
                 continue;
             }
+            ga = iv.a[j], gb = iv.b[j];
             /* the hole lies inside the disc (d2 < r_in^2 <= r_out^2) */
-            if (ring && !sub_interval(s, PART_HOLE, sy, n, k0, k1, &iv.ha[j], &iv.hb[j]))
+            if (ring && sub_interval(s, PART_HOLE, sy, n, k0, k1, kp, &iv.ha[j], &iv.hb[j]))
+                gha = iv.ha[j], ghb = iv.hb[j];
+            else
                 iv.ha[j] = 0, iv.hb[j] = -1;
         }
         write_ivals(&iv, n, aa, x0, x1, px + (y - r.y) * r.w - r.x, s->value);
@@ -411,7 +456,8 @@ render_ivals(const tsr_source *s, tsr_rect r, tsr_rect box, float *px)
 
 typedef struct poly_edge {
     double ymin, ymax;
-    size_t i; /* from point i to point i + 1 (the last to the first) */
+    size_t i;   /* from point i to point i + 1 (the last to the first) */
+    bool right; /* every crossing is right of the box's last sub-sample: counts for all */
 } poly_edge;
 
 typedef struct poly_scan {
@@ -420,7 +466,7 @@ typedef struct poly_scan {
     int64_t *t;          /* one row's crossings as columns */
     int32_t *part;       /* aa: per pixel of the box, sub-samples from spans that end in it */
     int32_t *whole;      /* aa: +n / -n where runs of whole pixel widths start and stop */
-    size_t next, nactive;
+    size_t nedges, next, nactive;
 } poly_scan;
 
 static int
@@ -428,13 +474,6 @@ edge_cmp(const void *a, const void *b)
 {
     double ya = ((const poly_edge *)a)->ymin, yb = ((const poly_edge *)b)->ymin;
     return (ya > yb) - (ya < yb);
-}
-
-static int
-t_cmp(const void *a, const void *b)
-{
-    int64_t ta = *(const int64_t *)a, tb = *(const int64_t *)b;
-    return (ta > tb) - (ta < tb);
 }
 
 size_t
@@ -459,8 +498,25 @@ scan_free(poly_scan *ps)
     free(ps->whole);
 }
 
+/* Whether the edge's computed crossings are certainly <= wl (it never counts in the box) or
+ * certainly > wr (it counts for every column): the crossing lies between x1 and x2 but for
+ * rounding, a few ulps of |x1| + |x2| (bounded here by 1e-9 of it); edges with huge or
+ * nearly level coordinates, where that bound fails (overflow, subnormal steps), stay exact. */
+static int
+edge_side(double x1, double y1, double x2, double y2, double wl, double wr)
+{
+    if (!(fabs(x1) < 1e15 && fabs(x2) < 1e15 && fabs(y2 - y1) > 1e-100))
+        return 0;
+    double slack = 1e-9 * (fabs(x1) + fabs(x2)) + 1e-200;
+    if ((x1 > x2 ? x1 : x2) + slack <= wl)
+        return -1;
+    if ((x1 < x2 ? x1 : x2) - slack > wr)
+        return 1;
+    return 0;
+}
+
 static bool
-scan_init(poly_scan *ps, const tsr_source *s, int64_t w)
+scan_init(poly_scan *ps, const tsr_source *s, int64_t w, int64_t n, int64_t k0, int64_t k1)
 {
     size_t np = s->points.n;
     *ps = (poly_scan){0};
@@ -475,36 +531,65 @@ scan_init(poly_scan *ps, const tsr_source *s, int64_t w)
         scan_free(ps);
         return false;
     }
+    size_t ne = 0;
+    double wl = sub_x(k0, n), wr = sub_x(k1, n);
     for (size_t i = 0; i < np; i++) {
         size_t k = i + 1 == np ? 0 : i + 1;
-        double y1 = s->points.p[i][1], y2 = s->points.p[k][1];
-        ps->edges[i] = (poly_edge){y1 < y2 ? y1 : y2, y1 < y2 ? y2 : y1, i};
+        double x1 = s->points.p[i][0], y1 = s->points.p[i][1];
+        double x2 = s->points.p[k][0], y2 = s->points.p[k][1];
+        int side = edge_side(x1, y1, x2, y2, wl, wr);
+        if (side < 0 || y1 == y2)
+            continue; /* left of the box, or level: never counts */
+        ps->edges[ne++] = (poly_edge){y1 < y2 ? y1 : y2, y1 < y2 ? y2 : y1, i, side > 0};
     }
-    qsort(ps->edges, np, sizeof *ps->edges, edge_cmp);
+    ps->nedges = ne;
+    qsort(ps->edges, ne, sizeof *ps->edges, edge_cmp);
     return true;
 }
 
-/* Sub-sample row sy's crossings as columns of [k0, k1], sorted; returns how many. */
+/* Sub-sample row sy's crossings inside the box as columns of [k0, k1], sorted; returns how
+ * many, and in *right the parity of those right of the box (they count for every column). */
 static size_t
-scan_row(poly_scan *ps, const tsr_source *s, double sy, int64_t n, int64_t k0, int64_t k1)
+scan_row(poly_scan *ps, const tsr_source *s, double sy, int64_t n, int64_t k0, int64_t k1,
+         int *right)
 {
     const double(*p)[2] = (const double(*)[2])s->points.p;
     size_t np = s->points.n;
-    while (ps->next < np && ps->edges[ps->next].ymin <= sy)
+    while (ps->next < ps->nedges && ps->edges[ps->next].ymin <= sy)
         ps->active[ps->nactive++] = ps->next++;
     size_t m = 0, nt = 0;
+    double wl = sub_x(k0, n), wr = sub_x(k1, n);
+    *right = 0;
     for (size_t a = 0; a < ps->nactive; a++) {
         const poly_edge *e = &ps->edges[ps->active[a]];
         if (e->ymax <= sy)
-            continue; /* below its high end: never again (rows only go down) */
+            continue; /* above its high end: never again (rows only go down) */
         ps->active[m++] = ps->active[a];
         size_t i = e->i, k = i + 1 == np ? 0 : i + 1;
         double x1 = p[i][0], y1 = p[i][1], x2 = p[k][0], y2 = p[k][1];
-        if ((y1 > sy) != (y2 > sy))
-            ps->t[nt++] = first_not_below((x2 - x1) * (sy - y1) / (y2 - y1) + x1, k0, k1, n);
+        if ((y1 > sy) == (y2 > sy))
+            continue;
+        if (e->right) {
+            *right ^= 1;
+            continue;
+        }
+        double xc = (x2 - x1) * (sy - y1) / (y2 - y1) + x1;
+        if (!(wl < xc))
+            continue; /* no column of the box is left of it */
+        if (wr < xc)
+            *right ^= 1; /* every column is */
+        else
+            ps->t[nt++] = first_not_below(xc, k0, k1, n);
     }
     ps->nactive = m;
-    qsort(ps->t, nt, sizeof *ps->t, t_cmp);
+    /* insertion sort: a row holds few crossings, and often in order */
+    for (size_t i = 1; i < nt; i++) {
+        int64_t v = ps->t[i];
+        size_t j = i;
+        for (; j > 0 && ps->t[j - 1] > v; j--)
+            ps->t[j] = ps->t[j - 1];
+        ps->t[j] = v;
+    }
     return nt;
 }
 
@@ -539,12 +624,14 @@ render_polygon(const tsr_source *s, tsr_rect r, tsr_rect box, poly_scan *ps, flo
             return; /* unfinished: the caller drops it */
         int64_t lo = INT64_MAX, hi = INT64_MIN;
         for (int64_t j = 0; j < n; j++) {
-            size_t m = scan_row(ps, s, tsr_pw_sub(y, j, n), n, k0, k1);
-            /* columns [prev, t[i]) see m - i crossings right of them: inside when odd */
+            int right = 0;
+            size_t m = scan_row(ps, s, tsr_pw_sub(y, j, n), n, k0, k1, &right);
+            /* columns [prev, t[i]) see m - i crossings right of them in the box, and those
+             * right of the box: inside when odd */
             int64_t prev = k0;
             for (size_t i = 0; i <= m; i++) {
                 int64_t t = i < m ? ps->t[i] : k1 + 1;
-                if ((m - i) % 2 == 1 && t > prev) {
+                if ((m - i + (size_t)right) % 2 == 1 && t > prev) {
                     if (!aa) {
                         for (int64_t x = prev; x < t; x++)
                             row[x] = value;
@@ -605,8 +692,9 @@ render_shape(const tsr_source *s, tsr_rect r, float *px)
         render_ivals(s, r, box, px);
         return;
     }
+    int64_t n = s->aa ? s->aa : 1;
     poly_scan ps;
-    if (!scan_init(&ps, s, box.w)) {
+    if (!scan_init(&ps, s, box.w, n, box.x * n, (box.x + box.w) * n - 1)) {
         render_sampled(s, r, box, px);
         return;
     }
