@@ -110,7 +110,7 @@ node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
     int64_t px = sat_mul(rw, rh);
     int64_t w = n->nedges ? sat_mul(px, 5) : 0;
     if (n->source) /* a polygon's scan lists while its source is drawn */
-        w = sat_add(w, (int64_t)tsr_source_scratch(n->source, rw));
+        w = sat_add(w, (int64_t)tsr_source_scratch(n->source, n->w));
     /* a representative rect away from the origin, so halos and wraps are counted */
     tsr_rect r = tsr_rect_make(n->w > rw ? (n->w - rw) / 2 : 0, n->h > rh ? (n->h - rh) / 2 : 0,
                                rw < n->w ? rw : n->w, rh < n->h ? rh : n->h);

@@ -168,8 +168,8 @@ tsr_source_render(const tsr_source *s, tsr_rect r, float *px);
 void
 tsr_source_free(tsr_source *s);
 
-/* Bytes tsr_source_render allocates for a while drawing s over a rect w px wide: a polygon's
- * edge and crossing lists (and per-pixel counts with aa); 0 for the other sources. */
+/* Bytes tsr_source_render allocates for a while drawing s over a rect at most w px wide: a
+ * polygon's edge and crossing lists (and per-pixel counts with aa); 0 for the other sources. */
 size_t
 tsr_source_scratch(const tsr_source *s, int64_t w);
 

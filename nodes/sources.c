@@ -9,7 +9,9 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define OFF(f) offsetof(tsr_source, f)
 #define COORD2(k, f) {k, TSR_P_F64_2, OFF(f), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[x, y], px"}
@@ -476,26 +478,35 @@ edge_cmp(const void *a, const void *b)
     return (ya > yb) - (ya < yb);
 }
 
+/* The scan lists' bytes in one block (edges, active, t, then with aa part and whole); 0 when
+ * that does not fit a size_t. */
+static size_t
+scan_bytes(size_t np, int64_t aa, int64_t w)
+{
+    size_t per_point = sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t);
+    size_t per_px = aa ? 2 * sizeof(int32_t) : 0;
+    if (w < 0 || np > SIZE_MAX / 2 / per_point || (uint64_t)w > SIZE_MAX / 2 / 8)
+        return 0;
+    return np * per_point + (size_t)w * per_px;
+}
+
 size_t
 tsr_source_scratch(const tsr_source *s, int64_t w)
 {
     if (s->kind != TSR_SRC_POLYGON)
         return 0;
-    size_t per_point = sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t);
-    size_t b = s->points.n * per_point;
-    if (s->aa && w > 0)
-        b += (size_t)w * 2 * sizeof(int32_t);
-    return b;
+    /* the box drawn is at most the polygon's own (grown) box wide */
+    double bx0 = 0, by0 = 0, bx1 = 0, by1 = 0;
+    shape_bounds(s, &bx0, &by0, &bx1, &by1);
+    if (bx1 - bx0 < (double)w)
+        w = (int64_t)(bx1 - bx0);
+    return scan_bytes(s->points.n, s->aa, w);
 }
 
 static void
 scan_free(poly_scan *ps)
 {
     free(ps->edges);
-    free(ps->active);
-    free(ps->t);
-    free(ps->part);
-    free(ps->whole);
 }
 
 /* Whether the edge's computed crossings are certainly <= wl (it never counts in the box) or
@@ -520,16 +531,19 @@ scan_init(poly_scan *ps, const tsr_source *s, int64_t w, int64_t n, int64_t k0, 
 {
     size_t np = s->points.n;
     *ps = (poly_scan){0};
-    ps->edges = malloc(np * sizeof *ps->edges);
-    ps->active = malloc(np * sizeof *ps->active);
-    ps->t = malloc(np * sizeof *ps->t);
-    if (s->aa) {
-        ps->part = calloc((size_t)w, sizeof *ps->part);
-        ps->whole = calloc((size_t)w, sizeof *ps->whole);
-    }
-    if (!ps->edges || !ps->active || !ps->t || (s->aa && (!ps->part || !ps->whole))) {
-        scan_free(ps);
+    /* one block, so that a failed allocation costs one slow render (render_sampled), not one
+     * per list */
+    size_t bytes = scan_bytes(np, s->aa, w);
+    char *block = bytes ? malloc(bytes) : NULL;
+    if (!block)
         return false;
+    ps->edges = (poly_edge *)block;
+    ps->active = (size_t *)(block + np * sizeof(poly_edge));
+    ps->t = (int64_t *)(block + np * (sizeof(poly_edge) + sizeof(size_t)));
+    if (s->aa) {
+        ps->part = (int32_t *)(block + np * (sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t)));
+        ps->whole = ps->part + w;
+        memset(ps->part, 0, (size_t)w * 2 * sizeof(int32_t));
     }
     size_t ne = 0;
     double wl = sub_x(k0, n), wr = sub_x(k1, n);
