@@ -356,6 +356,27 @@ overlap(int64_t a, int64_t b, int64_t lo, int64_t hi)
     return h >= l ? h - l + 1 : 0;
 }
 
+/* Over n sub-rows' intervals [a[j], b[j]] (a > b: none), the pixels [touch[0], touch[1]] any
+ * of them reaches and [full[0], full[1]] that all of them cover wholly (empty: lo > hi). */
+static void
+pixel_spans(const int64_t *a, const int64_t *b, int64_t n, int64_t touch[2], int64_t full[2])
+{
+    touch[0] = INT64_MAX, touch[1] = INT64_MIN;
+    full[0] = INT64_MIN, full[1] = INT64_MAX;
+    for (int64_t j = 0; j < n; j++) {
+        if (a[j] > b[j]) {
+            full[0] = INT64_MAX; /* a sub-row with nothing inside: no pixel is full */
+            continue;
+        }
+        int64_t pa = floor_div(a[j], n), pb = floor_div(b[j], n);
+        touch[0] = pa < touch[0] ? pa : touch[0];
+        touch[1] = pb > touch[1] ? pb : touch[1];
+        int64_t fa = floor_div(a[j] + n - 1, n), fb = floor_div(b[j] + 1, n) - 1;
+        full[0] = fa > full[0] ? fa : full[0];
+        full[1] = fb < full[1] ? fb : full[1];
+    }
+}
+
 /* Write pixels [x0, x1) of a row from its intervals: pixels inside every sub-row's interval
  * and clear of every hole take the full count, pixels inside every hole are skipped, only the
  * rest (where an edge crosses) sum their overlaps. */
@@ -363,34 +384,11 @@ static void
 write_ivals(const row_ivals *iv, int64_t n, int64_t aa, int64_t x0, int64_t x1, float *row,
             float value)
 {
-    int64_t tlo = INT64_MAX, thi = INT64_MIN;          /* pixels the shape may touch */
-    int64_t flo = INT64_MIN, fhi = INT64_MAX;          /* pixels inside every interval */
-    int64_t hlo = INT64_MAX, hhi = INT64_MIN;          /* pixels a hole may touch */
-    int64_t hflo = INT64_MIN, hfhi = INT64_MAX;        /* pixels inside every hole */
-    for (int64_t j = 0; j < n; j++) {
-        if (iv->a[j] > iv->b[j]) {
-            flo = INT64_MAX; /* a sub-row with nothing inside: no pixel is full */
-            continue;
-        }
-        int64_t pa = floor_div(iv->a[j], n), pb = floor_div(iv->b[j], n);
-        tlo = pa < tlo ? pa : tlo;
-        thi = pb > thi ? pb : thi;
-        int64_t fa = floor_div(iv->a[j] + n - 1, n), fb = floor_div(iv->b[j] + 1, n) - 1;
-        flo = fa > flo ? fa : flo;
-        fhi = fb < fhi ? fb : fhi;
-    }
-    for (int64_t j = 0; j < n; j++) {
-        if (iv->ha[j] > iv->hb[j]) {
-            hflo = INT64_MAX;
-            continue;
-        }
-        int64_t pa = floor_div(iv->ha[j], n), pb = floor_div(iv->hb[j], n);
-        hlo = pa < hlo ? pa : hlo;
-        hhi = pb > hhi ? pb : hhi;
-        int64_t fa = floor_div(iv->ha[j] + n - 1, n), fb = floor_div(iv->hb[j] + 1, n) - 1;
-        hflo = fa > hflo ? fa : hflo;
-        hfhi = fb < hfhi ? fb : hfhi;
-    }
+    int64_t t[2], f[2], h[2], hf[2];
+    pixel_spans(iv->a, iv->b, n, t, f);   /* pixels the shape may touch, inside every interval */
+    pixel_spans(iv->ha, iv->hb, n, h, hf); /* pixels a hole may touch, inside every hole */
+    int64_t tlo = t[0], thi = t[1], flo = f[0], fhi = f[1];
+    int64_t hlo = h[0], hhi = h[1], hflo = hf[0], hfhi = hf[1];
     if (tlo < x0)
         tlo = x0;
     if (thi > x1 - 1)
