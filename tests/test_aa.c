@@ -1,10 +1,10 @@
 /* Shapes with and without aa: tsr_source_render (exact row intervals, coverage summed per
  * pixel only where an edge crosses it, polygons by scanline) against DESIGN.md §2.2 written
- * literally: every pixel of the region, every one of its n x n sub-samples through the shared
- * inside tests of nodes/pointwise.h, coverage mixed with tsr_pw_aa_mix. The float buffers must
+ * literally: every pixel of the region, every one of its n x n sub-samples through the spec's
+ * inside formulas, coverage mixed with tsr_pw_aa_mix (the mix every backend shares). The float buffers must
  * be equal byte for byte, under fills that vary per pixel (negative, -0, infinities, NaN). */
 #include "nodes/nodes.h"
-#include "nodes/pointwise.h"
+#include "nodes/pointwise.h" /* tsr_pw_sub, tsr_pw_aa_mix */
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -12,17 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The inside column of DESIGN.md §2.2's table, written out (the tests build with
+ * -ffp-contract=off like the library, so these are the same IEEE operations) */
 static int
 ref_inside(const tsr_source *s, double px, double py)
 {
     double dx = px - s->center[0], dy = py - s->center[1];
+    const double *q = s->rect;
     switch (s->kind) {
-    case TSR_SRC_CIRCLE: return tsr_pw_in_circle(dx, dy, s->radius);
-    case TSR_SRC_ELLIPSE: return tsr_pw_in_ellipse(dx, dy, s->radii[0], s->radii[1]);
-    case TSR_SRC_RING: return tsr_pw_in_ring(dx, dy, s->radii[0], s->radii[1]);
-    case TSR_SRC_RECT: return tsr_pw_in_rect(px, py, s->rect);
-    case TSR_SRC_POLYGON:
-        return tsr_pw_in_polygon((const double (*)[2])s->points.p, (int64_t)s->points.n, px, py);
+    case TSR_SRC_CIRCLE: return dx * dx + dy * dy <= s->radius * s->radius;
+    case TSR_SRC_ELLIPSE:
+        return (dx / s->radii[0]) * (dx / s->radii[0]) + (dy / s->radii[1]) * (dy / s->radii[1]) <= 1;
+    case TSR_SRC_RING:
+        return s->radii[0] * s->radii[0] <= dx * dx + dy * dy &&
+               dx * dx + dy * dy <= s->radii[1] * s->radii[1];
+    case TSR_SRC_RECT: return q[0] <= px && px <= q[0] + q[2] && q[1] <= py && py <= q[1] + q[3];
+    case TSR_SRC_POLYGON: {
+        int odd = 0;
+        for (size_t i = 0; i < s->points.n; i++) {
+            const double *a = s->points.p[i], *b = s->points.p[(i + 1) % s->points.n];
+            double x1 = a[0], y1 = a[1], x2 = b[0], y2 = b[1];
+            if ((y1 > py) != (y2 > py) && px < (x2 - x1) * (py - y1) / (y2 - y1) + x1)
+                odd = !odd;
+        }
+        return odd;
+    }
     default: cr_assert_fail("not a shape"); return 0;
     }
 }
