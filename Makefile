@@ -53,7 +53,7 @@ asan: deps
 # reader), built with clang + ASan/UBSan in $(FUZZ_BUILD) and run FUZZ_SECONDS each
 # (FUZZ_TARGETS="design controller" for some) from their corpus ($(FUZZ_BUILD)/corpus/NAME,
 # seeded from tests/fuzz/regress/NAME, the design folders and the oracle's PNGs). Installs
-# clang, libFuzzer and clang's OpenMP runtime first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits
+# clang and libFuzzer first (scripts/deps.sh, TSR_DEPS_FUZZ). Exits
 # non-zero on a finding, which is saved in $(FUZZ_BUILD)/findings/: fix it, then keep it under
 # tests/fuzz/regress/NAME/, where ctest (fuzz_regress_NAME, every build, no clang needed)
 # replays it. Long runs:

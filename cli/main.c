@@ -707,12 +707,26 @@ run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double
     return TSR_OK;
 }
 
+/* The process's CPU seconds so far (user + system, every thread). */
+static double
+cpu_s(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+}
+
 static int
 cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 {
     tsr_error err = {0};
     sample sm[PROFILE_SAMPLES];
     int ns = 0;
+    /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
+     * understates the renderer, MB per CPU-second much less */
+    double cpu0 = cpu_s();
     double t_all = now_s(), budget = a->seconds > 0 ? a->seconds : 4.0;
     if (a->have_region) {
         /* a region the user names is rendered whole, as before */
@@ -735,6 +749,7 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
         if (isatty(STDERR_FILENO))
             fprintf(stderr, "\r\033[K");
     }
+    double cpu = cpu_s() - cpu0;
     /* Each sample stands for an equal share of the design: the projection is the mean of
      * the samples' seconds per byte, which a slow body dominates as it would the real run. */
     double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
@@ -766,14 +781,14 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
                    "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
                    "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
                    "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
-                   "\"peak_bytes\":%lld},",
+                   "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,\"cpu_seconds\":%.6f,",
                 (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
                 (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
                 total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
                 (unsigned long long)st.hits, (unsigned long long)st.misses,
                 (unsigned long long)st.evictions, (unsigned long long)st.waits,
                 (unsigned long long)st.overflow, (long long)st.cache_bytes,
-                (long long)st.cache_peak);
+                (long long)st.cache_peak, st.busy_seconds, cpu);
         fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
                    "\"projected_seconds_slowest\":%.3f,\"samples\":[",
                 slow / 1e6, fast / 1e6, total / slow);
@@ -817,6 +832,13 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
     fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
             a->target / 1e6);
+    if (cpu > 0)
+        fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %.0f MB "
+                "per CPU-second\n", cpu, (double)bytes / cpu / 1e6);
+    if (st.busy_seconds > 0 && secs > 0) /* the CPU backend's team */
+        fprintf(f, "busy        %.2f thread-s in %.3f s: %.2f of %d threads busy on average "
+                "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,
+                tsr_engine_threads(e), 100.0 * st.busy_seconds / secs / tsr_engine_threads(e));
     if (!a->have_region) {
         fprintf(f, "spread      slowest %s MB/s (region %lld,%lld,%lld,%lld), fastest %s MB/s\n",
                 ss, (long long)sm[slowest].r.x, (long long)sm[slowest].r.y,

@@ -1,5 +1,5 @@
 /* The backend seam (engine-internal): what the stream loop, drain and previews ask of whoever
- * computes pixels. One table of functions per backend, one file each: engine/cpu.c (OpenMP,
+ * computes pixels. One table of functions per backend, one file each: engine/cpu.c (a worker team,
  * the reference) and engine/gpu_backend.c (CUDA through gpu/). The stream loop is a small
  * in-order pipeline over it: submit band k, and once `depth` bands are in flight, complete the
  * oldest and hand it to the writer. A synchronous backend (the CPU) does everything in submit. */
@@ -40,8 +40,16 @@ extern const tsr_backend_ops tsr_backend_cpu;
 extern const tsr_backend_ops tsr_backend_gpu;
 
 /* Shared by both backends: a periodic root's band by row copies of its converted period
- * (engine.c), true when the root is periodic (then the band is filled, synchronously). */
+ * (engine.c), true when the root is periodic over its whole rect (then the band is filled,
+ * synchronously). */
 tsr_status
 tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err);
+
+/* The CPU's: the part of band j inside the root's periodic interior (the whole band when the
+ * root is periodic everywhere) filled the same way; rest[0..*nrest) get what is left to
+ * compute (the band itself when the root does not repeat). */
+tsr_status
+tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], size_t *nrest,
+                      tsr_error *err);
 
 #endif

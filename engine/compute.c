@@ -3,8 +3,8 @@
  * child tile computes it (recursively), others wait for it or find it cached. */
 #include "engine/engine_int.h"
 
+#include <errno.h>
 #include <malloc.h>
-#include <omp.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +45,9 @@ get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_ent
             return tsr_fail(err, TSR_ENOMEM, "out of memory (tile %s %lldx%lld)", n->name,
                             (long long)r.w, (long long)r.h);
         }
-        tsr_status st = tsr_cpu_compute(e, n, r, t->px, err);
+        /* a grid tile is computed directly even where the node repeats: tiles are only
+         * asked for along the border of its interior (read_inner) */
+        tsr_status st = tsr_cpu_compute_direct(e, n, r, t->px, err);
         if (st != TSR_OK) {
             tsr_tile_free(t);
             tsr_cache_abandon(e->cache, ce);
@@ -57,9 +59,41 @@ get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_ent
     return TSR_OK;
 }
 
+/* Copy rect `part` of node c from the grid tiles it meets into dst (rows of `stride` floats,
+ * dst[0] at part's top-left). */
+static tsr_status
+assemble(tsr_engine *e, const tsr_node *c, tsr_rect part, float *dst, int64_t stride,
+         tsr_error *err)
+{
+    int64_t tx0, ty0, tx1, ty1;
+    tsr_grid_tiles_of(&e->grid[c->id], part, &tx0, &ty0, &tx1, &ty1);
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+        for (int64_t tx = tx0; tx < tx1; tx++) {
+            tsr_cache_entry *ce;
+            tsr_status st = get_tile(e, c, tx, ty, &ce, err);
+            if (st != TSR_OK)
+                return st;
+            tsr_view tv = tsr_tile_view(tsr_cache_tile(ce));
+            tsr_rect q = tsr_rect_intersect(tv.r, part);
+            for (int64_t y = 0; y < q.h; y++)
+                memcpy(dst + (q.y - part.y + y) * stride + (q.x - part.x),
+                       tsr_view_row(&tv, q.x, q.y + y), (size_t)q.w * sizeof(float));
+            tsr_cache_release(e->cache, ce);
+        }
+    }
+    return TSR_OK;
+}
+
+static bool
+repeats(const tsr_engine *e, const tsr_node *n)
+{
+    return e->inner && e->inner[n->id].p[0];
+}
+
 /* The pixels of child rect `want` as a view: a pinned tile's own pixels when `want` lies in one
- * tile (no copy), else assembled from the tiles it meets into `*buf` (caller frees). The pin, if
- * any, is returned in *pin for release after use. */
+ * tile (no copy), else assembled into `*buf` (caller frees): from the tiles it meets, or for a
+ * child that repeats, copied from its period tile. The pin, if any, is returned in *pin for
+ * release after use. */
 static tsr_status
 fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_entry **pin,
       float **buf, tsr_error *err)
@@ -69,25 +103,8 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     tsr_grid_tiles_of(g, want, &tx0, &ty0, &tx1, &ty1);
     *pin = NULL;
     *buf = NULL;
-    if (e->period && e->period[c->id][0]) {
-        /* a periodic child costs a row copy per row: copy it straight into the view instead of
-         * caching tiles of it and copying those again */
-        float *b = malloc((size_t)want.w * (size_t)want.h * sizeof(float));
-        if (!b)
-            return tsr_fail(err, TSR_ENOMEM, "out of memory (assembling %lldx%lld of %s)",
-                            (long long)want.w, (long long)want.h, c->name);
-        tsr_status st = tsr_cpu_compute(e, c, want, b, err);
-        if (st != TSR_OK) {
-            free(b);
-            return st;
-        }
-        v->r = want;
-        v->px = b;
-        v->stride = want.w;
-        *buf = b;
-        return TSR_OK;
-    }
-    if (tx1 - tx0 == 1 && ty1 - ty0 == 1) {
+    bool copy = repeats(e, c);
+    if (!copy && tx1 - tx0 == 1 && ty1 - ty0 == 1) {
         tsr_status st = get_tile(e, c, tx0, ty0, pin, err);
         if (st != TSR_OK)
             return st;
@@ -98,21 +115,12 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     if (!b)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (assembling %lldx%lld of %s)",
                         (long long)want.w, (long long)want.h, c->name);
-    for (int64_t ty = ty0; ty < ty1; ty++) {
-        for (int64_t tx = tx0; tx < tx1; tx++) {
-            tsr_cache_entry *ce;
-            tsr_status st = get_tile(e, c, tx, ty, &ce, err);
-            if (st != TSR_OK) {
-                free(b);
-                return st;
-            }
-            tsr_view tv = tsr_tile_view(tsr_cache_tile(ce));
-            tsr_rect part = tsr_rect_intersect(tv.r, want);
-            for (int64_t y = 0; y < part.h; y++)
-                memcpy(b + (part.y - want.y + y) * want.w + (part.x - want.x),
-                       tsr_view_row(&tv, part.x, part.y + y), (size_t)part.w * sizeof(float));
-            tsr_cache_release(e->cache, ce);
-        }
+    /* a repeating child costs a row copy per row: copy it straight into the view instead of
+     * caching tiles of it and copying those again */
+    tsr_status st = copy ? tsr_cpu_compute(e, c, want, b, err) : assemble(e, c, want, b, want.w, err);
+    if (st != TSR_OK) {
+        free(b);
+        return st;
     }
     v->r = want;
     v->px = b;
@@ -202,25 +210,24 @@ all_set(const uint8_t *cov, size_t n)
     return acc;
 }
 
-/* A periodic node (engine/plan.c) over rect r: rows copied from its period tile, which is
- * computed once (through the cache, key tx = ty = -1) by the ordinary path over [0, Px) x
- * [0, Py). */
+/* Node n's period tile (engine/plan.c), pinned: computed once, through the cache (key
+ * tx = ty = -1), by the ordinary path over the period's rect at the top-left of its interior.
+ * *inner gets the nanoseconds spent computing it (counted by compute_direct itself). */
 static tsr_status
-compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+period_tile(tsr_engine *e, const tsr_node *n, tsr_cache_entry **out, uint64_t *inner,
+            tsr_error *err)
 {
-    const int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
-    uint64_t t0 = tsr_now_ns(), inner = 0;
     bool compute = false;
     tsr_cache_key key = {(int64_t)n->id, -1, -1};
     tsr_cache_entry *ce = tsr_cache_acquire(e->cache, key, &compute);
     if (!ce)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
-        tsr_tile *t = tsr_cache_tile_new(e->cache, tsr_rect_make(0, 0, pw, ph));
+        tsr_tile *t = tsr_cache_tile_new(e->cache, tsr_period_rect(e, n));
         uint64_t c0 = tsr_now_ns();
         tsr_status st = t ? tsr_cpu_compute_direct(e, n, t->r, t->px, err)
                           : tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
-        inner = tsr_now_ns() - c0; /* counted by compute_direct itself */
+        *inner = tsr_now_ns() - c0;
         if (st != TSR_OK) {
             tsr_tile_free(t);
             tsr_cache_abandon(e->cache, ce);
@@ -228,38 +235,71 @@ compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_er
         }
         tsr_cache_publish(e->cache, ce, t);
     }
-    const float *base = tsr_cache_tile(ce)->px;
-    int64_t x0 = tsr_floor_mod(r.x, pw), y = tsr_floor_mod(r.y, ph);
+    *out = ce;
+    return TSR_OK;
+}
+
+/* Rect r (inside n's interior) from n's period tile into dst, rows of `stride` floats. */
+static void
+copy_period(const tsr_engine *e, const tsr_node *n, const float *base, tsr_rect r, float *dst,
+            int64_t stride)
+{
+    const tsr_inner *per = &e->inner[n->id];
+    const int64_t pw = per->p[0], ph = per->p[1];
+    int64_t x0 = tsr_floor_mod(r.x - per->in.x, pw), y = tsr_floor_mod(r.y - per->in.y, ph);
     for (int64_t j = 0; j < r.h; j++) {
         const float *src = base + y * pw;
-        float *dst = px + j * r.w;
+        float *d = dst + j * stride;
         int64_t done = 0, x = x0;
         while (done < r.w) {
             int64_t run = pw - x < r.w - done ? pw - x : r.w - done;
-            memcpy(dst + done, src + x, (size_t)run * sizeof(float));
+            memcpy(d + done, src + x, (size_t)run * sizeof(float));
             done += run;
             x = 0;
         }
         if (++y == ph)
             y = 0;
     }
-    tsr_cache_release(e->cache, ce);
-    /* the copies are this node's own time too (profile's per-node seconds) */
+}
+
+/* A node that repeats (engine/plan.c) over rect r: its interior part copied from the period
+ * tile, the rest (a border strip along up to four sides) from its grid tiles, which compute
+ * directly. */
+static tsr_status
+compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+{
+    uint64_t t0 = tsr_now_ns(), inner = 0;
+    tsr_rect parts[4];
+    tsr_rect in = tsr_rect_intersect(r, e->inner[n->id].in);
+    size_t np = tsr_rect_minus(r, in, parts);
+    tsr_status st = TSR_OK;
+    if (!tsr_rect_empty(in)) {
+        tsr_cache_entry *ce = NULL;
+        st = period_tile(e, n, &ce, &inner, err);
+        if (st != TSR_OK)
+            return st;
+        copy_period(e, n, tsr_cache_tile(ce)->px, in, px + (in.y - r.y) * r.w + (in.x - r.x), r.w);
+        tsr_cache_release(e->cache, ce);
+    }
+    /* the copies are this node's own time too (profile's per-node seconds); the border's
+     * tiles count their own */
     atomic_fetch_add(&e->node_ns[n->id], tsr_now_ns() - t0 - inner);
-    return TSR_OK;
+    for (size_t k = 0; k < np && st == TSR_OK; k++)
+        st = assemble(e, n, parts[k], px + (parts[k].y - r.y) * r.w + (parts[k].x - r.x), r.w, err);
+    return st;
 }
 
 tsr_status
 tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
-    if (e->period && e->period[n->id][0])
+    if (repeats(e, n))
         return compute_periodic(e, n, r, px, err);
     return tsr_cpu_compute_direct(e, n, r, px, err);
 }
 
 /* The recursion would outgrow this thread's stack: say how deep the design goes and how to
- * give threads more (libgomp reads OMP_STACKSIZE when it loads; the main thread's stack is
- * ulimit -s). */
+ * give the thread more (the engine's workers get e->stack, engine/pool.c; the main thread's
+ * stack is ulimit -s; a thread an application starts is its own). */
 static tsr_status
 out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
 {
@@ -267,10 +307,10 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
     size_t size = tsr_stack_size(&main_thread);
     return tsr_fail(err, TSR_ENOMEM,
                     "node %s: out of thread stack (%zu KiB on the %s thread) in a chain of "
-                    "nested nodes %lld deep; give threads more stack: OMP_STACKSIZE=%zuM for "
-                    "worker threads, ulimit -s %zu for the main thread",
+                    "nested nodes %lld deep; give it more stack: ulimit -s %zu for the main "
+                    "thread, %zu MiB for a thread an application starts",
                     n->name, size >> 10, main_thread ? "main" : "worker",
-                    (long long)e->nest, e->stack >> 20, e->stack >> 10);
+                    (long long)e->nest, e->stack >> 10, e->stack >> 20);
 }
 
 /* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */
@@ -352,55 +392,100 @@ done:
 /* Tiles, layers and scratch are a few hundred KiB to a few MiB, allocated and freed for every
  * tile. glibc would serve those with mmap and give them back with munmap, so every tile paid
  * for fresh zeroed pages (page faults were ~10% of a profile). Keep them in the heap instead;
- * the memory plan bounds what is live at once either way. */
+ * the memory plan bounds what is live at once either way. And one heap for all threads: a
+ * tile freed by another thread than made it went back to that thread's arena, where nothing
+ * else reused it, and per-thread arenas held holes the plan does not count (peak RSS 56-67 MB
+ * at --memory 64M, 57-60 MB with one arena, tests/cli/memory.sh; allocations are per tile, so
+ * the shared lock costs nothing measurable). Process-wide, once, before the engine's threads
+ * start. */
 static void
 tune_malloc(void)
 {
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    mallopt(M_ARENA_MAX, 1);
+}
+
+void
+tsr_cpu_tune_malloc(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, tune_malloc);
+}
+
+/* One band's root rects, shared by the team (engine/pool.c). */
+typedef struct batch {
+    tsr_engine *e;
+    const tsr_rect *rects;
+    tsr_emit_fn emit;
+    void *ctx;
+    int64_t maxpx;
+    float **px;          /* [threads] each worker's rect buffer, made on its first rect */
+    tsr_error *errs;     /* [threads] */
+    _Atomic int failed;  /* set once: the rest are skipped */
+    _Atomic int first;   /* the worker whose error is reported */
+} batch;
+
+static void
+batch_rect(void *ctx, int w, size_t k)
+{
+    batch *b = ctx;
+    tsr_engine *e = b->e;
+    tsr_error *mine = &b->errs[w];
+    if (atomic_load(&b->failed))
+        return;
+    if (!b->px[w] && !(b->px[w] = malloc((size_t)b->maxpx * sizeof(float))))
+        tsr_fail(mine, TSR_ENOMEM, "out of memory (band)");
+    else if (stopping(e))
+        interrupted(mine);
+    if (mine->status == TSR_OK) {
+        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
+        if (tsr_cpu_compute(e, e->d->root, b->rects[k], b->px[w], mine) == TSR_OK)
+            b->emit(b->ctx, k, b->px[w]);
+        tsr_stop_bind(NULL);
+    }
+    if (mine->status != TSR_OK && atomic_exchange(&b->failed, 1) == 0)
+        atomic_store(&b->first, w);
+}
+
+tsr_status
+tsr_cpu_team(tsr_engine *e, tsr_error *err)
+{
+    if (!e->pool && !(e->pool = tsr_pool_new(e->threads, e->stack)))
+        return tsr_fail(err, TSR_ENOMEM, "cannot start %d worker threads (%s)", e->threads - 1,
+                        strerror(errno));
+    return TSR_OK;
 }
 
 tsr_status
 tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, tune_malloc);
-    const tsr_node *root = e->d->root;
-    int64_t maxpx = 0;
+    tsr_status st = tsr_cpu_team(e, err);
+    if (st != TSR_OK)
+        return st;
+    batch b = {e, rects, emit, ctx, 0, NULL, NULL, 0, 0};
     for (size_t k = 0; k < n; k++)
-        if (rects[k].w * rects[k].h > maxpx)
-            maxpx = rects[k].w * rects[k].h;
-    _Atomic int failed = 0;
-    tsr_error first = {TSR_OK, ""};
-#pragma omp parallel num_threads(e->threads)
-    {
-        float *px = malloc((size_t)maxpx * sizeof(float));
-        tsr_error mine = {TSR_OK, ""};
-        if (!px)
-            tsr_fail(&mine, TSR_ENOMEM, "out of memory (band)");
-        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
-#pragma omp for schedule(dynamic, 1)
-        for (size_t k = 0; k < n; k++) {
-            /* never return out of an OpenMP region: record the first error, skip the rest */
-            if (atomic_load(&failed) || mine.status != TSR_OK)
-                continue;
-            if (stopping(e)) {
-                interrupted(&mine);
-                continue;
-            }
-            if (tsr_cpu_compute(e, root, rects[k], px, &mine) == TSR_OK)
-                emit(ctx, k, px);
-        }
-        tsr_stop_bind(NULL);
-        if (mine.status != TSR_OK && atomic_exchange(&failed, 1) == 0)
-            first = mine;
-        free(px);
+        if (rects[k].w * rects[k].h > b.maxpx)
+            b.maxpx = rects[k].w * rects[k].h;
+    int threads = tsr_pool_threads(e->pool);
+    b.px = calloc((size_t)threads, sizeof *b.px);
+    b.errs = calloc((size_t)threads, sizeof *b.errs);
+    if (!b.px || !b.errs) {
+        free(b.px);
+        free(b.errs);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (band)");
     }
-    if (atomic_load(&failed)) {
+    tsr_pool_run(e->pool, n, batch_rect, &b);
+    for (int w = 0; w < threads; w++)
+        free(b.px[w]);
+    st = TSR_OK;
+    if (atomic_load(&b.failed)) {
+        st = b.errs[atomic_load(&b.first)].status;
         if (err)
-            *err = first;
-        return first.status;
+            *err = b.errs[atomic_load(&b.first)];
     }
-    return TSR_OK;
+    free(b.px);
+    free(b.errs);
+    return st;
 }

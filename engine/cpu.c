@@ -1,5 +1,5 @@
 /* The CPU backend (the reference): a band is cut into root-tile-wide rects computed in
- * parallel (compute.c, OpenMP), each quantized into its place as soon as it is done. Submit
+ * parallel (compute.c, on the worker team of engine/pool.c), each quantized into its place as soon as it is done. Submit
  * does all the work, so one band is in flight and complete has nothing to wait for. */
 #include "engine/backend.h"
 #include "engine/engine_int.h"
@@ -105,21 +105,23 @@ heap_within_budget(const tsr_engine *e)
         malloc_trim(0);
 }
 
-/* The periodic shortcut, or the root's tiles computed in parallel and quantized into place. */
+/* The periodic shortcut over the root's interior, and the rest (the whole band of a root that
+ * does not repeat) cut into the root's tiles, computed in parallel and quantized into place. */
 static tsr_status
 cpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
 {
-    bool done;
-    tsr_status st = tsr_engine_fill_periodic(e, j, &done, err);
-    if (st != TSR_OK || done)
-        return st;
-    tsr_rect *rects;
-    size_t n = tsr_cpu_cut_rects(e, tsr_rect_make(j->x, j->y, j->w, j->h), &rects);
-    if (!n)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory");
-    quant_ctx q = {e, rects, j};
-    st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
-    free(rects);
+    tsr_rect rest[4];
+    size_t nrest;
+    tsr_status st = tsr_engine_fill_inner(e, j, rest, &nrest, err);
+    for (size_t i = 0; i < nrest && st == TSR_OK; i++) {
+        tsr_rect *rects;
+        size_t n = tsr_cpu_cut_rects(e, rest[i], &rects);
+        if (!n)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory");
+        quant_ctx q = {e, rects, j};
+        st = tsr_cpu_root_batch(e, rects, n, emit_quant, &q, err);
+        free(rects);
+    }
     heap_within_budget(e); /* between bands: no tile is being computed */
     return st;
 }

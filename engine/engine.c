@@ -6,7 +6,7 @@
 
 #include <malloc.h>
 #include <math.h>
-#include <omp.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,9 +40,22 @@ threads_error(const tsr_engine *e, tsr_error *err)
              (long long)fit, have, each, (long long)fit);
 }
 
+/* The cores this process may run on (its affinity mask, as taskset or a cgroup's cpuset set
+ * it), else the cores online. */
+static int
+cores(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
 {
+    tsr_cpu_tune_malloc();
     tsr_engine *e = calloc(1, sizeof *e);
     if (!e) {
         tsr_fail(err, TSR_ENOMEM, "out of memory");
@@ -68,7 +81,7 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         tsr_fail(err, TSR_EINVAL, "--backend %s: must be cpu, gpu or auto", be);
         goto fail;
     }
-    e->threads = e->opts.threads > 0 ? e->opts.threads : omp_get_num_procs();
+    e->threads = e->opts.threads > 0 ? e->opts.threads : cores();
     e->rows0 = 0;
     e->rows1 = d->root->h;
     if (e->opts.rows[1] != 0) {
@@ -131,6 +144,8 @@ tsr_engine_free(tsr_engine *e)
     tsr_cache_free(e->cache);
     free(e->tile);
     free(e->period);
+    free(e->inner);
+    tsr_pool_free(e->pool);
     free(e->root_period);
     free(e->grid);
     free(e->node_ns);
@@ -157,11 +172,14 @@ tsr_engine_threads(const tsr_engine *e)
 }
 
 bool
-tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2])
+tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in)
 {
-    bool periodic = e->period && e->period[n->id][0];
-    p[0] = periodic ? e->period[n->id][0] : 0;
-    p[1] = periodic ? e->period[n->id][1] : 0;
+    const tsr_inner *per = e->inner ? &e->inner[n->id] : NULL;
+    bool periodic = per && per->p[0];
+    p[0] = periodic ? per->p[0] : 0;
+    p[1] = periodic ? per->p[1] : 0;
+    if (in)
+        *in = periodic ? per->in : tsr_rect_make(0, 0, 0, 0);
     return periodic;
 }
 
@@ -183,6 +201,7 @@ tsr_engine_get_stats(tsr_engine *e)
         e->node_seconds[i] = (double)atomic_load(&e->node_ns[i]) * 1e-9;
     for (size_t i = 0; i < 16; i++)
         s.trait_seconds[i] = (double)atomic_load(&e->trait_ns[i]) * 1e-9;
+    s.busy_seconds = e->pool ? (double)tsr_pool_busy_ns(e->pool) * 1e-9 : 0.0;
     return s;
 }
 
@@ -201,10 +220,12 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
 
 /* ---- a periodic root ------------------------------------------------------------------
  * When the root itself repeats (engine/plan.c finds its period Px x Py: a motif repeated over
- * the whole root), every output sample is the converted value of one pixel of its period, and
- * the conversion is per pixel. So the period is computed and converted once, and every band is
- * filled by copying sample rows: no per-band tile computation, float copy or conversion at all
- * (the bits are the same: tsr_convert of a value does not depend on its neighbours). */
+ * the whole root, or a lattice through distance and blur inside its border), every output
+ * sample inside that interior is the converted value of one pixel of its period, and the
+ * conversion is per pixel. So the period is computed and converted once, and the interior of
+ * every band is filled by copying sample rows: no per-band tile computation, float copy or
+ * conversion at all (the bits are the same: tsr_convert of a value does not depend on its
+ * neighbours). Only the border, if any, is computed (the CPU backend: cpu.c). */
 
 static tsr_status
 root_period_samples(tsr_engine *e, tsr_error *err)
@@ -212,8 +233,9 @@ root_period_samples(tsr_engine *e, tsr_error *err)
     if (e->root_period)
         return TSR_OK;
     const tsr_node *root = e->d->root;
-    int64_t pw = e->period[root->id][0], ph = e->period[root->id][1], bps = e->d->out.depth / 8;
-    tsr_tile *t = tsr_tile_new(tsr_rect_make(0, 0, pw, ph));
+    tsr_rect pr = tsr_period_rect(e, root);
+    int64_t pw = pr.w, ph = pr.h, bps = e->d->out.depth / 8;
+    tsr_tile *t = tsr_tile_new(pr);
     uint8_t *s = malloc((size_t)(pw * ph * bps));
     tsr_status st = TSR_OK;
     if (!t || !s)
@@ -255,32 +277,97 @@ periodic_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t r
     }
 }
 
-/* Band j0 of a periodic root, on all the engine's threads: its first Py rows from the period,
- * then every later row a copy of the row Py above it in root order (the same bytes). Rows are
- * independent within each pass, so one memory-bound core does not set the rate. */
-static void
-fill_periodic(const tsr_engine *e, const tsr_band_job *j0)
+/* Rect r of band j0 (inside the root's interior), on all the engine's threads: its first Py
+ * rows from the period, then every later row a copy of the row Py above it in root order (the
+ * same bytes). Rows are independent within each pass, so one memory-bound core does not set
+ * the rate. */
+typedef struct periodic_fill {
+    const tsr_band_job *j;
+    int64_t b0, b1;     /* the band rows [b0, b1) that r covers */
+    int64_t ph, py0, lead;
+    size_t xoff, len;   /* r's bytes within a band row */
+    size_t x0b, row, prow;
+    const uint8_t *period;
+} periodic_fill;
+
+/* rows of a pass go to the team in blocks of this many, so claiming one costs little */
+#define FILL_ROWS 16
+
+/* band row b's bytes for r */
+static uint8_t *
+fill_at(const periodic_fill *f, int64_t b)
 {
-    int64_t h = j0->h, bps = j0->bps;
-    const tsr_node *root = e->d->root;
-    int64_t pw = e->period[root->id][0], ph = e->period[root->id][1];
-    size_t x0b = (size_t)(tsr_floor_mod(j0->x, pw) * bps);
-    int64_t py0 = tsr_floor_mod(j0->y, ph), lead = h < ph ? h : ph;
-    size_t row = (size_t)(j0->w * bps), prow = (size_t)(pw * bps);
-    uint8_t *buf = j0->dst;
-    const uint8_t *period = e->root_period;
-    bool up = j0->up;
-#pragma omp parallel for num_threads(e->threads) schedule(static)
-    for (int64_t j = 0; j < lead; j++) {
-        int64_t py = py0 + j < ph ? py0 + j : py0 + j - ph;
-        periodic_row(period + (size_t)py * prow, prow, x0b, buf + (size_t)(up ? h - 1 - j : j) * row, row);
+    const tsr_band_job *j0 = f->j;
+    return j0->dst + (size_t)(j0->up ? j0->h - 1 - b : b) * f->row + f->xoff;
+}
+
+static void
+fill_lead(void *ctx, int worker, size_t k)
+{
+    (void)worker;
+    const periodic_fill *f = ctx;
+    int64_t end = f->b0 + f->lead;
+    for (int64_t b = f->b0 + (int64_t)k * FILL_ROWS; b < end && b < f->b0 + (int64_t)(k + 1) * FILL_ROWS; b++) {
+        int64_t j = b - f->b0;
+        int64_t py = f->py0 + j < f->ph ? f->py0 + j : f->py0 + j - f->ph;
+        periodic_row(f->period + (size_t)py * f->prow, f->prow, f->x0b, fill_at(f, b), f->len);
     }
-#pragma omp parallel for num_threads(e->threads) schedule(static)
-    for (int64_t j = lead; j < h; j++) {
-        int64_t same = j % ph; /* a row among the first Py with the same phase */
-        memcpy(buf + (size_t)(up ? h - 1 - j : j) * row, buf + (size_t)(up ? h - 1 - same : same) * row,
-               row);
+}
+
+static void
+fill_rest(void *ctx, int worker, size_t k)
+{
+    (void)worker;
+    const periodic_fill *f = ctx;
+    int64_t from = f->b0 + f->lead;
+    for (int64_t b = from + (int64_t)k * FILL_ROWS; b < f->b1 && b < from + (int64_t)(k + 1) * FILL_ROWS; b++) {
+        int64_t same = f->b0 + (b - f->b0) % f->ph; /* a row among the first Py, same phase */
+        memcpy(fill_at(f, b), fill_at(f, same), f->len);
     }
+}
+
+static void
+fill_periodic(tsr_engine *e, const tsr_band_job *j0, tsr_rect r)
+{
+    int64_t bps = j0->bps;
+    const tsr_inner *per = &e->inner[e->d->root->id];
+    int64_t pw = per->p[0], ph = per->p[1], h = r.h;
+    periodic_fill f = {j0,
+                       r.y - j0->y,
+                       r.y - j0->y + r.h,
+                       ph,
+                       tsr_floor_mod(r.y - per->in.y, ph),
+                       h < ph ? h : ph,
+                       (size_t)((r.x - j0->x) * bps),
+                       (size_t)(r.w * bps),
+                       (size_t)(tsr_floor_mod(r.x - per->in.x, pw) * bps),
+                       (size_t)(j0->w * bps),
+                       (size_t)(pw * bps),
+                       e->root_period};
+    tsr_pool_run(e->pool, (size_t)((f.lead + FILL_ROWS - 1) / FILL_ROWS), fill_lead, &f);
+    tsr_pool_run(e->pool, (size_t)((h - f.lead + FILL_ROWS - 1) / FILL_ROWS), fill_rest, &f);
+}
+
+tsr_status
+tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], size_t *nrest,
+                      tsr_error *err)
+{
+    tsr_rect band = tsr_rect_make(j->x, j->y, j->w, j->h);
+    const tsr_inner *per = e->inner ? &e->inner[e->d->root->id] : NULL;
+    tsr_rect in = per && per->p[0] ? tsr_rect_intersect(band, per->in) : tsr_rect_make(0, 0, 0, 0);
+    *nrest = tsr_rect_minus(band, in, rest);
+    if (tsr_rect_empty(in))
+        return TSR_OK;
+    tsr_status st = root_period_samples(e, err); /* counts its own compute time */
+    if (st == TSR_OK)
+        st = tsr_cpu_team(e, err);
+    if (st != TSR_OK)
+        return st;
+    uint64_t t0 = tsr_now_ns();
+    fill_periodic(e, j, in);
+    /* the row copies are the root's own time too (profile's per-node seconds) */
+    atomic_fetch_add(&e->node_ns[e->d->root->id], tsr_now_ns() - t0);
+    return TSR_OK;
 }
 
 tsr_status
@@ -289,14 +376,9 @@ tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_e
     *done = e->period && e->period[e->d->root->id][0];
     if (!*done)
         return TSR_OK;
-    tsr_status st = root_period_samples(e, err); /* counts its own compute time */
-    if (st != TSR_OK)
-        return st;
-    uint64_t t0 = tsr_now_ns();
-    fill_periodic(e, j);
-    /* the copies are the root's own time too (profile's per-node seconds) */
-    atomic_fetch_add(&e->node_ns[e->d->root->id], tsr_now_ns() - t0);
-    return TSR_OK;
+    tsr_rect rest[4];
+    size_t n;
+    return tsr_engine_fill_inner(e, j, rest, &n, err); /* a whole root leaves no rest */
 }
 
 uint64_t

@@ -1,5 +1,5 @@
 /* engine: plans and runs a render. It owns the tile cache, schedules tile computation on a
- * backend (CPU with OpenMP; GPU later), assembles root bands in output order, converts them to
+ * backend (CPU threads or the GPU), assembles root bands in output order, converts them to
  * samples and hands them to a sink through the writer thread.
  *
  * One tsr_engine renders one design; it borrows the design, which must outlive it. An engine
@@ -27,6 +27,8 @@ typedef struct tsr_engine_opts {
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
     int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */
     int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
+    bool direct;         /* compute every node directly, never copying a period (plan.c):
+                          * the reference the periodic shortcut is tested against */
     bool plan_only;      /* plan, and refuse what does not fit, but decode no image and build
                           * no table: for tsr_engine_print_check (`tessera check`); every
                           * render then fails with TSR_EINVAL */
@@ -57,6 +59,8 @@ typedef struct tsr_engine_stats {
     double *node_seconds;  /* per design node id: seconds spent computing its tiles (self) */
     size_t nnodes;
     double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
+    double busy_seconds;   /* the CPU backend's threads' time inside band work, summed over
+                            * them (what waits, on cache tiles or for the team, is left out) */
 } tsr_engine_stats;
 
 /* Load and validate a design, reading only its images' headers: tsr_engine_new decodes them
@@ -75,9 +79,8 @@ tsr_engine_load(const char *path, tsr_error *err);
  * failure.
  * Process-wide effect: sets the default stack of threads created from now on to what the
  * design's deepest chain needs (tsr_engine_thread_stack: 1 MiB for shallow designs, ~5 MiB for
- * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), so the OpenMP workers that the first
- * render starts hold it; never below what an earlier engine or tsr_engine_thread_stacks asked
- * for (libgomp reuses the threads it started). That may lower glibc's initial default (8 MiB
+ * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), as the engine's own workers get; never
+ * below what an earlier engine or tsr_engine_thread_stacks asked for. That may lower glibc's initial default (8 MiB
  * under `ulimit -s 8192`): many threads under an address-space limit then fit. */
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err);
@@ -88,10 +91,9 @@ tsr_engine_thread_stack(const tsr_engine *e);
 
 /* Raise the default stack size of threads the process creates from now on to at least
  * `bytes` (glibc's pthread_setattr_default_np); never lowers it, and later engines keep at
- * least this much. OpenMP worker threads take that default unless OMP_STACKSIZE is set
- * (libgomp then sizes them itself, and this changes nothing for them). Threads that exist
- * already keep their stacks: an application that runs OpenMP regions of its own before its
- * first tsr_engine_new should call this first. Whatever the stacks, a render that runs out
+ * least this much (the engine's own workers are created with their design's size whatever
+ * the default). Threads that exist already keep their stacks: an application whose own
+ * threads call tessera should call this before it starts them. Whatever the stacks, a render that runs out
  * fails with TSR_ENOMEM naming the remedy, never with SIGSEGV. Thread-safe. Fails
  * (TSR_ENOMEM, TSR_EINVAL) only when glibc refuses. */
 tsr_status
@@ -117,10 +119,13 @@ tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n);
 int
 tsr_engine_threads(const tsr_engine *e);
 
-/* Whether node n is periodic (engine/plan.c): true with its period in p[0] x p[1]. One period
- * is computed and the rest copied; a periodic root's stream copies sample rows. */
+/* Whether node n repeats (engine/plan.c): true with its period in p[0] x p[1] and, in *in
+ * (may be NULL), the rect of the node inside which it does (the whole node, or an interior:
+ * a lattice's region, a distance or blur's border cut off). One period is computed and the
+ * interior copied from it; a root periodic over its whole rect streams by copying sample
+ * rows. */
 bool
-tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2]);
+tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in);
 
 /* Root values of rect r (root coordinates, inside the root) into out (r.w * r.h floats,
  * row-major). The crop of opts->rows does not apply. */

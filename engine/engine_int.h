@@ -4,8 +4,17 @@
 
 #include "cache/cache.h"
 #include "engine/engine.h"
+#include "engine/pool.h"
 
 #include <stdatomic.h>
+
+/* Where a node repeats (engine/plan.c): value(x, y) = value(x + p[0], y) = value(x, y + p[1])
+ * wherever both points lie inside `in` (node coordinates); p[0] == 0 when nowhere. One period
+ * tile, in's top-left p[0] x p[1], is computed and copied over `in` (compute.c). */
+typedef struct tsr_inner {
+    int64_t p[2];
+    tsr_rect in;
+} tsr_inner;
 
 struct tsr_engine {
     const tsr_design *d;
@@ -28,12 +37,23 @@ struct tsr_engine {
     int64_t rows0, rows1;       /* the crop: stream rows [rows0, rows1) of the root */
     int64_t (*period)[2];       /* per node id: [px, py] when the node is periodic, else 0s
                                  * (plan.c: tsr_plan_make fills it) */
+    tsr_inner *inner;           /* per node id: where it repeats, whole nodes included
+                                 * (plan.c), else p[0] == 0 */
     uint8_t *root_period;       /* a periodic root's period as output samples, made by the
                                  * first band that needs it (engine.c), else NULL */
     int64_t nest;               /* nodes on the design's longest chain, the root included */
     int64_t design_bytes;       /* what the loaded design keeps on the heap (plan: fixed) */
     size_t stack;               /* the stack its worker threads get (stack.c) */
+    tsr_pool *pool;             /* the CPU backend's worker team, started on first use */
 };
+
+/* Node n's period tile's rect: the period at the top-left of where it repeats. */
+static inline tsr_rect
+tsr_period_rect(const struct tsr_engine *e, const tsr_node *n)
+{
+    const tsr_inner *per = &e->inner[n->id];
+    return tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
+}
 
 /* Child rects of one edge layer that compute.c keeps in its own frame; more (up to
  * TSR_NEED_MAX) take TSR_FETCH_BYTES each on the heap (the plan counts them). That frame is on
@@ -50,6 +70,14 @@ tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_err
 /* The same without the periodic shortcut: fill, source, then every edge. */
 tsr_status
 tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
+
+/* malloc's settings for tiles (compute.c): once per process, before threads start. */
+void
+tsr_cpu_tune_malloc(void);
+
+/* Start e's worker team (e->threads, e->stack) if it is not running yet. */
+tsr_status
+tsr_cpu_team(tsr_engine *e, tsr_error *err);
 
 /* Compute the root rects rects[0..n) in parallel and call emit(ctx, k, px) for each (from a
  * worker thread; px valid during the call). First error wins; the rest are skipped. */

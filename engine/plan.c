@@ -17,11 +17,21 @@
  * `region` is the same at (x, y) and (x + Px, y) and (x, y + Py): its constant fill and every
  * lattice repeat are invariant under the lattice's axis-aligned periods, and a translation by
  * a lattice vector keeps the copy order (ascending j, then i), so the float32 arithmetic at
- * both points is the same, bit for bit. The engine then computes one period tile and copies
- * it (engine/compute.c); the period of one lattice is |det| / gcd(uy, vy) along x and
- * |det| / gcd(ux, vx) along y, of several the lcm. Periods whose tile exceeds PERIOD_MAX_PX
- * are not worth it. */
+ * both points is the same, bit for bit. The period of one lattice is |det| / gcd(uy, vy) along
+ * x and |det| / gcd(ux, vx) along y, of several the lcm.
+ *
+ * Periodicity also passes through shift-invariant edges (trait->halo: pattern, distance,
+ * blur): over a child periodic inside rect I, the layer is periodic inside I shrunk by the
+ * halo and placed at the offset, because each of its pixels is the same function of the same
+ * child window. A `region` makes a lattice periodic inside the region. So every node gets the
+ * rect inside which it repeats (the intersection of its edges' rects; the constant fill
+ * repeats everywhere), and the engine computes one period tile there and copies it over that
+ * interior (engine/compute.c), computing only the border directly. A node periodic over its
+ * whole rect is the old case (e->period): its period tile sits at the origin, and a periodic
+ * root streams by row copies of converted samples (engine.c). Periods whose tile exceeds
+ * PERIOD_MAX_PX are not worth it, nor interiors under PERIOD_MIN_COPIES periods. */
 #define PERIOD_MAX_PX ((int64_t)1 << 20)
+#define PERIOD_MIN_COPIES 4
 
 static int64_t
 gcd64(int64_t a, int64_t b)
@@ -46,37 +56,75 @@ lcm_capped(int64_t a, int64_t b, int64_t cap)
     return m;
 }
 
-static void
-find_period(const tsr_node *n, int64_t out[2])
+/* The axis-aligned periods of a repeat's lattice into p; false when too long. */
+static bool
+lattice_period(const tsr_repeat_params *r, int64_t p[2])
 {
-    out[0] = out[1] = 0;
+    __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
+    if (det < 0)
+        det = -det;
+    int64_t gy = gcd64(r->u[1], r->v[1]), gx = gcd64(r->u[0], r->v[0]);
+    if (gx == 0 || gy == 0 || det / gy > PERIOD_MAX_PX || det / gx > PERIOD_MAX_PX)
+        return false;
+    p[0] = (int64_t)(det / gy);
+    p[1] = (int64_t)(det / gx);
+    return true;
+}
+
+/* The rect (parent coords) inside which edge ed's layer repeats, with its period in p; false
+ * when it does not. Children come first (d->nodes), so e->inner holds theirs. */
+static bool
+edge_period(const tsr_engine *e, const tsr_node *n, const tsr_edge *ed, int64_t p[2],
+            tsr_rect *in)
+{
+    tsr_trait_id id = tsr_trait_id_of(ed->trait);
+    if (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector) {
+        const tsr_repeat_params *r = ed->params;
+        *in = r->region[2] > 0 ? tsr_rect_make(r->region[0], r->region[1], r->region[2], r->region[3])
+                               : tsr_rect_make(0, 0, n->w, n->h);
+        return lattice_period(r, p);
+    }
+    const tsr_inner *c = &e->inner[ed->child->id];
+    if (!ed->trait->halo || !c->p[0])
+        return false;
+    int64_t h[2];
+    ed->trait->halo(ed, h);
+    if (2 * h[0] >= c->in.w || 2 * h[1] >= c->in.h) /* the halo leaves nothing inside */
+        return false;
+    *in = tsr_rect_make(c->in.x + h[0] + ed->offset[0], c->in.y + h[1] + ed->offset[1],
+                        c->in.w - 2 * h[0], c->in.h - 2 * h[1]);
+    p[0] = c->p[0];
+    p[1] = c->p[1];
+    return true;
+}
+
+static void
+find_period(const tsr_engine *e, const tsr_node *n, tsr_inner *out)
+{
+    *out = (tsr_inner){{0, 0}, {0, 0, 0, 0}};
     if (n->source || n->nedges == 0)
         return;
     int64_t px = 1, py = 1;
+    tsr_rect in = tsr_rect_make(0, 0, n->w, n->h);
     for (size_t k = 0; k < n->nedges; k++) {
-        const tsr_edge *ed = &n->edges[k];
-        const char *t = ed->trait->name;
-        if (strcmp(t, "repeat") != 0 && strcmp(t, "repeat-vector") != 0)
+        int64_t p[2];
+        tsr_rect ein;
+        if (!edge_period(e, n, &n->edges[k], p, &ein))
             return;
-        const tsr_repeat_params *r = ed->params;
-        if (r->region[2] > 0)
-            return;
-        __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
-        if (det < 0)
-            det = -det;
-        int64_t gy = gcd64(r->u[1], r->v[1]), gx = gcd64(r->u[0], r->v[0]);
-        if (gx == 0 || gy == 0 || det / gy > PERIOD_MAX_PX || det / gx > PERIOD_MAX_PX)
-            return;
-        px = lcm_capped(px, (int64_t)(det / gy), PERIOD_MAX_PX);
-        py = lcm_capped(py, (int64_t)(det / gx), PERIOD_MAX_PX);
+        in = tsr_rect_intersect(in, ein);
+        px = lcm_capped(px, p[0], PERIOD_MAX_PX);
+        py = lcm_capped(py, p[1], PERIOD_MAX_PX);
         if (!px || !py)
             return;
     }
     int64_t area;
-    if (!tsr_mul_checked(px, py, &area) || area > PERIOD_MAX_PX)
+    if (!tsr_mul_checked(px, py, &area) || area > PERIOD_MAX_PX || in.w < px || in.h < py)
         return;
-    out[0] = px;
-    out[1] = py;
+    if (in.w / px * (in.h / py) < PERIOD_MIN_COPIES && !(in.w == n->w && in.h == n->h))
+        return;
+    out->p[0] = px;
+    out->p[1] = py;
+    out->in = in;
 }
 
 static int64_t
@@ -101,19 +149,24 @@ tile_px(const tsr_engine *e, const tsr_node *n)
     return sat_mul(t < n->w ? t : n->w, t < n->h ? t : n->h);
 }
 
-/* Bytes one computation of node n over a rect of rw x rh holds itself: L, cov, fetched child
+/* A representative rect of rw x rh away from node n's origin, so halos and wraps count. */
+static tsr_rect
+mid_rect(const tsr_node *n, int64_t rw, int64_t rh)
+{
+    return tsr_rect_make(n->w > rw ? (n->w - rw) / 2 : 0, n->h > rh ? (n->h - rh) / 2 : 0,
+                         rw < n->w ? rw : n->w, rh < n->h ? rh : n->h);
+}
+
+/* Bytes one computation of node n over rect r, of rw x rh, holds itself: L, cov, fetched child
  * rects (assembled copies or pinned tiles, rounded out to whole tiles, and their bookkeeping
  * when it does not fit compute.c's frame) and trait scratch. */
 static int64_t
-node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh)
+node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh, tsr_rect r)
 {
     int64_t px = sat_mul(rw, rh);
     int64_t w = n->nedges ? sat_mul(px, 5) : 0;
     if (n->source) /* a polygon's scan lists while its source is drawn */
         w = sat_add(w, (int64_t)tsr_source_scratch(n->source, n->w));
-    /* a representative rect away from the origin, so halos and wraps are counted */
-    tsr_rect r = tsr_rect_make(n->w > rw ? (n->w - rw) / 2 : 0, n->h > rh ? (n->h - rh) / 2 : 0,
-                               rw < n->w ? rw : n->w, rh < n->h ? rh : n->h);
     int64_t edges = 0;
     for (size_t k = 0; k < n->nedges; k++) {
         const tsr_edge *ed = &n->edges[k];
@@ -157,11 +210,15 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     int64_t decode = 0; /* the largest image's decoding scratch */
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
-        if (e->period[n->id][0]) { /* the period tile, cached but counted as always held */
-            int64_t ppx = sat_mul(e->period[n->id][0], e->period[n->id][1]);
-            p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(tsr_rect_make(0, 0, e->period[n->id][0], e->period[n->id][1])));
-            if (n == root) /* and, for the root, its samples (engine.c, fill_periodic) */
-                p->fixed = sat_add(p->fixed, sat_mul(ppx, bps));
+        const tsr_inner *per = &e->inner[n->id];
+        int64_t period_work = 0;
+        if (per->p[0]) { /* the period tile, cached but counted as always held */
+            tsr_rect pr = tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
+            p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(pr));
+            if (n == root) /* and a periodic root's samples (engine.c) */
+                p->fixed = sat_add(p->fixed, sat_mul(sat_mul(pr.w, pr.h), bps));
+            /* computing it is one computation over the period's rect */
+            period_work = node_work(e, n, pr.w, pr.h, pr);
         }
         int64_t t = e->tile[n->id];
         int64_t rw = t < n->w ? t : n->w, rh = n == root ? p->band_rows : (t < n->h ? t : n->h);
@@ -176,7 +233,9 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
             if (ed->trait->build_bytes)
                 p->fixed = sat_add(p->fixed, (int64_t)ed->trait->build_bytes(ed));
         }
-        path[n->id] = sat_add(node_work(e, n, rw, rh), deepest);
+        path[n->id] = sat_add(node_work(e, n, rw, rh, mid_rect(n, rw, rh)), deepest);
+        if (sat_add(period_work, deepest) > path[n->id])
+            path[n->id] = sat_add(period_work, deepest);
         const tsr_source *src = n->source;
         if (src && src->kind == TSR_SRC_IMAGE && src->iw > 0) {
             /* decoded (or to be decoded: tsr_design_build) as iw x ih floats; decoding one
@@ -200,7 +259,13 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
                                                               ((int64_t)10 << 20)));
     p->minimum = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
     p->budget = budget;
+    /* Tiles of many sizes, freed by other threads than made them, leave holes in malloc's heap
+     * (cpu.c: heap_within_budget gives whole free pages back between bands): an eighth of
+     * what the cache could have is kept for them, so the process, not only what is live,
+     * stays within the budget (measured: peak RSS up to 0.4 MiB over --memory 64M plus the
+     * binary's own without it, tests/cli/memory.sh). */
     p->cache = budget - p->minimum;
+    p->cache -= p->cache / 8;
     return TSR_OK;
 }
 
@@ -213,10 +278,18 @@ plan_fit(tsr_engine *e, tsr_error *err)
     tsr_plan *p = &e->plan;
     if (!e->period) {
         e->period = calloc(e->d->nnodes, sizeof *e->period);
-        if (!e->period)
+        e->inner = calloc(e->d->nnodes, sizeof *e->inner);
+        if (!e->period || !e->inner)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
-        for (size_t i = 0; i < e->d->nnodes; i++)
-            find_period(e->d->nodes[i], e->period[e->d->nodes[i]->id]);
+        for (size_t i = 0; i < e->d->nnodes && !e->opts.direct; i++) { /* children first */
+            const tsr_node *n = e->d->nodes[i];
+            tsr_inner *in = &e->inner[n->id];
+            find_period(e, n, in);
+            if (in->p[0] && in->in.x == 0 && in->in.y == 0 && in->in.w == n->w && in->in.h == n->h) {
+                e->period[n->id][0] = in->p[0];
+                e->period[n->id][1] = in->p[1];
+            }
+        }
     }
     int64_t troot = e->tile[e->d->root->id];
     int64_t rows = troot < e->d->root->h ? troot : e->d->root->h;

@@ -246,10 +246,16 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
                 (long long)n->w, (long long)n->h, (long long)g->t, (long long)g->nx,
                 (long long)g->ny, b);
         int64_t per[2];
-        if (tsr_engine_period(e, n, per))
+        tsr_rect in;
+        if (tsr_engine_period(e, n, per, &in) && in.w == n->w && in.h == n->h)
             fprintf(f, "; periodic %lld x %lld: one period computed, the rest copied%s",
                     (long long)per[0], (long long)per[1],
                     n == d->root ? " as output samples" : "");
+        else if (tsr_engine_period(e, n, per, &in))
+            fprintf(f, "; periodic %lld x %lld inside [%lld, %lld, %lld, %lld]: one period "
+                    "computed, the inside copied, the border computed",
+                    (long long)per[0], (long long)per[1], (long long)in.x, (long long)in.y,
+                    (long long)in.w, (long long)in.h);
         const char *cls = tsr_engine_gpu_class(e, n);
         if (cls)
             fprintf(f, "; gpu: %s", cls);

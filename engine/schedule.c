@@ -39,24 +39,33 @@ want(want_list *l, int64_t tx, int64_t ty)
 }
 
 static bool
-periodic(const tsr_engine *e, const tsr_node *n)
+repeats(const tsr_engine *e, const tsr_node *n)
 {
-    return e->period && e->period[n->id][0];
+    return e->inner && e->inner[n->id].p[0];
 }
 
-/* Child rect r is read the way compute.c's fetch reads it: a periodic child through its period
- * tile, any other through every grid tile r meets. */
+/* Child rect r is read the way compute.c reads it: a node that repeats (engine/plan.c) through
+ * its period tile where r meets its interior and through its grid tiles over the rest of r,
+ * any other through every grid tile r meets. */
 static bool
 want_rect(const tsr_engine *e, want_list *l, const tsr_node *c, tsr_rect r)
 {
-    if (periodic(e, c))
-        return l->n > 0 || want(l, TSR_SCHED_PERIOD, TSR_SCHED_PERIOD); /* one tile is enough */
-    int64_t tx0, ty0, tx1, ty1;
-    tsr_grid_tiles_of(&e->grid[c->id], r, &tx0, &ty0, &tx1, &ty1);
-    for (int64_t ty = ty0; ty < ty1; ty++)
-        for (int64_t tx = tx0; tx < tx1; tx++)
-            if (!want(l, tx, ty))
-                return false;
+    tsr_rect parts[4] = {r};
+    size_t np = 1;
+    if (repeats(e, c)) {
+        tsr_rect in = tsr_rect_intersect(r, e->inner[c->id].in);
+        np = tsr_rect_minus(r, in, parts);
+        if (!tsr_rect_empty(in) && !want(l, TSR_SCHED_PERIOD, TSR_SCHED_PERIOD))
+            return false;
+    }
+    for (size_t k = 0; k < np; k++) {
+        int64_t tx0, ty0, tx1, ty1;
+        tsr_grid_tiles_of(&e->grid[c->id], parts[k], &tx0, &ty0, &tx1, &ty1);
+        for (int64_t ty = ty0; ty < ty1; ty++)
+            for (int64_t tx = tx0; tx < tx1; tx++)
+                if (!want(l, tx, ty))
+                    return false;
+    }
     return true;
 }
 
@@ -75,7 +84,7 @@ tsr_schedule_tile_rect(const tsr_schedule *s, const tsr_node *n, tsr_sched_tile 
     if (t.ty == TSR_SCHED_CHUNK)
         return s->chunks[t.tx];
     if (t.ty == TSR_SCHED_PERIOD)
-        return tsr_rect_make(0, 0, s->e->period[n->id][0], s->e->period[n->id][1]);
+        return tsr_period_rect(s->e, n);
     return tsr_grid_tile_rect(&s->e->grid[n->id], t.tx, t.ty);
 }
 
@@ -140,10 +149,10 @@ tsr_schedule_make(const tsr_engine *e, const tsr_rect *chunks, size_t n, tsr_err
         goto fail;
     memcpy(s->chunks, chunks, n * sizeof *chunks);
     s->nchunks = n;
-    /* the root's chunks are its tiles; a periodic root is read like any periodic node */
+    /* the root's chunks are its tiles; a root that repeats is read like any such node */
     const tsr_node *root = d->root;
     for (size_t k = 0; k < n; k++) {
-        bool ok = periodic(e, root) ? want_rect(e, &wants[root->id], root, chunks[k])
+        bool ok = repeats(e, root) ? want_rect(e, &wants[root->id], root, chunks[k])
                                     : want(&wants[root->id], (int64_t)k, TSR_SCHED_CHUNK);
         if (!ok)
             goto fail;

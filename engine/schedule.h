@@ -6,9 +6,10 @@
  * tile a parent computes asks its edges' need() for child rects, and every child tile meeting
  * one of them is wanted. A wanted tile that the cache holds is a *hit*: the recursion would
  * pin it and not look below it, so the schedule does not either (a hit prunes its subtree). A
- * periodic node (engine/plan.c) is never tiled: whatever rect of it is asked for, the
- * recursion reads its one period tile, cache key (id, -1, -1), computed over
- * [0, Px) x [0, Py), and so does the schedule. The root is not tiled either: its chunks are its
+ * node that repeats (engine/plan.c) is read through its one period tile, cache key
+ * (id, -1, -1), computed over the period's rect at the top-left of its interior, wherever the
+ * asked-for rect meets that interior, and through its grid tiles over the rest (the border of
+ * a node periodic only inside); so is the schedule. The root is not tiled: its chunks are its
  * tiles. tests/test_schedule.c checks the result against the tiles the recursion acquires. */
 #ifndef TSR_ENGINE_SCHEDULE_H
 #define TSR_ENGINE_SCHEDULE_H
@@ -16,7 +17,7 @@
 #include "engine/engine_int.h"
 
 /* Tile coordinates that are not grid tiles: */
-#define TSR_SCHED_PERIOD (-1) /* tx = ty = -1: a periodic node's period tile */
+#define TSR_SCHED_PERIOD (-1) /* tx = ty = -1: the period tile of a node that repeats */
 #define TSR_SCHED_CHUNK (-2)  /* ty = -2: the root's chunk number tx */
 
 typedef struct tsr_sched_tile {
@@ -62,8 +63,8 @@ tsr_schedule_nstages(const tsr_schedule *s);
 const tsr_sched_stage *
 tsr_schedule_stage(const tsr_schedule *s, size_t i);
 
-/* The node rect of tile t of node n: a grid tile, a period tile [0, Px) x [0, Py) (which may
- * exceed the node: the recursion computes it so), or a root chunk. */
+/* The node rect of tile t of node n: a grid tile, its period tile (tsr_period_rect), or a
+ * root chunk. */
 tsr_rect
 tsr_schedule_tile_rect(const tsr_schedule *s, const tsr_node *n, tsr_sched_tile t);
 

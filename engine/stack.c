@@ -1,12 +1,12 @@
 /* Thread stacks. The CPU backend recurses once per node level (compute.c: compute ->
- * edge_layer -> fetch -> get_tile -> compute) on OpenMP worker threads and the caller's
- * thread, and a design may nest 2000 levels (docs/reliability.md, "Deep chains and thread
+ * edge_layer -> fetch -> get_tile -> compute) on the engine's worker threads (engine/pool.c)
+ * and the caller's thread, and a design may nest 2000 levels (docs/reliability.md, "Deep chains and thread
  * stacks"). Three defences: threads created later get a stack sized from the design's
  * depth (tsr_stack_setup), a run whose threads' stacks do not fit an address-space limit is
  * refused before any thread starts, and the recursion checks, once per level, that the stack it
- * runs on still has room (tsr_stack_low), so a stack that is too small anyway (OMP_STACKSIZE,
- * a small `ulimit -s` on the main thread, a pool started earlier) fails the render cleanly
- * instead of with SIGSEGV. */
+ * runs on still has room (tsr_stack_low), so a stack that is too small anyway (a small
+ * `ulimit -s` on the main thread, an application's own thread) fails the render cleanly
+ * instead of with SIGSEGV. The engine's workers are created with the design's size itself. */
 #include "engine/engine_int.h"
 
 #include <errno.h>
@@ -25,7 +25,7 @@
 /* Stack one node level of the recursion takes, with room to spare: measured 1.14 KiB in the
  * Release build and 2.78 KiB under ASan (docs/reliability.md, "Deep chains and thread
  * stacks"). The floor covers what else runs on tessera's threads (the writer's deflate, the
- * sinks, libgomp) with a build's usual frames. */
+ * sinks) with a build's usual frames. */
 #ifdef __SANITIZE_ADDRESS__
 #define STACK_PER_LEVEL ((size_t)4 << 10)
 #define STACK_FLOOR ((size_t)4 << 20)
@@ -33,13 +33,13 @@
 #define STACK_PER_LEVEL ((size_t)2 << 10)
 #define STACK_FLOOR ((size_t)1 << 20)
 #endif
-/* Beyond the levels: the guard's margin, and glibc's static TLS and libgomp's own frames. */
+/* Beyond the levels: the guard's margin, and glibc's static TLS and the team's own frames. */
 #define STACK_BASE (TSR_STACK_MARGIN + ((size_t)256 << 10))
 #define MIB ((size_t)1 << 20)
 
 /* The largest default any engine or the host (tsr_engine_thread_stacks) asked for: an engine
- * sets the default to it, never below, since libgomp keeps the threads an earlier engine
- * started (with that engine's stacks) and reuses them. */
+ * sets the default to it, never below, since threads an application started for an earlier
+ * engine may call a later one. */
 static pthread_mutex_t floor_mu = PTHREAD_MUTEX_INITIALIZER;
 static size_t asked;
 
@@ -128,10 +128,9 @@ address_space_left(size_t bytes)
 tsr_status
 tsr_stack_setup(tsr_engine *e, tsr_error *err)
 {
-    /* The threads - 1 OpenMP workers and the stream's writer thread each get a stack, and the
-     * plan's minimum must be mappable too. libgomp cannot report a thread it failed to create
-     * (it prints and exits), so this is the place to refuse a run whose threads would not
-     * fit. */
+    /* The threads - 1 workers (engine/pool.c) and the stream's writer thread each get a stack,
+     * and the plan's minimum must be mappable too: refuse here, naming the remedy, a run whose
+     * threads would not fit, rather than when the first band starts them. */
     size_t per = e->stack + (64 << 10); /* glibc's guard page and static TLS */
     double want = (double)per * e->threads + (double)e->plan.minimum;
     if (want > 9e18 || !address_space_left((size_t)want)) {
@@ -146,8 +145,8 @@ tsr_stack_setup(tsr_engine *e, tsr_error *err)
                         (double)e->plan.minimum / 1048576.0,
                         (unsigned long long)(rl.rlim_cur >> 20));
     }
-    /* Threads created from now on (the OpenMP workers of the first render) get the stack the
-     * design needs; the default is set exactly, lowered too, so that many threads under an
+    /* Threads created from now on (the writer, an application's) get the stack the design
+     * needs (the workers are given it explicitly); the default is set exactly, lowered too, so that many threads under an
      * address-space limit do not each reserve glibc's 8 MiB. Best effort: if glibc refuses,
      * the stack guard still turns a stack that stays too small into an error. */
     pthread_mutex_lock(&floor_mu);

@@ -1032,6 +1032,13 @@ blur_scratch(const tsr_edge *e, int64_t tw, int64_t th)
     return l.total;
 }
 
+/* the filter's support; the edge mode only matters for windows that leave the child */
+static void
+blur_halo(const tsr_edge *e, int64_t h[2])
+{
+    halo_of(e, &h[0], &h[1]);
+}
+
 const tsr_trait tsr_trait_blur = {
     .name = "blur",
     .params = blur_params,
@@ -1044,4 +1051,5 @@ const tsr_trait tsr_trait_blur = {
     .need = blur_need,
     .layer = blur_layer,
     .scratch = blur_scratch,
+    .halo = blur_halo,
 };

@@ -587,6 +587,15 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     return TSR_OK;
 }
 
+/* every mask pixel within dmax lies in the (2 dmax + 1)^2 window; those further only reach
+ * the clamp, which no mask pixel at all gives too */
+static void
+halo(const tsr_edge *e, int64_t h[2])
+{
+    const tsr_distance_params *p = e->params;
+    h[0] = h[1] = p->dmax;
+}
+
 const tsr_trait tsr_trait_distance = {
     .name = "distance",
     .params = params,
@@ -601,4 +610,5 @@ const tsr_trait tsr_trait_distance = {
     .need = need,
     .layer = layer,
     .scratch = scratch,
+    .halo = halo,
 };

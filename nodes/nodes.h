@@ -308,6 +308,13 @@ struct tsr_trait {
                         float *L, uint8_t *cov, tsr_error *err);
     /* Bytes of temporary memory layer() may allocate for a parent tile of tw x th. */
     size_t (*scratch)(const tsr_edge *e, int64_t tw, int64_t th);
+    /* Shift invariance, for the plan's periodicity (engine/plan.c): the layer at parent pixel
+     * p is covered, and its value is the same function of the child pixels in the window
+     * [p - o - h, p - o + h] (o the offset, h what halo() writes per axis) at every p whose
+     * window lies inside the child. So a child periodic inside some rect gives a layer
+     * periodic inside that rect shrunk by h. NULL for traits without it (repeat and
+     * repeat-vector are periodic by their lattice, which the plan reads itself). */
+    void (*halo)(const tsr_edge *e, int64_t h[2]);
 };
 
 /* Trait ids, in the order of nodes/traits.def (TSR_TRAIT_pattern, ...): what the engine and

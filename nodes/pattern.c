@@ -30,6 +30,14 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     return TSR_OK;
 }
 
+/* a copy: the layer at p is the child pixel p - o */
+static void
+halo(const tsr_edge *e, int64_t h[2])
+{
+    (void)e;
+    h[0] = h[1] = 0;
+}
+
 const tsr_trait tsr_trait_pattern = {
     .name = "pattern",
     .params = NULL,
@@ -37,4 +45,5 @@ const tsr_trait tsr_trait_pattern = {
     .params_size = 0,
     .need = need,
     .layer = layer,
+    .halo = halo,
 };

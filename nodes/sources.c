@@ -8,6 +8,7 @@
 #include "nodes/pointwise.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -694,6 +695,37 @@ render_sampled(const tsr_source *s, tsr_rect r, tsr_rect box, float *px)
     }
 }
 
+/* A linear gradient along one axis: the other axis's term, (py - fy) * gy with gy == 0 (or
+ * (px - fx) * gx with gx == 0), is an exact zero, so every row is the same (every pixel of a
+ * row is). Only its sign varies, and a signed zero survives to the value only when a is -0:
+ * that case takes the general loop. Same bits, one row (one pixel per row) computed. */
+static bool
+render_axis_gradient(const tsr_source *s, tsr_rect r, float *px, double a, double b, double fx,
+                     double fy, double gx, double gy, double len2)
+{
+    if (s->kind != TSR_SRC_LINEAR || (gx != 0 && gy != 0) || (a == 0 && signbit(a)))
+        return false;
+    for (int64_t y = 0; y < r.h; y++) {
+        double py = (double)(r.y + y) + 0.5;
+        float *row = px + y * r.w;
+        if (tsr_stop_requested())
+            return true; /* unfinished: the caller drops it */
+        if (gy == 0 && y > 0) {
+            memcpy(row, px, (size_t)r.w * sizeof *row);
+            continue;
+        }
+        if (gx == 0) {
+            float v = tsr_pw_linear(a, b, fx, fy, gx, gy, len2, (double)r.x + 0.5, py);
+            for (int64_t x = 0; x < r.w; x++)
+                row[x] = v;
+            continue;
+        }
+        for (int64_t x = 0; x < r.w; x++)
+            row[x] = tsr_pw_linear(a, b, fx, fy, gx, gy, len2, (double)(r.x + x) + 0.5, py);
+    }
+    return true;
+}
+
 static void
 render_shape(const tsr_source *s, tsr_rect r, float *px)
 {
@@ -721,16 +753,20 @@ render_gradient(const tsr_source *s, tsr_rect r, float *px)
     double fx = s->from[0], fy = s->from[1];
     double gx = s->to[0] - fx, gy = s->to[1] - fy;
     double len2 = gx * gx + gy * gy;
+    if (render_axis_gradient(s, r, px, a, b, fx, fy, gx, gy, len2))
+        return;
     for (int64_t y = 0; y < r.h; y++) {
         double py = (double)(r.y + y) + 0.5;
         float *row = px + y * r.w;
         if (tsr_stop_requested())
             return; /* unfinished: the caller drops it */
-        for (int64_t x = 0; x < r.w; x++) {
-            double pxc = (double)(r.x + x) + 0.5;
-            row[x] = s->kind == TSR_SRC_LINEAR
-                         ? tsr_pw_linear(a, b, fx, fy, gx, gy, len2, pxc, py)
-                         : tsr_pw_radial(a, b, pxc - s->center[0], py - s->center[1], s->radius);
+        if (s->kind == TSR_SRC_LINEAR) {
+            for (int64_t x = 0; x < r.w; x++)
+                row[x] = tsr_pw_linear(a, b, fx, fy, gx, gy, len2, (double)(r.x + x) + 0.5, py);
+        } else {
+            for (int64_t x = 0; x < r.w; x++)
+                row[x] = tsr_pw_radial(a, b, (double)(r.x + x) + 0.5 - s->center[0],
+                                       py - s->center[1], s->radius);
         }
     }
 }

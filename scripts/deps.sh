@@ -5,8 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libpng-dev libssl-dev
       libcriterion-dev python3-numpy python3-scipy python3-yaml)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
-# Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt) and clang's OpenMP runtime.
-[ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev libomp-dev)
+# Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).
+[ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

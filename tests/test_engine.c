@@ -281,7 +281,7 @@ Test(engine, periodic_root_streams_the_samples_of_its_pixels)
                 tsr_engine *e = tsr_engine_new(d, &o, &err);
                 cr_assert_not_null(e, "%s", err.msg);
                 int64_t per[2];
-                cr_assert(tsr_engine_period(e, d->root, per), "the root is periodic");
+                cr_assert(tsr_engine_period(e, d->root, per, NULL), "the root is periodic");
                 cr_assert(per[0] == 13 && per[1] == 9, "period %lld x %lld", (long long)per[0],
                           (long long)per[1]);
                 char path[] = "/tmp/tsr-periodic-XXXXXX";

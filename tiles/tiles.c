@@ -100,6 +100,26 @@ tsr_rect_union(tsr_rect a, tsr_rect b)
     return tsr_rect_make(x0, y0, x1 - x0, y1 - y0);
 }
 
+size_t
+tsr_rect_minus(tsr_rect r, tsr_rect in, tsr_rect out[4])
+{
+    if (tsr_rect_empty(in)) {
+        out[0] = r;
+        return tsr_rect_empty(r) ? 0 : 1;
+    }
+    size_t n = 0;
+    int64_t ry1 = r.y + r.h, iy1 = in.y + in.h, rx1 = r.x + r.w, ix1 = in.x + in.w;
+    if (in.y > r.y)
+        out[n++] = tsr_rect_make(r.x, r.y, r.w, in.y - r.y);
+    if (ry1 > iy1)
+        out[n++] = tsr_rect_make(r.x, iy1, r.w, ry1 - iy1);
+    if (in.x > r.x)
+        out[n++] = tsr_rect_make(r.x, in.y, in.x - r.x, in.h);
+    if (rx1 > ix1)
+        out[n++] = tsr_rect_make(ix1, in.y, rx1 - ix1, in.h);
+    return n;
+}
+
 tsr_rect
 tsr_rect_grow(tsr_rect r, int64_t m)
 {

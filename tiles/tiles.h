@@ -96,6 +96,12 @@ tsr_rect_intersect(tsr_rect a, tsr_rect b);
 tsr_rect
 tsr_rect_union(tsr_rect a, tsr_rect b);
 
+/* r less its part `in` (inside r, or empty) as up to four disjoint rects into out: the rows
+ * above and below `in` at r's full width, then the columns left and right of it at its
+ * height. An empty `in` leaves r itself. Returns the count. */
+size_t
+tsr_rect_minus(tsr_rect r, tsr_rect in, tsr_rect out[4]);
+
 /* Grown by `m` on every side (m >= 0). */
 tsr_rect
 tsr_rect_grow(tsr_rect r, int64_t m);

@@ -31,11 +31,15 @@ names = [n["name"] for n in p["nodes"]]
 assert "root" in names and "seeds" in names, names
 assert all({"name", "trait", "seconds"} <= set(n) for n in p["nodes"])
 assert [n["trait"] for n in p["nodes"] if n["name"] == "root"] == ["distance"]
+# the team's busy time: some, and never more than 2 threads for the whole run
+assert 0 < p["busy_thread_seconds"] <= 2 * p["seconds"] * 1.05 + 0.01, (p["busy_thread_seconds"], p["seconds"])
+assert p["cpu_seconds"] >= 0, p["cpu_seconds"]  # may read 0: the kernel counts in ticks
 PY
 then pass=$((pass + 1)); echo "ok   JSON fields and values"
 else fail=$((fail + 1)); echo "FAIL JSON fields"; fi
 "$TESSERA" profile "$d" --backend cpu --region 0,0,300,200 --target 1MB/s >"$tmp/p.txt" 2>&1
-if grep -q "x the 1 MB/s target" "$tmp/p.txt" && grep -q "^cache" "$tmp/p.txt" && grep -q "distance" "$tmp/p.txt"; then
+if grep -q "x the 1 MB/s target" "$tmp/p.txt" && grep -q "^cache" "$tmp/p.txt" && grep -q "distance" "$tmp/p.txt" &&
+    grep -q "^busy        [0-9.]* thread-s in [0-9.]* s: [0-9.]* of [0-9]* threads busy on average" "$tmp/p.txt"; then
     pass=$((pass + 1)); echo "ok   human-readable profile"
 else fail=$((fail + 1)); echo "FAIL human-readable profile: $(cat "$tmp/p.txt")"; fi
 "$TESSERA" profile "$d" --backend cpu --region 0,0,150001,1 >/dev/null 2>"$tmp/err"
