@@ -457,8 +457,7 @@ render_ivals(const tsr_source *s, tsr_rect r, tsr_rect box, float *px)
 
 typedef struct poly_edge {
     double ymin, ymax;
-    size_t i;   /* from point i to point i + 1 (the last to the first) */
-    bool right; /* every crossing is right of the box's last sub-sample: counts for all */
+    size_t i; /* from point i to point i + 1 (the last to the first) */
 } poly_edge;
 
 typedef struct poly_scan {
@@ -468,6 +467,10 @@ typedef struct poly_scan {
     int32_t *part;       /* aa: per pixel of the box, sub-samples from spans that end in it */
     int32_t *whole;      /* aa: +n / -n where runs of whole pixel widths start and stop */
     size_t nedges, next, nactive;
+    /* edges whose every crossing is right of the box count for every column: only how many
+     * span a row matters, #(ymin <= sy) - #(ymax <= sy), from their ends sorted apart */
+    double *rlo, *rhi;
+    size_t nright, rlo_next, rhi_next;
 } poly_scan;
 
 static int
@@ -477,12 +480,19 @@ edge_cmp(const void *a, const void *b)
     return (ya > yb) - (ya < yb);
 }
 
+static int
+double_cmp(const void *a, const void *b)
+{
+    double ya = *(const double *)a, yb = *(const double *)b;
+    return (ya > yb) - (ya < yb);
+}
+
 /* The scan lists' bytes in one block (edges, active, t, then with aa part and whole); 0 when
  * that does not fit a size_t. */
 static size_t
 scan_bytes(size_t np, int64_t aa, int64_t w)
 {
-    size_t per_point = sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t);
+    size_t per_point = sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t) + 2 * sizeof(double);
     size_t per_px = aa ? 2 * sizeof(int32_t) : 0;
     if (w < 0 || np > SIZE_MAX / 2 / per_point || (uint64_t)w > SIZE_MAX / 2 / 8)
         return 0;
@@ -526,8 +536,11 @@ edge_side(double x1, double y1, double x2, double y2, double wl, double wr)
 }
 
 static bool
-scan_init(poly_scan *ps, const tsr_source *s, int64_t w, int64_t n, int64_t k0, int64_t k1)
+scan_init(poly_scan *ps, const tsr_source *s, tsr_rect box, int64_t n)
 {
+    int64_t w = box.w, k0 = box.x * n, k1 = (box.x + box.w) * n - 1;
+    /* the first and last sub-sample rows: an edge spanning none of them never counts */
+    double sy0 = tsr_pw_sub(box.y, 0, n), sy1 = tsr_pw_sub(box.y + box.h - 1, n - 1, n);
     size_t np = s->points.n;
     *ps = (poly_scan){0};
     /* one block, so that a failed allocation costs one slow render (render_sampled), not one
@@ -539,8 +552,10 @@ scan_init(poly_scan *ps, const tsr_source *s, int64_t w, int64_t n, int64_t k0, 
     ps->edges = (poly_edge *)block;
     ps->active = (size_t *)(block + np * sizeof(poly_edge));
     ps->t = (int64_t *)(block + np * (sizeof(poly_edge) + sizeof(size_t)));
+    ps->rlo = (double *)(block + np * (sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t)));
+    ps->rhi = ps->rlo + np;
     if (s->aa) {
-        ps->part = (int32_t *)(block + np * (sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t)));
+        ps->part = (int32_t *)(ps->rhi + np);
         ps->whole = ps->part + w;
         memset(ps->part, 0, (size_t)w * 2 * sizeof(int32_t));
     }
@@ -551,12 +566,20 @@ scan_init(poly_scan *ps, const tsr_source *s, int64_t w, int64_t n, int64_t k0, 
         double x1 = s->points.p[i][0], y1 = s->points.p[i][1];
         double x2 = s->points.p[k][0], y2 = s->points.p[k][1];
         int side = edge_side(x1, y1, x2, y2, wl, wr);
-        if (side < 0 || y1 == y2)
-            continue; /* left of the box, or level: never counts */
-        ps->edges[ne++] = (poly_edge){y1 < y2 ? y1 : y2, y1 < y2 ? y2 : y1, i, side > 0};
+        double lo = y1 < y2 ? y1 : y2, hi = y1 < y2 ? y2 : y1;
+        if (side < 0 || y1 == y2 || hi <= sy0 || lo > sy1)
+            continue; /* left of the box, level, above or below it: never counts */
+        if (side > 0) {
+            ps->rlo[ps->nright] = lo;
+            ps->rhi[ps->nright++] = hi;
+        } else {
+            ps->edges[ne++] = (poly_edge){lo, hi, i};
+        }
     }
     ps->nedges = ne;
     qsort(ps->edges, ne, sizeof *ps->edges, edge_cmp);
+    qsort(ps->rlo, ps->nright, sizeof *ps->rlo, double_cmp);
+    qsort(ps->rhi, ps->nright, sizeof *ps->rhi, double_cmp);
     return true;
 }
 
@@ -572,7 +595,11 @@ scan_row(poly_scan *ps, const tsr_source *s, double sy, int64_t n, int64_t k0, i
         ps->active[ps->nactive++] = ps->next++;
     size_t m = 0, nt = 0;
     double wl = sub_x(k0, n), wr = sub_x(k1, n);
-    *right = 0;
+    while (ps->rlo_next < ps->nright && ps->rlo[ps->rlo_next] <= sy)
+        ps->rlo_next++;
+    while (ps->rhi_next < ps->nright && ps->rhi[ps->rhi_next] <= sy)
+        ps->rhi_next++;
+    *right = (int)((ps->rlo_next - ps->rhi_next) & 1);
     for (size_t a = 0; a < ps->nactive; a++) {
         const poly_edge *e = &ps->edges[ps->active[a]];
         if (e->ymax <= sy)
@@ -582,10 +609,6 @@ scan_row(poly_scan *ps, const tsr_source *s, double sy, int64_t n, int64_t k0, i
         double x1 = p[i][0], y1 = p[i][1], x2 = p[k][0], y2 = p[k][1];
         if ((y1 > sy) == (y2 > sy))
             continue;
-        if (e->right) {
-            *right ^= 1;
-            continue;
-        }
         double xc = (x2 - x1) * (sy - y1) / (y2 - y1) + x1;
         if (!(wl < xc))
             continue; /* no column of the box is left of it */
@@ -738,7 +761,7 @@ render_shape(const tsr_source *s, tsr_rect r, float *px)
     }
     int64_t n = s->aa ? s->aa : 1;
     poly_scan ps;
-    if (!scan_init(&ps, s, box.w, n, box.x * n, (box.x + box.w) * n - 1)) {
+    if (!scan_init(&ps, s, box, n)) {
         render_sampled(s, r, box, px);
         return;
     }

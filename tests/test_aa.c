@@ -248,6 +248,18 @@ Test(aa, degenerate_polygons_equal_the_literal_formula)
     }
 }
 
+/* An edge that starts exactly on the region's last sub-sample row counts on that row (y1 <= sy
+ * < y2), one that ends on its first does not: the scan's y filter must keep the first. */
+Test(aa, polygon_edges_starting_on_the_last_sub_sample_row_count)
+{
+    for (int n = 0; n <= 16; n++) {
+        int64_t m = n ? n : 1;
+        double last = 9 + (m - 0.5) / (double)m, first = 0.5 / (double)m;
+        const double pts[][2] = {{0, first}, {8, last}, {8, 20}, {0, 20}};
+        polygon_case(pts, 4, tsr_rect_make(0, 0, 12, 10), n, n, "edge from the last sub-row");
+    }
+}
+
 Test(aa, random_polygons_equal_the_literal_formula)
 {
     unsigned seed = 99;
