@@ -165,6 +165,8 @@ node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh, tsr_re
 {
     int64_t px = sat_mul(rw, rh);
     int64_t w = n->nedges ? sat_mul(px, 5) : 0;
+    if (n->source) /* a polygon's scan lists while its source is drawn */
+        w = sat_add(w, (int64_t)tsr_source_scratch(n->source, n->w));
     int64_t edges = 0;
     for (size_t k = 0; k < n->nedges; k++) {
         const tsr_edge *ed = &n->edges[k];

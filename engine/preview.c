@@ -293,19 +293,6 @@ tsr_node_label(const tsr_node *n, char *buf, size_t size)
     snprintf(buf, size, "%.*s (%s)", (int)len, name, what);
 }
 
-/* The child's bounding box of a shape source (gradients and images cover the node). */
-static double
-shape_extent(const tsr_source *s)
-{
-    switch (s->kind) {
-    case TSR_SRC_CIRCLE:
-    case TSR_SRC_RING: return 2.0 * s->radius;
-    case TSR_SRC_ELLIPSE: return 2.0 * fmax(s->radii[0], s->radii[1]);
-    case TSR_SRC_RECT: return fmax(s->rect[2], s->rect[3]);
-    default: return 0;
-    }
-}
-
 /* Legal designs that are almost certainly not what was meant (issue 14): one line each. */
 static size_t
 print_warnings(const tsr_engine *e, FILE *f)
@@ -321,12 +308,6 @@ print_warnings(const tsr_engine *e, FILE *f)
             fprintf(f, "  warning: %s: its %s's value %g equals the node's fill: the shape "
                     "draws nothing visible\n", a, tsr_source_descs[s->kind].disc_value,
                     (double)s->value);
-            nw++;
-        }
-        if (s && s->aa > 0 && shape_extent(s) > 8.0 * (double)e->tile[n->id]) {
-            fprintf(f, "  warning: %s: aa on a %g px shape, far larger than its %lld px tile: "
-                    "every edge tile pays the supersampling for a sub-pixel effect\n", a,
-                    shape_extent(s), (long long)e->tile[n->id]);
             nw++;
         }
         for (size_t k = 0; k < n->nedges; k++) {

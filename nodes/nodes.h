@@ -168,6 +168,11 @@ tsr_source_render(const tsr_source *s, tsr_rect r, float *px);
 void
 tsr_source_free(tsr_source *s);
 
+/* Bytes tsr_source_render allocates for a while drawing s over a rect at most w px wide: a
+ * polygon's edge and crossing lists (and per-pixel counts with aa); 0 for the other sources. */
+size_t
+tsr_source_scratch(const tsr_source *s, int64_t w);
+
 /* The part of rect r a shape source may draw on: its bounding box grown by 2 px (so rounding
  * never cuts a pixel the inside test takes) and clipped to r; may be empty. Every backend tests
  * exactly these pixels. Gradients and images: meaningless (they cover every pixel). */

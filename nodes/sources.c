@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,58 +189,6 @@ clampd(double v, int64_t lo, int64_t hi)
     return (int64_t)v;
 }
 
-/* The pixel column whose centre is nearest the shape's centre along x: there |dx| is smallest,
- * and for a circle, ellipse or rect the inside test only gets "less inside" moving away from it
- * (dx = px - cx, its square and the sum are all rounded monotonically), so one row's inside
- * pixels are one interval around it. */
-static double
-centre_x(const tsr_source *s)
-{
-    return s->kind == TSR_SRC_RECT ? s->rect[0] + s->rect[2] / 2 : s->center[0];
-}
-
-static int
-inside_at(const tsr_source *s, int64_t x, double py)
-{
-    return inside(s, (double)x + 0.5, py);
-}
-
-/* First x in [lo, hi] where pred flips from `from` (held at lo) to !from; hi + 1 if never. */
-static int64_t
-flip(const tsr_source *s, double py, int64_t lo, int64_t hi, int from)
-{
-    while (lo <= hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        if (inside_at(s, mid, py) == from)
-            lo = mid + 1;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
-/* Fill the inside pixels of row y within [x0, x1) with `value`, finding the interval's ends
- * by bisection on the exact inside test: O(log w) tests a row instead of w, same pixels. */
-static void
-fill_row_interval(const tsr_source *s, double py, int64_t x0, int64_t x1, float *row, float value)
-{
-    double c = floor(centre_x(s));
-    int64_t xm = c < (double)x0 ? x0 : (c > (double)(x1 - 1) ? x1 - 1 : (int64_t)c);
-    if (!inside_at(s, xm, py))
-        return; /* the most-inside column of the window is out: so is the whole row */
-    int64_t a = xm, b = xm;
-    if (xm > x0 && inside_at(s, x0, py))
-        a = x0;
-    else if (xm > x0)
-        a = flip(s, py, x0, xm, 0); /* false ... true */
-    if (xm < x1 - 1 && inside_at(s, x1 - 1, py))
-        b = x1 - 1;
-    else if (xm < x1 - 1)
-        b = flip(s, py, xm, x1 - 1, 1) - 1; /* true ... false */
-    for (int64_t x = a; x <= b; x++)
-        row[x] = value;
-}
-
 tsr_rect
 tsr_source_box(const tsr_source *s, tsr_rect r)
 {
@@ -250,32 +199,511 @@ tsr_source_box(const tsr_source *s, tsr_rect r)
     return tsr_rect_make(x0, y0, x1 > x0 ? x1 - x0 : 0, y1 > y0 ? y1 - y0 : 0);
 }
 
-static void
-render_shape(const tsr_source *s, tsr_rect r, float *px)
+/* ---- coverage from exact intervals (DESIGN.md §2.2, without testing every sub-sample) ------
+ *
+ * A row of sub-samples is indexed by k = x n + i (n = aa, or 1 without aa: the pixel centre),
+ * at tsr_pw_sub(x, i, n); that coordinate never decreases as k grows. Along one sub-sample row
+ * the inside tests of circles, ellipses, rects, a ring's outer disc and its hole hold on one
+ * interval of x around a known point (dx = px - cx, its square and the sums are each rounded
+ * monotonically in |dx|), so bisection with the very test finds the interval's ends, and a
+ * polygon's even-odd count changes only at its crossings. A pixel's count is then the sum over
+ * its n sub-sample rows of how many of its n columns lie inside: the same count as testing all
+ * n x n points, so the same bits, and pixels wholly inside or outside cost no test at all. */
+
+static int64_t
+floor_div(int64_t a, int64_t n)
 {
-    tsr_rect box = tsr_source_box(s, r);
-    int64_t x0 = box.x, x1 = box.x + box.w, y0 = box.y, y1 = box.y + box.h;
-    int64_t n = s->aa;
+    return a >= 0 ? a / n : -((-a + n - 1) / n);
+}
+
+/* x coordinate of sub-sample column k */
+static double
+sub_x(int64_t k, int64_t n)
+{
+    int64_t x = floor_div(k, n);
+    return tsr_pw_sub(x, k - x * n, n);
+}
+
+/* First k in [k0, k1 + 1] whose sub-sample is not left of c: !(sub_x(k) < c). A guess from c,
+ * then steps to the exact answer (a step or two; any c, NaN and infinities included). */
+static int64_t
+first_not_below(double c, int64_t k0, int64_t k1, int64_t n)
+{
+    if (!(sub_x(k0, n) < c))
+        return k0;
+    if (sub_x(k1, n) < c)
+        return k1 + 1;
+    /* now sub_x(k0) < c <= sub_x(k1): the answer is in (k0, k1] */
+    int64_t k = clampd(ceil(c * (double)n - 0.5), k0 + 1, k1);
+    while (k > k0 + 1 && !(sub_x(k - 1, n) < c))
+        k--;
+    while (k < k1 && sub_x(k, n) < c)
+        k++;
+    return k;
+}
+
+/* Which test an interval is taken of: the shape's own, or a ring's outer disc or its hole
+ * (inside the ring = in the disc and not in the hole: tsr_pw_in_ring's expression). */
+enum { PART_SHAPE, PART_DISC, PART_HOLE };
+
+static int
+in_part(const tsr_source *s, int part, double px, double py)
+{
+    if (part == PART_SHAPE)
+        return inside(s, px, py);
+    double dx = px - s->center[0], dy = py - s->center[1];
+    double d2 = dx * dx + dy * dy;
+    return part == PART_DISC ? d2 <= s->radii[1] * s->radii[1] : !(s->radii[0] * s->radii[0] <= d2);
+}
+
+/* First k in [lo, hi] where the test flips from `from` (held at lo) to !from; hi + 1 if never.
+ * Starts at `guess` (the answer a sub-row above, when there is one: edges move little) with
+ * steps doubling away from it, then bisects: O(log distance) tests instead of O(log width). */
+static int64_t
+flip(const tsr_source *s, int part, double sy, int64_t n, int64_t lo, int64_t hi, int from,
+     int64_t guess)
+{
+    if (lo > hi)
+        return lo;
+    int64_t g = guess >= lo && guess <= hi ? guess : lo + (hi - lo) / 2;
+    if (in_part(s, part, sub_x(g, n), sy) == from) {
+        lo = g + 1; /* the answer is right of g */
+        for (int64_t step = 1; lo <= hi; step *= 2) {
+            int64_t p = hi - lo < step ? hi : lo + step - 1;
+            if (in_part(s, part, sub_x(p, n), sy) != from) {
+                hi = p - 1;
+                break;
+            }
+            lo = p + 1;
+        }
+    } else {
+        hi = g - 1; /* the answer is g or left of it */
+        for (int64_t step = 1; lo <= hi; step *= 2) {
+            int64_t p = hi - lo < step ? lo : hi - step + 1;
+            if (in_part(s, part, sub_x(p, n), sy) == from) {
+                lo = p + 1;
+                break;
+            }
+            hi = p - 1;
+        }
+    }
+    while (lo <= hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (in_part(s, part, sub_x(mid, n), sy) == from)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+/* The x around which the inside set of one sub-sample row is an interval (when not empty). */
+static double
+centre_x(const tsr_source *s)
+{
+    return s->kind == TSR_SRC_RECT ? s->rect[0] + s->rect[2] / 2 : s->center[0];
+}
+
+/* The columns [*a, *b] of [k0, k1] inside `part` on sub-sample row sy; 0 when there are none.
+ * kp is the first column at or right of the centre (first_not_below(centre_x(s))): if any
+ * column is inside, kp - 1 or kp is (the set is an interval holding the centre), and the test
+ * only falls off away from it. *a and *b come in as guesses (the last sub-row's answer). */
+static int
+sub_interval(const tsr_source *s, int part, double sy, int64_t n, int64_t k0, int64_t k1,
+             int64_t kp, int64_t *a, int64_t *b)
+{
+    int lo_in = kp > k0 && in_part(s, part, sub_x(kp - 1, n), sy);
+    int hi_in = kp <= k1 && in_part(s, part, sub_x(kp, n), sy);
+    if (!lo_in && !hi_in)
+        return 0;
+    int64_t ga = *a, gb = *b + 1;
+    *a = lo_in ? flip(s, part, sy, n, k0, kp - 1, 0, ga) : kp;
+    *b = hi_in ? flip(s, part, sy, n, kp, k1, 1, gb) - 1 : kp - 1;
+    return 1;
+}
+
+/* A pixel's new value from its count of inside sub-samples (> 0). Without aa the count is 1
+ * and the pixel takes `value`; with aa every count goes through the mix, a full one too:
+ * P*0 + value is not `value` for P = inf or NaN, nor for value -0 over P >= 0. */
+static float
+covered(float P, float value, int64_t count, int64_t aa)
+{
+    return aa ? tsr_pw_aa_mix(P, value, count, aa) : value;
+}
+
+/* Pixels [a, b] wholly inside: a loop of its own for each case, so that it vectorises. */
+static void
+cover_run(float *row, int64_t a, int64_t b, float value, int64_t aa)
+{
+    if (!aa) {
+        for (int64_t x = a; x <= b; x++)
+            row[x] = value;
+        return;
+    }
+    for (int64_t x = a; x <= b; x++)
+        row[x] = tsr_pw_aa_mix(row[x], value, aa * aa, aa);
+}
+
+/* Per pixel row: the sub-sample intervals of each of the n sub-rows, [a, b] (a > b: none),
+ * minus the hole's [ha, hb] for a ring. */
+typedef struct row_ivals {
+    int64_t a[16], b[16], ha[16], hb[16];
+} row_ivals;
+
+static int64_t
+overlap(int64_t a, int64_t b, int64_t lo, int64_t hi)
+{
+    int64_t l = a > lo ? a : lo, h = b < hi ? b : hi;
+    return h >= l ? h - l + 1 : 0;
+}
+
+/* Over n sub-rows' intervals [a[j], b[j]] (a > b: none), the pixels [touch[0], touch[1]] any
+ * of them reaches and [full[0], full[1]] that all of them cover wholly (empty: lo > hi). */
+static void
+pixel_spans(const int64_t *a, const int64_t *b, int64_t n, int64_t touch[2], int64_t full[2])
+{
+    touch[0] = INT64_MAX, touch[1] = INT64_MIN;
+    full[0] = INT64_MIN, full[1] = INT64_MAX;
+    for (int64_t j = 0; j < n; j++) {
+        if (a[j] > b[j]) {
+            full[0] = INT64_MAX; /* a sub-row with nothing inside: no pixel is full */
+            continue;
+        }
+        int64_t pa = floor_div(a[j], n), pb = floor_div(b[j], n);
+        touch[0] = pa < touch[0] ? pa : touch[0];
+        touch[1] = pb > touch[1] ? pb : touch[1];
+        int64_t fa = floor_div(a[j] + n - 1, n), fb = floor_div(b[j] + 1, n) - 1;
+        full[0] = fa > full[0] ? fa : full[0];
+        full[1] = fb < full[1] ? fb : full[1];
+    }
+}
+
+/* Write pixels [x0, x1) of a row from its intervals: pixels inside every sub-row's interval
+ * and clear of every hole take the full count, pixels inside every hole are skipped, only the
+ * rest (where an edge crosses) sum their overlaps. */
+static void
+write_ivals(const row_ivals *iv, int64_t n, int64_t aa, int64_t x0, int64_t x1, float *row,
+            float value)
+{
+    int64_t t[2], f[2], h[2], hf[2];
+    pixel_spans(iv->a, iv->b, n, t, f);   /* pixels the shape may touch, inside every interval */
+    pixel_spans(iv->ha, iv->hb, n, h, hf); /* pixels a hole may touch, inside every hole */
+    int64_t tlo = t[0], thi = t[1], flo = f[0], fhi = f[1];
+    int64_t hlo = h[0], hhi = h[1], hflo = hf[0], hfhi = hf[1];
+    if (tlo < x0)
+        tlo = x0;
+    if (thi > x1 - 1)
+        thi = x1 - 1;
+    for (int64_t x = tlo; x <= thi; x++) {
+        if (x >= hflo && x <= hfhi) {
+            x = hfhi; /* wholly in the hole */
+            continue;
+        }
+        if (x >= flo && x <= fhi && (x < hlo || x > hhi)) {
+            int64_t e = fhi < thi ? fhi : thi;
+            if (x < hlo && hlo - 1 < e)
+                e = hlo - 1;
+            cover_run(row, x, e, value, aa);
+            x = e;
+            continue;
+        }
+        int64_t count = 0;
+        for (int64_t j = 0; j < n; j++) {
+            count += overlap(iv->a[j], iv->b[j], x * n, x * n + n - 1);
+            count -= overlap(iv->ha[j], iv->hb[j], x * n, x * n + n - 1);
+        }
+        if (count > 0)
+            row[x] = covered(row[x], value, count, aa);
+    }
+}
+
+static void
+render_ivals(const tsr_source *s, tsr_rect r, tsr_rect box, float *px)
+{
+    int64_t aa = s->aa, n = aa ? aa : 1;
+    int64_t x0 = box.x, x1 = box.x + box.w, k0 = x0 * n, k1 = x1 * n - 1;
+    int64_t kp = first_not_below(centre_x(s), k0, k1, n);
+    bool ring = s->kind == TSR_SRC_RING;
+    int64_t ga = INT64_MIN, gb = INT64_MIN, gha = INT64_MIN, ghb = INT64_MIN; /* no guess yet */
+    for (int64_t y = box.y; y < box.y + box.h; y++) {
+        if (tsr_stop_requested())
+            return; /* unfinished: the caller drops it */
+        row_ivals iv;
+        for (int64_t j = 0; j < n; j++) {
+            double sy = tsr_pw_sub(y, j, n);
+            iv.a[j] = ga, iv.b[j] = gb, iv.ha[j] = gha, iv.hb[j] = ghb;
+            if (!sub_interval(s, ring ? PART_DISC : PART_SHAPE, sy, n, k0, k1, kp, &iv.a[j],
+                              &iv.b[j])) {
+                iv.a[j] = 0, iv.b[j] = -1, iv.ha[j] = 0, iv.hb[j] = -1;
+                continue;
+            }
+            ga = iv.a[j], gb = iv.b[j];
+            /* the hole lies inside the disc (d2 < r_in^2 <= r_out^2) */
+            if (ring && sub_interval(s, PART_HOLE, sy, n, k0, k1, kp, &iv.ha[j], &iv.hb[j]))
+                gha = iv.ha[j], ghb = iv.hb[j];
+            else
+                iv.ha[j] = 0, iv.hb[j] = -1;
+        }
+        write_ivals(&iv, n, aa, x0, x1, px + (y - r.y) * r.w - r.x, s->value);
+    }
+}
+
+/* ---- polygons by scanline --------------------------------------------------------------
+ * An edge counts on sub-sample row sy when (y1 > sy) != (y2 > sy), i.e. min(y1, y2) <= sy <
+ * max(y1, y2): edges sorted by their low y join an active list when a row reaches them and
+ * leave it past their high y, so a row looks only at the edges spanning it. Each crossing
+ * xc is the spec's expression, computed once a row; column k counts it when sub_x(k) < xc,
+ * i.e. k < t, t = first_not_below(xc): the count at k is the number of t > k, odd = inside. */
+
+typedef struct poly_edge {
+    double ymin, ymax;
+    size_t i; /* from point i to point i + 1 (the last to the first) */
+} poly_edge;
+
+typedef struct poly_scan {
+    poly_edge *edges;    /* by ymin */
+    size_t *active;      /* indices into edges */
+    int64_t *t;          /* one row's crossings as columns */
+    int32_t *part;       /* aa: per pixel of the box, sub-samples from spans that end in it */
+    int32_t *whole;      /* aa: +n / -n where runs of whole pixel widths start and stop */
+    size_t nedges, next, nactive;
+    /* edges whose every crossing is right of the box count for every column: only how many
+     * span a row matters, #(ymin <= sy) - #(ymax <= sy), from their ends sorted apart */
+    double *rlo, *rhi;
+    size_t nright, rlo_next, rhi_next;
+} poly_scan;
+
+static int
+edge_cmp(const void *a, const void *b)
+{
+    double ya = ((const poly_edge *)a)->ymin, yb = ((const poly_edge *)b)->ymin;
+    return (ya > yb) - (ya < yb);
+}
+
+static int
+double_cmp(const void *a, const void *b)
+{
+    double ya = *(const double *)a, yb = *(const double *)b;
+    return (ya > yb) - (ya < yb);
+}
+
+/* The scan lists' bytes in one block (edges, active, t, then with aa part and whole); 0 when
+ * that does not fit a size_t. */
+static size_t
+scan_bytes(size_t np, int64_t aa, int64_t w)
+{
+    size_t per_point = sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t) + 2 * sizeof(double);
+    size_t per_px = aa ? 2 * sizeof(int32_t) : 0;
+    if (w < 0 || np > SIZE_MAX / 2 / per_point || (uint64_t)w > SIZE_MAX / 2 / 8)
+        return 0;
+    return np * per_point + (size_t)w * per_px;
+}
+
+size_t
+tsr_source_scratch(const tsr_source *s, int64_t w)
+{
+    if (s->kind != TSR_SRC_POLYGON)
+        return 0;
+    /* the box drawn is at most the polygon's own (grown) box wide */
+    double bx0 = 0, by0 = 0, bx1 = 0, by1 = 0;
+    shape_bounds(s, &bx0, &by0, &bx1, &by1);
+    if (bx1 - bx0 < (double)w)
+        w = (int64_t)(bx1 - bx0);
+    return scan_bytes(s->points.n, s->aa, w);
+}
+
+static void
+scan_free(poly_scan *ps)
+{
+    free(ps->edges);
+}
+
+/* Whether the edge's computed crossings are certainly <= wl (it never counts in the box) or
+ * certainly > wr (it counts for every column): the crossing lies between x1 and x2 but for
+ * rounding, a few ulps of |x1| + |x2| (bounded here by 1e-9 of it); edges with huge or
+ * nearly level coordinates, where that bound fails (overflow, subnormal steps), stay exact. */
+static int
+edge_side(double x1, double y1, double x2, double y2, double wl, double wr)
+{
+    if (!(fabs(x1) < 1e15 && fabs(x2) < 1e15 && fabs(y2 - y1) > 1e-100))
+        return 0;
+    double slack = 1e-9 * (fabs(x1) + fabs(x2)) + 1e-200;
+    if ((x1 > x2 ? x1 : x2) + slack <= wl)
+        return -1;
+    if ((x1 < x2 ? x1 : x2) - slack > wr)
+        return 1;
+    return 0;
+}
+
+static bool
+scan_init(poly_scan *ps, const tsr_source *s, tsr_rect box, int64_t n)
+{
+    int64_t w = box.w, k0 = box.x * n, k1 = (box.x + box.w) * n - 1;
+    /* the first and last sub-sample rows: an edge spanning none of them never counts */
+    double sy0 = tsr_pw_sub(box.y, 0, n), sy1 = tsr_pw_sub(box.y + box.h - 1, n - 1, n);
+    size_t np = s->points.n;
+    *ps = (poly_scan){0};
+    /* one block, so that a failed allocation costs one slow render (render_sampled), not one
+     * per list */
+    size_t bytes = scan_bytes(np, s->aa, w);
+    char *block = bytes ? malloc(bytes) : NULL;
+    if (!block)
+        return false;
+    ps->edges = (poly_edge *)block;
+    ps->active = (size_t *)(block + np * sizeof(poly_edge));
+    ps->t = (int64_t *)(block + np * (sizeof(poly_edge) + sizeof(size_t)));
+    ps->rlo = (double *)(block + np * (sizeof(poly_edge) + sizeof(size_t) + sizeof(int64_t)));
+    ps->rhi = ps->rlo + np;
+    if (s->aa) {
+        ps->part = (int32_t *)(ps->rhi + np);
+        ps->whole = ps->part + w;
+        memset(ps->part, 0, (size_t)w * 2 * sizeof(int32_t));
+    }
+    size_t ne = 0;
+    double wl = sub_x(k0, n), wr = sub_x(k1, n);
+    for (size_t i = 0; i < np; i++) {
+        size_t k = i + 1 == np ? 0 : i + 1;
+        double x1 = s->points.p[i][0], y1 = s->points.p[i][1];
+        double x2 = s->points.p[k][0], y2 = s->points.p[k][1];
+        int side = edge_side(x1, y1, x2, y2, wl, wr);
+        double lo = y1 < y2 ? y1 : y2, hi = y1 < y2 ? y2 : y1;
+        if (side < 0 || y1 == y2 || hi <= sy0 || lo > sy1)
+            continue; /* left of the box, level, above or below it: never counts */
+        if (side > 0) {
+            ps->rlo[ps->nright] = lo;
+            ps->rhi[ps->nright++] = hi;
+        } else {
+            ps->edges[ne++] = (poly_edge){lo, hi, i};
+        }
+    }
+    ps->nedges = ne;
+    qsort(ps->edges, ne, sizeof *ps->edges, edge_cmp);
+    qsort(ps->rlo, ps->nright, sizeof *ps->rlo, double_cmp);
+    qsort(ps->rhi, ps->nright, sizeof *ps->rhi, double_cmp);
+    return true;
+}
+
+/* Sub-sample row sy's crossings inside the box as columns of [k0, k1], sorted; returns how
+ * many, and in *right the parity of those right of the box (they count for every column). */
+static size_t
+scan_row(poly_scan *ps, const tsr_source *s, double sy, int64_t n, int64_t k0, int64_t k1,
+         int *right)
+{
+    const double(*p)[2] = (const double(*)[2])s->points.p;
+    size_t np = s->points.n;
+    while (ps->next < ps->nedges && ps->edges[ps->next].ymin <= sy)
+        ps->active[ps->nactive++] = ps->next++;
+    size_t m = 0, nt = 0;
+    double wl = sub_x(k0, n), wr = sub_x(k1, n);
+    while (ps->rlo_next < ps->nright && ps->rlo[ps->rlo_next] <= sy)
+        ps->rlo_next++;
+    while (ps->rhi_next < ps->nright && ps->rhi[ps->rhi_next] <= sy)
+        ps->rhi_next++;
+    *right = (int)((ps->rlo_next - ps->rhi_next) & 1);
+    for (size_t a = 0; a < ps->nactive; a++) {
+        const poly_edge *e = &ps->edges[ps->active[a]];
+        if (e->ymax <= sy)
+            continue; /* above its high end: never again (rows only go down) */
+        ps->active[m++] = ps->active[a];
+        size_t i = e->i, k = i + 1 == np ? 0 : i + 1;
+        double x1 = p[i][0], y1 = p[i][1], x2 = p[k][0], y2 = p[k][1];
+        if ((y1 > sy) == (y2 > sy))
+            continue;
+        double xc = (x2 - x1) * (sy - y1) / (y2 - y1) + x1;
+        if (!(wl < xc))
+            continue; /* no column of the box is left of it */
+        if (wr < xc)
+            *right ^= 1; /* every column is */
+        else
+            ps->t[nt++] = first_not_below(xc, k0, k1, n);
+    }
+    ps->nactive = m;
+    /* insertion sort: a row holds few crossings, and often in order */
+    for (size_t i = 1; i < nt; i++) {
+        int64_t v = ps->t[i];
+        size_t j = i;
+        for (; j > 0 && ps->t[j - 1] > v; j--)
+            ps->t[j] = ps->t[j - 1];
+        ps->t[j] = v;
+    }
+    return nt;
+}
+
+/* Sub-samples [ka, kb] (columns relative to the box's first) into the per-pixel counts. */
+static void
+add_span(poly_scan *ps, int64_t n, int64_t ka, int64_t kb, int64_t *lo, int64_t *hi)
+{
+    int64_t pa = ka / n, pb = kb / n;
+    if (pa == pb) {
+        ps->part[pa] += (int32_t)(kb - ka + 1);
+    } else {
+        ps->part[pa] += (int32_t)((pa + 1) * n - ka);
+        ps->part[pb] += (int32_t)(kb - pb * n + 1);
+        if (pb > pa + 1) {
+            ps->whole[pa + 1] += (int32_t)n;
+            ps->whole[pb] -= (int32_t)n;
+        }
+    }
+    *lo = pa < *lo ? pa : *lo;
+    *hi = pb > *hi ? pb : *hi;
+}
+
+static void
+render_polygon(const tsr_source *s, tsr_rect r, tsr_rect box, poly_scan *ps, float *px)
+{
+    int64_t aa = s->aa, n = aa ? aa : 1;
+    int64_t x0 = box.x, k0 = x0 * n, k1 = (box.x + box.w) * n - 1;
     float value = s->value;
-    bool intervals = n == 0 && (s->kind == TSR_SRC_CIRCLE || s->kind == TSR_SRC_ELLIPSE ||
-                                s->kind == TSR_SRC_RECT);
-    /* a polygon's inside test walks every edge: with many points one pixel is costly */
-    bool poll_pixels = s->kind == TSR_SRC_POLYGON;
-    for (int64_t y = y0; y < y1; y++) {
+    for (int64_t y = box.y; y < box.y + box.h; y++) {
         float *row = px + (y - r.y) * r.w - r.x;
         if (tsr_stop_requested())
             return; /* unfinished: the caller drops it */
-        if (intervals) {
-            if (x0 < x1)
-                fill_row_interval(s, (double)y + 0.5, x0, x1, row, value);
-            continue;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (int64_t j = 0; j < n; j++) {
+            int right = 0;
+            size_t m = scan_row(ps, s, tsr_pw_sub(y, j, n), n, k0, k1, &right);
+            /* columns [prev, t[i]) see m - i crossings right of them in the box, and those
+             * right of the box: inside when odd */
+            int64_t prev = k0;
+            for (size_t i = 0; i <= m; i++) {
+                int64_t t = i < m ? ps->t[i] : k1 + 1;
+                if ((m - i + (size_t)right) % 2 == 1 && t > prev) {
+                    if (!aa) {
+                        for (int64_t x = prev; x < t; x++)
+                            row[x] = value;
+                    } else {
+                        add_span(ps, n, prev - k0, t - 1 - k0, &lo, &hi);
+                    }
+                }
+                prev = t > prev ? t : prev;
+            }
         }
-        for (int64_t x = x0; x < x1; x++) {
-            if (poll_pixels && tsr_stop_requested())
+        /* aa: each pixel's count, from the spans' ends and runs; counters cleared behind */
+        int64_t run = 0;
+        for (int64_t i = lo; i <= hi; i++) {
+            run += ps->whole[i];
+            int64_t count = run + ps->part[i];
+            ps->whole[i] = ps->part[i] = 0;
+            if (count > 0)
+                row[x0 + i] = tsr_pw_aa_mix(row[x0 + i], value, count, aa);
+        }
+    }
+}
+
+/* The literal §2.2 loop, every sub-sample tested: only when a polygon's scan lists cannot be
+ * allocated (same bits, slower). */
+static void
+render_sampled(const tsr_source *s, tsr_rect r, tsr_rect box, float *px)
+{
+    int64_t n = s->aa;
+    for (int64_t y = box.y; y < box.y + box.h; y++) {
+        float *row = px + (y - r.y) * r.w - r.x;
+        for (int64_t x = box.x; x < box.x + box.w; x++) {
+            if (tsr_stop_requested())
                 return;
             if (n == 0) {
                 if (inside(s, (double)x + 0.5, (double)y + 0.5))
-                    row[x] = value;
+                    row[x] = s->value;
                 continue;
             }
             int64_t count = 0;
@@ -284,10 +712,8 @@ render_shape(const tsr_source *s, tsr_rect r, float *px)
                 for (int64_t i = 0; i < n; i++)
                     count += inside(s, tsr_pw_sub(x, i, n), sy);
             }
-            if (count == 0)
-                continue;
-            /* coverage and the mix in double, rounded once (DESIGN.md §2.2, docs/semantics.md) */
-            row[x] = tsr_pw_aa_mix(row[x], value, count, n);
+            if (count > 0)
+                row[x] = tsr_pw_aa_mix(row[x], s->value, count, n);
         }
     }
 }
@@ -321,6 +747,26 @@ render_axis_gradient(const tsr_source *s, tsr_rect r, float *px, double a, doubl
             row[x] = tsr_pw_linear(a, b, fx, fy, gx, gy, len2, (double)(r.x + x) + 0.5, py);
     }
     return true;
+}
+
+static void
+render_shape(const tsr_source *s, tsr_rect r, float *px)
+{
+    tsr_rect box = tsr_source_box(s, r);
+    if (box.w == 0 || box.h == 0)
+        return;
+    if (s->kind != TSR_SRC_POLYGON) {
+        render_ivals(s, r, box, px);
+        return;
+    }
+    int64_t n = s->aa ? s->aa : 1;
+    poly_scan ps;
+    if (!scan_init(&ps, s, box, n)) {
+        render_sampled(s, r, box, px);
+        return;
+    }
+    render_polygon(s, r, box, &ps, px);
+    scan_free(&ps);
 }
 
 static void
