@@ -1,4 +1,5 @@
 /* tessera: the command line. Argument parsing and nothing else; the work is in engine/. */
+#include "controller/controller.h"
 #include "engine/engine.h"
 #include "engine/version.h"
 #include "gpu/gpu.h"

@@ -47,7 +47,7 @@
 #define STOP_GRACE_S 5.0
 
 /* A receiver that takes nothing this long (tsr_sink_opts.stall_s, --stall-timeout) is given
- * up on: the controller's own silence limit (stream/controller.c) is the same. */
+ * up on: the controller's own silence limit (controller/controller.c) is the same. */
 #define STALL_DEFAULT_S 600.0
 
 #define CONNECT_TIMEOUT_S 10.0

@@ -1,7 +1,7 @@
 /* stream: where output samples go (file, stdout, null, tcp), the framed stream of DESIGN.md
- * §3 (header, frames, crc, deflate, trailer, abort), pacing, progress, the writer thread that
- * overlaps writing with computing, and the reference controller (the only zlib/libdeflate/
- * libcrypto user; PNG is image/'s).
+ * §3 (header, frames, crc, deflate, trailer, abort), pacing, progress, and the writer thread
+ * that overlaps writing with computing (the only zlib/libdeflate/libcrypto user; PNG is
+ * image/'s, the reference controller controller/'s).
  *
  * Sinks are written by one thread at a time (the writer thread); the counters a progress
  * display reads (tsr_sink_offset, tsr_sink_underruns) may be read from any thread. A sink that
@@ -282,41 +282,5 @@ tsr_progress_start(const tsr_sink *s, tsr_progress_mode mode, uint64_t total, FI
  * is NULL). NULL ok. */
 double
 tsr_progress_stop(tsr_progress *p, bool done);
-
-/* ---- the reference controller (tessera controller) ---------------------------------- */
-
-typedef struct tsr_controller_opts {
-    const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT" or "localhost:PORT"; a
-                                  * loopback address only; port 0 picks a free one */
-    double rate;                 /* sample bytes per second it consumes, 0 = unpaced */
-    const char *out;             /* output path, NULL = discard (state kept in memory); one
-                                  * %d (and no other %) = one file per job, %d its number */
-    int64_t jobs;                /* complete jobs before it returns, >= 1; > 1 with `out`
-                                  * only when `out` holds the %d */
-    double stall_s;              /* a sender silent this long mid-job is dropped (and the
-                                  * whole header must come within it, at most 60 s); 0 =
-                                  * 600 s */
-    bool exit_on_abort;          /* an abort frame fails the run (TSR_EIO) instead of
-                                  * holding the job for the sender's return */
-    volatile sig_atomic_t *stop; /* borrowed, may be NULL: stop, keeping the state */
-    FILE *log;                   /* messages ("tessera controller: ..."), e.g. stderr */
-    const char *fault;           /* test hook, NULL = none: as tsr_sink_opts.fault, on the
-                                  * output file (N = its size in bytes) */
-} tsr_controller_opts;
-
-/* Run the reference receiver of DESIGN.md §3: accept one sender at a time, answer the resume
- * offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the state to a
- * temporary, fsync, rename, fsync of the folder), check every frame (offsets contiguous, crc,
- * inflate, trailer crc), write or discard, consume at `rate`, count underruns, return after
- * `jobs` complete jobs. A sender that disconnects mid-stream, or aborts (unless
- * exit_on_abort), is not an error: its progress is recorded and the next connection resumes.
- * A job is recorded complete only when its trailer's crc matched; one that did not match is
- * held only up to where that connection began. The output (each job's) is locked while in
- * use. Output and state must be regular files or absent. TSR_EINVAL for a bad or non-loopback
- * address, --jobs > 1 without a %d, an output or state that is not a regular file, an output
- * another controller holds; TSR_EIO for a crc, protocol or fingerprint error, an abort frame
- * with exit_on_abort, or an I/O failure; TSR_EINTR when stopped. */
-tsr_status
-tsr_controller_run(const tsr_controller_opts *o, tsr_error *err);
 
 #endif
