@@ -1,7 +1,7 @@
 /* stream: where output samples go (file, stdout, null, tcp), the framed stream of DESIGN.md
- * §3 (header, frames, crc, deflate, trailer, abort), pacing, progress, and the writer thread
- * that overlaps writing with computing (the only zlib/libdeflate/libcrypto user; PNG is
- * image/'s, the reference controller controller/'s).
+ * §3 (header, frames, crc, deflate, trailer, abort), pacing, and the writer thread that
+ * overlaps writing with computing (the only zlib/libdeflate/libcrypto user; PNG is image/'s,
+ * the reference controller controller/'s, progress reports cli/'s).
  *
  * Sinks are written by one thread at a time (the writer thread); the counters a progress
  * display reads (tsr_sink_offset, tsr_sink_underruns) may be read from any thread. A sink that
@@ -234,53 +234,5 @@ tsr_writer_finish(tsr_writer *w, tsr_error *err);
  * tsr_sink_write_donate, so a producer must fill every byte of a buffer it submits (it
  * does not keep its old contents). When the sink is paced, every time the writer thread
  * had to wait for the producer after its first buffer is an underrun reported to the sink. */
-
-/* ---- progress ---------------------------------------------------------------------- */
-
-typedef enum tsr_progress_mode {
-    TSR_PROGRESS_NONE, /* silent */
-    TSR_PROGRESS_BAR,  /* one redrawn line: bytes, MB/s, ETA, underruns (terminals) */
-    TSR_PROGRESS_JSON  /* JSON lines, at most 2 per second, from 1 s on ("long work") */
-} tsr_progress_mode;
-
-typedef struct tsr_progress tsr_progress;
-
-/* What a progress thread reports. */
-typedef struct tsr_progress_opts {
-    tsr_progress_mode mode;
-    uint64_t total;                   /* units of the whole job: stream bytes, or pixels */
-    const tsr_sink *sink;             /* borrowed, may be NULL: delivery (its offset, start and
-                                       * underrun counters are read); a job without a sink (a
-                                       * preview) is measured by `computed` alone */
-    const _Atomic uint64_t *computed; /* borrowed, may be NULL: units computed so far (stream
-                                       * bytes count from 0, like the sink's offset), bumped by
-                                       * the renderer per finished rect, read by the thread */
-    const char *unit;                 /* of `computed` without a sink: "px"; NULL = "B" */
-    bool always;                      /* the final line even for a job too short for any
-                                       * other (one a user asked --progress json of) */
-} tsr_progress_opts;
-
-/* Start a thread that reports a job's progress to `f` (stderr). NULL for TSR_PROGRESS_NONE,
- * with neither a sink nor a counter, or when the thread cannot start (progress is never worth
- * failing a job). The fraction (bar percentage, JSON "fraction") is of `computed` (at least
- * what was delivered); the ETA is the longer of what is left to compute at the compute rate
- * and to deliver at the delivery rate. With a sink it times the first delivered byte (polled
- * every 20 ms): the bar says "first byte after S s" once, JSON lines carry it.
- * JSON line with a sink: {"bytes":N,"total":T,"start":S,"elapsed_s":E,"mb_per_s":R,"eta_s":X,
- * "underruns":U,"underrun_s":W,"computed":C,"fraction":F,"first_byte_s":B} (bytes delivered;
- * B = -1 until the first byte); without: {"computed":C,"total":T,"unit":"px","fraction":F,
- * "elapsed_s":E,"per_s":R,"eta_s":X}; a final one carries "done":true|false. */
-tsr_progress *
-tsr_progress_start_ex(const tsr_progress_opts *o, FILE *f);
-
-/* tsr_progress_start_ex of a sink's delivery alone. */
-tsr_progress *
-tsr_progress_start(const tsr_sink *s, tsr_progress_mode mode, uint64_t total, FILE *f);
-
-/* Stop the thread; print a final line (bar: a newline) if anything was printed (or `always`).
- * Returns the seconds from the start to the first delivered byte, -1 if none was seen (or p
- * is NULL). NULL ok. */
-double
-tsr_progress_stop(tsr_progress *p, bool done);
 
 #endif

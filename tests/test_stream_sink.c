@@ -3,6 +3,7 @@
  * controller in-process, progress output, and the engine's header and fingerprint. */
 #include <criterion/criterion.h>
 
+#include "cli/progress.h"
 #include "controller/controller.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
