@@ -1,4 +1,6 @@
 /* tessera: the command line. Argument parsing and nothing else; the work is in engine/. */
+#include "cli/progress.h"
+#include "controller/controller.h"
 #include "engine/engine.h"
 #include "engine/version.h"
 #include "gpu/gpu.h"

@@ -60,13 +60,13 @@
 
 typedef struct tsr_design_opts {
     /* Decodes an image source: a w x h array of values in [0, 1] the caller of the loader then
-     * owns (freed with free()). The engine passes stream/'s tsr_png_read_gray. NULL: images
+     * owns (freed with free()). The engine passes image/'s tsr_png_read_gray. NULL: images
      * are not decoded (src->img stays NULL) and a node with an image source must give `size`
      * unless read_size is given. */
     tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
                              tsr_error *err);
     /* Reads an image's header only: its size, and in *scratch the bytes decoding it takes
-     * beyond the w x h floats (stream/'s tsr_png_read_info). Given, the loader reads only
+     * beyond the w x h floats (image/'s tsr_png_read_info). Given, the loader reads only
      * headers while parsing (size, validation, a missing or corrupt header is an error as
      * before) and decodes afterwards, only the images of nodes reached from root (named nodes
      * nobody refs are validated, never decoded). Without it, images are decoded as they are

@@ -3,6 +3,7 @@
 #include "designs/designs.h"
 #include "engine/backend.h"
 #include "gpu/gpu.h"
+#include "image/image.h"
 
 #include <malloc.h>
 #include <math.h>

@@ -165,8 +165,8 @@ typedef struct tsr_stream_opts {
                                    * so a paced or blocked writer stops too. */
     _Atomic uint64_t *computed;   /* may be NULL: raised to the stream offset up to which
                                    * bytes are computed, during each band as its parts (the
-                                   * CPU's root rects) finish; what tsr_progress_opts.computed
-                                   * reads */
+                                   * CPU's root rects) finish; what the CLI's progress
+                                   * (cli/progress.h: tsr_progress_opts.computed) reads */
 } tsr_stream_opts;
 
 tsr_status

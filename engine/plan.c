@@ -3,6 +3,7 @@
  * the deepest chain of nested computations (a parent tile's scratch stays allocated while its
  * children compute), so a run that starts never runs out of its budget. */
 #include "engine/engine_int.h"
+#include "image/image.h"
 #include "nodes/params.h"
 
 #include <stdint.h>

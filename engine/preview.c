@@ -2,6 +2,7 @@
 #include "designs/designs.h"
 #include "engine/backend.h"
 #include "engine/engine_int.h"
+#include "image/image.h"
 #include "nodes/params.h"
 
 #include <ctype.h>

@@ -259,7 +259,7 @@ tsr_design_bytes(const tsr_design *d);
 /* Make what a prepared design still lacks to render: decode every image source not decoded
  * yet with `read_image` (tsr_design_images; NULL: leave them; sizes must match the header the
  * loader read, src->iw x src->ih; a reader that returns NULL pixels only validates, as
- * stream/'s tsr_png_check does), and build every trait's large state (trait->build). The loader does it
+ * image/'s tsr_png_check does), and build every trait's large state (trait->build). The loader does it
  * itself unless told to defer (tsr_design_opts.defer), so that a memory plan can count all of
  * it first (tsr_design_build_bytes) and refuse before any of it is made. Idempotent; not
  * thread-safe on the same design. Errors name the source or edge ("file:line:col: key"). */

@@ -127,7 +127,7 @@ median() { awk -v c="${1:-1}" '{ print $c }' | sort -g |
 # ---- header --------------------------------------------------------------------------------
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD -- engine nodes tiles cache stream designs cli 2>/dev/null \
+git diff --quiet HEAD -- engine nodes tiles cache image stream designs cli 2>/dev/null \
   || rev="$rev+local edits"
 echo "date:     $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
 echo "machine:  $(nproc) cores, $cpu, $(uname -sr)"

@@ -1,7 +1,7 @@
 /* stream: where output samples go (file, stdout, null, tcp), the framed stream of DESIGN.md
- * §3 (header, frames, crc, deflate, trailer, abort), pacing, progress, the writer thread that
- * overlaps writing with computing, the reference controller, and PNG reading/writing (the only
- * libpng/zlib/libcrypto user).
+ * §3 (header, frames, crc, deflate, trailer, abort), pacing, and the writer thread that
+ * overlaps writing with computing (the only zlib/libdeflate/libcrypto user; PNG is image/'s,
+ * the reference controller controller/'s, progress reports cli/'s).
  *
  * Sinks are written by one thread at a time (the writer thread); the counters a progress
  * display reads (tsr_sink_offset, tsr_sink_underruns) may be read from any thread. A sink that
@@ -234,128 +234,5 @@ tsr_writer_finish(tsr_writer *w, tsr_error *err);
  * tsr_sink_write_donate, so a producer must fill every byte of a buffer it submits (it
  * does not keep its old contents). When the sink is paced, every time the writer thread
  * had to wait for the producer after its first buffer is an underrun reported to the sink. */
-
-/* ---- progress ---------------------------------------------------------------------- */
-
-typedef enum tsr_progress_mode {
-    TSR_PROGRESS_NONE, /* silent */
-    TSR_PROGRESS_BAR,  /* one redrawn line: bytes, MB/s, ETA, underruns (terminals) */
-    TSR_PROGRESS_JSON  /* JSON lines, at most 2 per second, from 1 s on ("long work") */
-} tsr_progress_mode;
-
-typedef struct tsr_progress tsr_progress;
-
-/* What a progress thread reports. */
-typedef struct tsr_progress_opts {
-    tsr_progress_mode mode;
-    uint64_t total;                   /* units of the whole job: stream bytes, or pixels */
-    const tsr_sink *sink;             /* borrowed, may be NULL: delivery (its offset, start and
-                                       * underrun counters are read); a job without a sink (a
-                                       * preview) is measured by `computed` alone */
-    const _Atomic uint64_t *computed; /* borrowed, may be NULL: units computed so far (stream
-                                       * bytes count from 0, like the sink's offset), bumped by
-                                       * the renderer per finished rect, read by the thread */
-    const char *unit;                 /* of `computed` without a sink: "px"; NULL = "B" */
-    bool always;                      /* the final line even for a job too short for any
-                                       * other (one a user asked --progress json of) */
-} tsr_progress_opts;
-
-/* Start a thread that reports a job's progress to `f` (stderr). NULL for TSR_PROGRESS_NONE,
- * with neither a sink nor a counter, or when the thread cannot start (progress is never worth
- * failing a job). The fraction (bar percentage, JSON "fraction") is of `computed` (at least
- * what was delivered); the ETA is the longer of what is left to compute at the compute rate
- * and to deliver at the delivery rate. With a sink it times the first delivered byte (polled
- * every 20 ms): the bar says "first byte after S s" once, JSON lines carry it.
- * JSON line with a sink: {"bytes":N,"total":T,"start":S,"elapsed_s":E,"mb_per_s":R,"eta_s":X,
- * "underruns":U,"underrun_s":W,"computed":C,"fraction":F,"first_byte_s":B} (bytes delivered;
- * B = -1 until the first byte); without: {"computed":C,"total":T,"unit":"px","fraction":F,
- * "elapsed_s":E,"per_s":R,"eta_s":X}; a final one carries "done":true|false. */
-tsr_progress *
-tsr_progress_start_ex(const tsr_progress_opts *o, FILE *f);
-
-/* tsr_progress_start_ex of a sink's delivery alone. */
-tsr_progress *
-tsr_progress_start(const tsr_sink *s, tsr_progress_mode mode, uint64_t total, FILE *f);
-
-/* Stop the thread; print a final line (bar: a newline) if anything was printed (or `always`).
- * Returns the seconds from the start to the first delivered byte, -1 if none was seen (or p
- * is NULL). NULL ok. */
-double
-tsr_progress_stop(tsr_progress *p, bool done);
-
-/* ---- the reference controller (tessera controller) ---------------------------------- */
-
-typedef struct tsr_controller_opts {
-    const char *listen;          /* "127.0.0.1:PORT", "[::1]:PORT" or "localhost:PORT"; a
-                                  * loopback address only; port 0 picks a free one */
-    double rate;                 /* sample bytes per second it consumes, 0 = unpaced */
-    const char *out;             /* output path, NULL = discard (state kept in memory); one
-                                  * %d (and no other %) = one file per job, %d its number */
-    int64_t jobs;                /* complete jobs before it returns, >= 1; > 1 with `out`
-                                  * only when `out` holds the %d */
-    double stall_s;              /* a sender silent this long mid-job is dropped (and the
-                                  * whole header must come within it, at most 60 s); 0 =
-                                  * 600 s */
-    bool exit_on_abort;          /* an abort frame fails the run (TSR_EIO) instead of
-                                  * holding the job for the sender's return */
-    volatile sig_atomic_t *stop; /* borrowed, may be NULL: stop, keeping the state */
-    FILE *log;                   /* messages ("tessera controller: ..."), e.g. stderr */
-    const char *fault;           /* test hook, NULL = none: as tsr_sink_opts.fault, on the
-                                  * output file (N = its size in bytes) */
-} tsr_controller_opts;
-
-/* Run the reference receiver of DESIGN.md §3: accept one sender at a time, answer the resume
- * offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the state to a
- * temporary, fsync, rename, fsync of the folder), check every frame (offsets contiguous, crc,
- * inflate, trailer crc), write or discard, consume at `rate`, count underruns, return after
- * `jobs` complete jobs. A sender that disconnects mid-stream, or aborts (unless
- * exit_on_abort), is not an error: its progress is recorded and the next connection resumes.
- * A job is recorded complete only when its trailer's crc matched; one that did not match is
- * held only up to where that connection began. The output (each job's) is locked while in
- * use. Output and state must be regular files or absent. TSR_EINVAL for a bad or non-loopback
- * address, --jobs > 1 without a %d, an output or state that is not a regular file, an output
- * another controller holds; TSR_EIO for a crc, protocol or fingerprint error, an abort frame
- * with exit_on_abort, or an I/O failure; TSR_EINTR when stopped. */
-tsr_status
-tsr_controller_run(const tsr_controller_opts *o, tsr_error *err);
-
-/* ---- PNG ------------------------------------------------------------------------ */
-
-/* Write a gray PNG of w x h samples: depth 8 (uint8_t rows) or 16 (uint16_t rows, host
- * order), rows contiguous. Where `path` is a regular file or nothing, the PNG is written to a
- * temporary beside it and renamed when complete, so a failure never leaves a half-written file
- * under that name. Anything else (a symlink, a device, a FIFO) is written in place, through
- * it, never replaced; "-" is stdout (refused when a terminal). TSR_EIO for a failed open,
- * write or close (ENOSPC included), with the path and the reason. */
-tsr_status
-tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
-              tsr_error *err);
-
-/* Read a PNG as float32 values per DESIGN.md §2.2 (value = sample / (2^bitdepth - 1); gray
- * 1/2/4/8/16-bit; palette expanded to RGB; RGB -> 0.299 R + 0.587 G + 0.114 B in double;
- * alpha, gamma, ICC, sBIT, tRNS ignored). *px is malloc'd (w*h floats), owned by the caller.
- * TSR_EINVAL for a missing/corrupt/truncated file ("lens.png: not a PNG file"). */
-tsr_status
-tsr_png_read_gray(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err);
-
-/* Only the size of a PNG, from its header (no pixels decoded), so a design can be validated
- * and its memory planned before any image is decoded. Fails like tsr_png_read_gray on a
- * missing, non-PNG or corrupt header; damage after the header is only found by the full read.
- * Thread-safe (no shared state). */
-tsr_status
-tsr_png_read_size(const char *path, int64_t *w, int64_t *h, tsr_error *err);
-
-/* tsr_png_read_size, and in *scratch the bytes tsr_png_read_gray allocates beside the w*h
- * floats it returns (native rows, all of them for an interlaced file; libpng's and zlib's
- * buffers): what a memory plan counts before decoding. */
-tsr_status
-tsr_png_read_info(const char *path, int64_t *w, int64_t *h, int64_t *scratch, tsr_error *err);
-
-/* Read the whole PNG as tsr_png_read_gray does, failing the same way on damage anywhere, but
- * through one row buffer and keeping nothing: *px is set to NULL. For `tessera check`, which
- * validates images without the memory their floats take. Same signature as
- * tsr_png_read_gray, so it can stand in for it as a design's image reader. */
-tsr_status
-tsr_png_check(const char *path, int64_t *w, int64_t *h, float **px, tsr_error *err);
 
 #endif

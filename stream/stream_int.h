@@ -1,4 +1,5 @@
-/* stream internals shared by its files: clocks, the token bucket, host:port parsing. */
+/* stream internals shared by its files and by controller/ (the receiving end of the same
+ * framing): clocks, the token bucket, host:port parsing, the fault hook. */
 #ifndef TSR_STREAM_INT_H
 #define TSR_STREAM_INT_H
 
@@ -69,30 +70,5 @@ tsr_fault_took(tsr_fault *f, size_t k);
 /* The medium was cut back to byte pos (a framed file dropping half a frame). */
 void
 tsr_fault_seek(tsr_fault *f, uint64_t pos);
-
-/* The controller's reader (stream/controller.c) over bytes already received, for the fuzz
- * target and tests: each serve is one connection whose sender sent buf[0, n) and closed. The
- * state lives in memory (as `tessera controller` without -o keeps it); samples go to out_fd
- * (pwrite at their offsets) when it is >= 0. `o` (copied; NULL = defaults): exit_on_abort
- * and log are used, the rest ignored. */
-typedef struct tsr_ctl_mem tsr_ctl_mem;
-
-tsr_ctl_mem *
-tsr_ctl_mem_new(int out_fd, const tsr_controller_opts *o);
-
-/* 0: a job completed (trailer checked); 1: the connection ended without one (a sender gone
- * or aborted, a bad header refused); 2: a failure (err: crc, protocol, I/O, an abort with
- * exit_on_abort). *answered: the resume
- * offset it answered (TSR_RESUME_REFUSED for a refusal; 0 when none). */
-int
-tsr_ctl_mem_serve(tsr_ctl_mem *m, const uint8_t *buf, size_t n, uint64_t *answered,
-                  tsr_error *err);
-
-/* Whether a job is known, and what of it is held: bytes [0, offset) of total, their crc32. */
-bool
-tsr_ctl_mem_state(const tsr_ctl_mem *m, uint64_t *offset, uint64_t *total, uint32_t *crc);
-
-void
-tsr_ctl_mem_free(tsr_ctl_mem *m);
 
 #endif

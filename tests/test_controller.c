@@ -1,10 +1,11 @@
-/* controller: the reference controller's reader (stream/controller.c) over bytes in memory
+/* controller: the reference controller's reader (controller/controller.c) over bytes in memory
  * (tsr_ctl_mem_*, the same code the socket loop runs): what it holds, answers and reports
  * for complete, resumed, aborted, cut, reordered and corrupted streams, and what it vouches
  * for: never a job whose trailer did not match. The socket side is
  * tested in test_stream_sink.c and tests/cli/stream_*.sh. */
 #include <criterion/criterion.h>
 
+#include "controller/controller.h"
 #include "stream/stream_int.h"
 
 #include <stdio.h>

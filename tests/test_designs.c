@@ -3,8 +3,8 @@
  * and dump with defaults filled in; every example design loads. Under ASan every test
  * also asks LeakSanitizer whether the loader leaked, failures included. */
 #include "designs/designs.h"
+#include "image/image.h"
 #include "nodes/params.h"
-#include "stream/stream.h"
 
 #include "helpers/helpers.h"
 

@@ -1,5 +1,6 @@
 /* engine: tile/thread invariance, output orders, crops, conversion, memory plan, preview. */
 #include "designs/designs.h"
+#include "image/image.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
 

@@ -6,6 +6,7 @@
 #include "engine/engine.h"
 #include "helpers/helpers.h"
 #include "nodes/params.h"
+#include "image/image.h"
 #include "stream/stream.h"
 
 #include <criterion/criterion.h>

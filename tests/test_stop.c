@@ -3,6 +3,7 @@
  * they were computing and fail with TSR_EINTR; nothing unfinished reaches the cache, so the
  * same engine, once the flag is cleared, renders exactly what a fresh engine does. */
 #include "engine/engine.h"
+#include "image/image.h"
 #include "helpers/helpers.h"
 
 #include <criterion/criterion.h>

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "helpers/helpers.h"
+#include "image/image.h"
 #include "stream/stream.h"
 
 #include <dirent.h>
@@ -90,7 +91,7 @@ assert_same_floats(const float *got, const float *want, size_t n)
     }
 }
 
-/* The spec's formulas (DESIGN.md §2.2), written out independently of stream/png.c. */
+/* The spec's formulas (DESIGN.md §2.2), written out independently of image/png.c. */
 static float
 spec_gray(unsigned s, int bd)
 {

@@ -3,6 +3,8 @@
  * controller in-process, progress output, and the engine's header and fingerprint. */
 #include <criterion/criterion.h>
 
+#include "cli/progress.h"
+#include "controller/controller.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
 #include "stream/stream.h"

@@ -1,4 +1,4 @@
-/* Fuzz target: `tessera controller`'s reader (stream/controller.c) over the bytes a sender
+/* Fuzz target: `tessera controller`'s reader (controller/controller.c) over the bytes a sender
  * sends after connecting: header, frames, abort or trailer, as one connection that then closes.
  * Each input is served three ways: discarding (no output); into a memfd output, followed by a
  * second connection sending the same bytes again (a resume against what the first one left:
@@ -14,6 +14,7 @@
  * exactly its total; and a job is held whole only through a matching trailer: a connection
  * that did not complete one leaves offset < total, unless the job was complete before it. Seeds: tests/fuzz/regress/controller (transcripts tessera wrote: raw,
  * deflated, 16 bit, swath, cropped, aborted, cut) and tests/fuzz/regress/frame. */
+#include "controller/controller.h"
 #include "stream/stream_int.h"
 
 #define FUZZ_TARGET "fuzz_controller"

@@ -18,6 +18,7 @@
  * driver.c, a plain main() that replays files (ctest fuzz_regress: tests/fuzz/regress/). */
 #include "designs/designs.h"
 #include "engine/engine.h"
+#include "image/image.h"
 #include "stream/stream.h"
 
 #define FUZZ_TARGET "fuzz_design"

@@ -1,4 +1,4 @@
-/* Fuzz target: stream/'s PNG reader (image sources, DESIGN.md §2.2), the one decoder of
+/* Fuzz target: image/'s PNG reader (image sources, DESIGN.md §2.2), the one decoder of
  * untrusted binary input a design pulls in. One input is one PNG file, handed to
  * tsr_png_read_size, tsr_png_read_info, tsr_png_check and tsr_png_read_gray through a memfd
  * (/proc/self/fd/N: the readers take paths). Properties: all agree on the size; the check
@@ -7,7 +7,7 @@
  * more than 2^22 px is not decoded (that would test the allocator, not the reader: the size
  * check is tests/test_limits.c's). Seeds: tests/oracle/designs/img/ (every PNG colour type
  * and depth). */
-#include "stream/stream.h"
+#include "image/image.h"
 
 #define FUZZ_TARGET "fuzz_png"
 #include "tests/fuzz/fuzz.h"

@@ -1,5 +1,6 @@
 #include "helpers.h"
 #include "designs/designs.h"
+#include "image/image.h"
 
 #include <criterion/criterion.h>
 #include <ftw.h>

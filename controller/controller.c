@@ -1,5 +1,5 @@
-/* stream: the reference controller (`tessera controller`), the receiving end of DESIGN.md §3
- * that tests use as the machine. See stream.h and docs/streaming.md.
+/* controller: the reference controller (`tessera controller`), the receiving end of DESIGN.md
+ * §3 that tests use as the machine. See controller.h and docs/streaming.md.
  *
  * One sender at a time, single-threaded. Everything it has acknowledged to itself is durable
  * before it is recorded: the output's data is fdatasync'd up to an offset, then the state
@@ -16,6 +16,7 @@
  * A connection is read through a `conn` (a socket, or a buffer for the fuzz target and tests:
  * tsr_ctl_mem_*), so the reader that checks every byte a sender sends is the same code either
  * way. */
+#include "controller/controller.h"
 #include "stream/stream_int.h"
 
 #include <arpa/inet.h>

@@ -1,11 +1,11 @@
-/* stream: PNG writing (previews) and reading (image sources, DESIGN.md §2.2). See stream.h.
+/* image: PNG writing (previews) and reading (image sources, DESIGN.md §2.2). See image.h.
  *
  * The only libpng user. libpng reports errors by longjmp: each entry point keeps its setjmp
  * in a small helper whose locals are either set before setjmp and never changed, or volatile,
  * so the cleanup after a longjmp sees their current values. libpng's own colour transforms
  * are deliberately not used on read: the spec fixes the arithmetic (sample / max, luma in
  * double), and libpng's gamma/tRNS/rgb_to_gray handling would change values. */
-#include "stream/stream.h"
+#include "image/image.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,12 +1,12 @@
-/* stream: progress reports (DESIGN.md §4): a redrawn bar on a terminal, JSON lines otherwise.
- * See stream.h.
+/* cli: progress reports (DESIGN.md §4): a redrawn bar on a terminal, JSON lines otherwise.
+ * See progress.h.
  *
  * A thread of its own samples the counters, so reports come at a steady pace whatever the
  * band size (a 100 MB band at 10 MB/s takes 10 s) and no worker ever waits for the terminal:
  * the sink's delivered offset (what the machine got) and, where the job has one, a counter of
  * what is computed, which the renderer bumps per finished rect (so the first band moves the
  * bar too, and a preview, which has no sink, has something to show). */
-#include "stream/stream.h"
+#include "cli/progress.h"
 
 #include <pthread.h>
 #include <signal.h>
