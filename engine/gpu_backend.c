@@ -20,8 +20,9 @@
  * - resident: a small node (up to RESIDENT_PX, RESIDENT_BYTES in all): computed once on the
  *   device, whole, and kept; readers get the whole node.
  * - host: a node the device cannot yet compute (a repeat lattice the CPU walks in a reduced
- *   basis with an order-dependent overlap): computed by the CPU reference over the rect and
- *   uploaded. Same bits; slower.
+ *   basis with an order-dependent overlap), or should not (a polygon of many points, which
+ *   the CPU fills by scanline): computed by the CPU reference over the rect and uploaded.
+ *   Same bits; slower for the first kind.
  *
  * Bit-identity: every kernel evaluates nodes/pointwise.h's expressions or the traits' exact
  * integer/float sequences (gpu/), tables come from the host, so the device's values equal the
@@ -73,9 +74,17 @@ typedef struct gpu_state {
 
 static const char *const class_names[] = {"device", "periodic", "host", "resident"};
 
+/* A polygon with more points than this is drawn by the CPU: the device tests every edge at
+ * every sub-sample (a 16000-point comb with aa 4 kept one chunk's kernel busy for more than
+ * 20 s, and kernels do not see a stop), where the CPU's scanline fill touches only the edges a
+ * row crosses and polls the stop. */
+#define DEVICE_POLYGON_MAX 256
+
 static bool
 device_can(const tsr_node *n)
 {
+    if (n->source && n->source->kind == TSR_SRC_POLYGON && n->source->points.n > DEVICE_POLYGON_MAX)
+        return false;
     for (size_t k = 0; k < n->nedges; k++) {
         const tsr_edge *ed = &n->edges[k];
         switch (tsr_trait_id_of(ed->trait)) {
