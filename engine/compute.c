@@ -91,9 +91,9 @@ repeats(const tsr_engine *e, const tsr_node *n)
 }
 
 /* The pixels of child rect `want` as a view: a pinned tile's own pixels when `want` lies in one
- * tile (no copy), else assembled into `*buf` (caller frees): from the tiles it meets, or for a
- * child that repeats, copied from its period tile. The pin, if any, is returned in *pin for
- * release after use. */
+ * tile (no copy), else assembled into `*buf` (caller frees): from the tiles it meets; for a
+ * child that repeats, copied from its period tile; for an uncached child (plan.c), computed
+ * right there. The pin, if any, is returned in *pin for release after use. */
 static tsr_status
 fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_entry **pin,
       float **buf, tsr_error *err)
@@ -103,7 +103,7 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     tsr_grid_tiles_of(g, want, &tx0, &ty0, &tx1, &ty1);
     *pin = NULL;
     *buf = NULL;
-    bool copy = repeats(e, c);
+    bool copy = repeats(e, c) || (e->uncached && e->uncached[c->id]);
     if (!copy && tx1 - tx0 == 1 && ty1 - ty0 == 1) {
         tsr_status st = get_tile(e, c, tx0, ty0, pin, err);
         if (st != TSR_OK)
@@ -116,7 +116,7 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
         return tsr_fail(err, TSR_ENOMEM, "out of memory (assembling %lldx%lld of %s)",
                         (long long)want.w, (long long)want.h, c->name);
     /* a repeating child costs a row copy per row: copy it straight into the view instead of
-     * caching tiles of it and copying those again */
+     * caching tiles of it and copying those again; an uncached one is computed into it */
     tsr_status st = copy ? tsr_cpu_compute(e, c, want, b, err) : assemble(e, c, want, b, want.w, err);
     if (st != TSR_OK) {
         free(b);

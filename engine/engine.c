@@ -154,6 +154,7 @@ tsr_engine_free(tsr_engine *e)
     free(e->tile);
     free(e->period);
     free(e->inner);
+    free(e->uncached);
     tsr_pool_free(e->pool);
     free(e->root_period);
     free(e->grid);

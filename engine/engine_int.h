@@ -39,6 +39,8 @@ struct tsr_engine {
                                  * (plan.c: tsr_plan_make fills it) */
     tsr_inner *inner;           /* per node id: where it repeats, whole nodes included
                                  * (plan.c), else p[0] == 0 */
+    bool *uncached;             /* per node id: read by one pattern edge only, so computed
+                                 * straight into that parent's buffer, never cached (plan.c) */
     uint8_t *root_period;       /* a periodic root's period as output samples, made by the
                                  * first band that needs it (engine.c), else NULL */
     int64_t nest;               /* nodes on the design's longest chain, the root included */

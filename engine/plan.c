@@ -128,6 +128,36 @@ find_period(const tsr_engine *e, const tsr_node *n, tsr_inner *out)
     out->in = in;
 }
 
+/* Nodes computed into their parent's buffer instead of the cache. A node that exactly one edge
+ * of the design reads, a pattern, is asked for once per computation of its parent, over the
+ * parent's rect shifted by the offset: caching its tiles saves nothing (the parent's own tile
+ * is what the cache keeps), and it cost fresh pages for every tile and evicted tiles that are
+ * read again (a 100000 px disc cutting a wafer map was 1.4 GiB of such tiles in a 3 s
+ * profile). Not the root, and not a node that repeats (its period tile is the point). Any rect
+ * computes the same values as its tiles would (DESIGN.md §5). */
+static void
+find_uncached(tsr_engine *e)
+{
+    const tsr_design *d = e->d;
+    size_t *uses = calloc(d->nnodes, sizeof *uses);
+    bool *pattern = calloc(d->nnodes, sizeof *pattern);
+    if (uses && pattern) {
+        for (size_t i = 0; i < d->nnodes; i++)
+            for (size_t k = 0; k < d->nodes[i]->nedges; k++) {
+                const tsr_edge *ed = &d->nodes[i]->edges[k];
+                uses[ed->child->id]++;
+                pattern[ed->child->id] = tsr_trait_id_of(ed->trait) == TSR_TRAIT_pattern;
+            }
+        for (size_t i = 0; i < d->nnodes; i++) {
+            const tsr_node *n = d->nodes[i];
+            e->uncached[n->id] = n != d->root && uses[n->id] == 1 && pattern[n->id] &&
+                                 !e->inner[n->id].p[0];
+        }
+    } /* out of memory: nothing uncached, which is always correct */
+    free(uses);
+    free(pattern);
+}
+
 static int64_t
 sat_add(int64_t a, int64_t b)
 {
@@ -203,10 +233,37 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     int64_t row_bytes = sat_mul(sw, bps);
     p->bands = sat_mul(sat_mul(row_bytes, p->band_rows), NBUF);
 
-    /* path[n]: worst bytes held by one thread while computing one tile of n, children included */
+    /* path[n]: worst bytes held by one thread while computing one tile of n, children included;
+     * dims[n]: the largest rect n is computed over: its tile (the root: a root tile by a band),
+     * its period tile, or for an uncached node its parent's (parents come after children in
+     * d->nodes, so a walk from the end sets a parent's before its children's) */
     int64_t *path = calloc(d->nnodes, sizeof *path);
-    if (!path)
+    int64_t (*dims)[2] = calloc(d->nnodes, sizeof *dims);
+    if (!path || !dims) {
+        free(path);
+        free(dims);
         return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
+    }
+    for (size_t i = d->nnodes; i-- > 0;) {
+        const tsr_node *n = d->nodes[i];
+        int64_t t = e->tile[n->id];
+        if (!e->uncached[n->id]) {
+            dims[n->id][0] = t < n->w ? t : n->w;
+            dims[n->id][1] = n == root ? p->band_rows : (t < n->h ? t : n->h);
+        }
+        const tsr_inner *per = &e->inner[n->id];
+        if (per->p[0] && per->p[0] > dims[n->id][0])
+            dims[n->id][0] = per->p[0];
+        if (per->p[0] && per->p[1] > dims[n->id][1])
+            dims[n->id][1] = per->p[1];
+        for (size_t k = 0; k < n->nedges; k++) {
+            const tsr_node *c = n->edges[k].child;
+            if (e->uncached[c->id]) {
+                dims[c->id][0] = dims[n->id][0] < c->w ? dims[n->id][0] : c->w;
+                dims[c->id][1] = dims[n->id][1] < c->h ? dims[n->id][1] : c->h;
+            }
+        }
+    }
     p->fixed = 0;
     int64_t decode = 0; /* the largest image's decoding scratch */
     for (size_t i = 0; i < d->nnodes; i++) {
@@ -221,12 +278,14 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
             /* computing it is one computation over the period's rect */
             period_work = node_work(e, n, pr.w, pr.h, pr);
         }
-        int64_t t = e->tile[n->id];
-        int64_t rw = t < n->w ? t : n->w, rh = n == root ? p->band_rows : (t < n->h ? t : n->h);
+        int64_t rw = dims[n->id][0], rh = dims[n->id][1];
         int64_t deepest = 0;
         for (size_t k = 0; k < n->nedges; k++) {
             const tsr_node *c = n->edges[k].child;
-            int64_t own = sat_add(sat_mul(tile_px(e, c), 4), path[c->id]);
+            /* a cached child's tile stays pinned while it is read; an uncached child's pixels
+             * are the parent's assembled copy, which node_work counts */
+            int64_t own = e->uncached[c->id] ? path[c->id]
+                                             : sat_add(sat_mul(tile_px(e, c), 4), path[c->id]);
             if (own > deepest)
                 deepest = own;
             /* tables that trait->build makes (or made): distance's, up to 67 MB each */
@@ -246,6 +305,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
                 decode = src->scratch;
         }
     }
+    free(dims);
     p->fixed = sat_add(p->fixed, decode);
     int64_t troot_w = troot < root->w ? troot : root->w;
     p->per_thread = sat_add(path[root->id], sat_mul(sat_mul(troot_w, p->band_rows), 4));
@@ -280,7 +340,8 @@ plan_fit(tsr_engine *e, tsr_error *err)
     if (!e->period) {
         e->period = calloc(e->d->nnodes, sizeof *e->period);
         e->inner = calloc(e->d->nnodes, sizeof *e->inner);
-        if (!e->period || !e->inner)
+        e->uncached = calloc(e->d->nnodes, sizeof *e->uncached);
+        if (!e->period || !e->inner || !e->uncached)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
         for (size_t i = 0; i < e->d->nnodes && !e->opts.direct; i++) { /* children first */
             const tsr_node *n = e->d->nodes[i];
@@ -291,6 +352,7 @@ plan_fit(tsr_engine *e, tsr_error *err)
                 e->period[n->id][1] = in->p[1];
             }
         }
+        find_uncached(e);
     }
     int64_t troot = e->tile[e->d->root->id];
     int64_t rows = troot < e->d->root->h ? troot : e->d->root->h;

@@ -44,12 +44,35 @@ repeats(const tsr_engine *e, const tsr_node *n)
     return e->inner && e->inner[n->id].p[0];
 }
 
-/* Child rect r is read the way compute.c reads it: a node that repeats (engine/plan.c) through
- * its period tile where r meets its interior and through its grid tiles over the rest of r,
- * any other through every grid tile r meets. */
 static bool
-want_rect(const tsr_engine *e, want_list *l, const tsr_node *c, tsr_rect r)
+want_rect(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r);
+
+/* An uncached node (engine/plan.c) computed over r where it is read: no tile of its own, what
+ * its edges need over r is wanted of its children at once (its children come later in the
+ * walk: they precede it in d->nodes). */
+static bool
+want_direct(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r)
 {
+    for (size_t k = 0; k < c->nedges; k++) {
+        const tsr_edge *ed = &c->edges[k];
+        tsr_rect rects[TSR_NEED_MAX];
+        size_t nr = ed->trait->need(ed, r, rects);
+        for (size_t j = 0; j < nr; j++)
+            if (!want_rect(e, wants, ed->child, rects[j]))
+                return false;
+    }
+    return true;
+}
+
+/* Child rect r is read the way compute.c reads it: an uncached node computed over r; a node
+ * that repeats (engine/plan.c) through its period tile where r meets its interior and through
+ * its grid tiles over the rest of r; any other through every grid tile r meets. */
+static bool
+want_rect(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r)
+{
+    if (e->uncached && e->uncached[c->id])
+        return want_direct(e, wants, c, r);
+    want_list *l = &wants[c->id];
     tsr_rect parts[4] = {r};
     size_t np = 1;
     if (repeats(e, c)) {
@@ -120,7 +143,7 @@ make_stage(tsr_schedule *s, const tsr_node *n, want_list *l, want_list *wants)
             tsr_rect rects[TSR_NEED_MAX];
             size_t nr = ed->trait->need(ed, r, rects);
             for (size_t j = 0; j < nr; j++)
-                if (!want_rect(e, &wants[ed->child->id], ed->child, rects[j]))
+                if (!want_rect(e, wants, ed->child, rects[j]))
                     return false;
         }
     }
@@ -152,7 +175,7 @@ tsr_schedule_make(const tsr_engine *e, const tsr_rect *chunks, size_t n, tsr_err
     /* the root's chunks are its tiles; a root that repeats is read like any such node */
     const tsr_node *root = d->root;
     for (size_t k = 0; k < n; k++) {
-        bool ok = repeats(e, root) ? want_rect(e, &wants[root->id], root, chunks[k])
+        bool ok = repeats(e, root) ? want_rect(e, wants, root, chunks[k])
                                     : want(&wants[root->id], (int64_t)k, TSR_SCHED_CHUNK);
         if (!ok)
             goto fail;
