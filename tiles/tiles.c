@@ -149,7 +149,7 @@ tsr_tile_new(tsr_rect r)
     t->mapped = 0;
     if (pxbytes >= TSR_TILE_MAP_MIN) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (pxbytes + page - 1) & ~(page - 1);
-        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         t->px = m == MAP_FAILED ? NULL : m;
         t->mapped = len;
     } else {

@@ -150,7 +150,9 @@ typedef struct tsr_tile {
  * allocated and freed by many threads in many sizes, and in the heap their holes were taken
  * by smaller allocations, so the heap outgrew what was live (a 200000 px design held ~1.9x
  * its --memory). A mapping goes back whole when freed; the tile cache reuses them meanwhile
- * (tsr_cache_tile_new). */
+ * (tsr_cache_tile_new). Mapped with MAP_POPULATE: every pixel is written anyway, and one
+ * population instead of a fault per 4 KiB page took a Siemens-star region from 39402 faults
+ * and 162 ms of CPU to 1098 and 150 ms (docs/performance.md). */
 #define TSR_TILE_MAP_MIN ((size_t)64 << 10)
 
 /* Allocate w*h floats (uninitialised); NULL on overflow or out of memory. Free with
