@@ -608,93 +608,100 @@ progress_mode(const char *m)
     return isatty(STDERR_FILENO) ? TSR_PROGRESS_BAR : TSR_PROGRESS_JSON;
 }
 
+/* What cmd_render's hooks share: the progress display over the open sink. */
+typedef struct render_view {
+    tsr_progress_mode pm;
+    uint64_t total;
+    _Atomic uint64_t computed;
+    tsr_progress *pr;
+    double first; /* seconds to the first byte, from tsr_progress_stop; < 0: none */
+} render_view;
+
+/* The sink is open: the second signal may now name its offset, and progress starts. */
+static void
+render_opened(void *ctx, tsr_sink *s)
+{
+    render_view *v = ctx;
+    g_sink = s;
+    tsr_progress_opts po = {.mode = v->pm, .total = v->total, .sink = s,
+                            .computed = &v->computed};
+    v->pr = tsr_progress_start_ex(&po, stderr);
+}
+
+/* The stream ended (trailer or abort frame sent): the sink is about to be closed, so the
+ * handler must not read it any more. */
+static void
+render_ending(void *ctx, tsr_sink *s, bool ok)
+{
+    render_view *v = ctx;
+    (void)s;
+    v->first = tsr_progress_stop(v->pr, ok);
+    g_sink = NULL;
+}
+
+/* A render that did not finish, in the CLI's words: the engine decided where it ended and
+ * how to resume (tsr_engine_render_to); exit 1 for a stop, the error's status otherwise. */
+static int
+render_failed(const args *a, const tsr_render_result *r, const tsr_error *err)
+{
+    unsigned long long off = r->offset;
+    switch (r->step) {
+    case TSR_RENDER_RESUME:
+        fprintf(stderr, "tessera: --resume-at %llu: past the end of the stream (%llu bytes)\n",
+                (unsigned long long)a->resume_at, (unsigned long long)r->total);
+        return 2;
+    case TSR_RENDER_OPEN:
+        if (!r->stopped)
+            return fail(err);
+        fprintf(stderr, "tessera: interrupted before the stream started\n");
+        return 1;
+    case TSR_RENDER_STREAM:
+        break;
+    default:
+        return fail(err);
+    }
+    int rc = r->stopped ? 1 : fail(err);
+    const char *what = r->stopped ? "interrupted" : "stopped";
+    if (r->resume == TSR_RESUME_RECEIVER)
+        fprintf(stderr, "tessera: %s at byte %llu; run it again to resume (the controller "
+                "answers the offset)\n", what, off);
+    else if (r->resume == TSR_RESUME_AT)
+        fprintf(stderr, "tessera: %s at byte %llu; resume with --resume-at %llu\n", what, off,
+                off);
+    return rc;
+}
+
 static int
 cmd_render(args *a, tsr_engine *e)
 {
     tsr_error err = {0};
-    const char *out = a->out ? a->out : "-";
-    bool tcp = strncmp(out, "tcp://", 6) == 0;
-    uint64_t total = tsr_engine_stream_bytes(e);
-    if (a->have_resume && a->resume_at > total) {
-        fprintf(stderr, "tessera: --resume-at %llu: past the end of the stream (%llu bytes)\n",
-                (unsigned long long)a->resume_at, (unsigned long long)total);
-        return 2;
-    }
-    tsr_header hdr;
+    render_view v = {.pm = progress_mode(a->progress), .total = tsr_engine_stream_bytes(e),
+                     .first = -1};
     /* TSR_FAULT: the sink fault hook the reliability tests use (docs/reliability.md). */
-    tsr_sink_opts so = {.start = a->resume_at, .framed = a->framed || tcp,
-                        .deflate = a->deflate, .rate = a->rate, .stop = &g_stop,
-                        .stall_s = a->stall, .fault = getenv("TSR_FAULT")};
-    if (so.framed) {
-        if (tsr_engine_header(e, &hdr, &err) != TSR_OK)
-            return fail(&err);
-        so.header = &hdr;
-    }
-    tsr_sink *s = tsr_sink_open_ex(out, &so, &err);
-    if (!s) {
-        if (g_stop)
-            fprintf(stderr, "tessera: interrupted before the stream started\n");
-        return g_stop ? 1 : fail(&err);
-    }
-    g_sink_tcp = tcp;
-    g_sink = s;
-    uint64_t start = tsr_sink_start(s);
-    tsr_progress_mode pm = progress_mode(a->progress);
-    double t0 = now_s();
-    _Atomic uint64_t computed = start;
-    tsr_progress_opts po = {.mode = pm, .total = total, .sink = s, .computed = &computed};
-    tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
-    tsr_stream_opts o = {.start = start, .stop = &g_stop, .computed = &computed};
-    tsr_status st = tsr_engine_stream_ex(e, s, &o, &err);
-    if (st == TSR_OK)
-        st = tsr_sink_finish(s, &err);
-    double first = tsr_progress_stop(pr, st == TSR_OK);
-    double secs = now_s() - t0, starved;
-    uint64_t under = tsr_sink_underruns(s, &starved), off = tsr_sink_offset(s);
-    if (st != TSR_OK) {
-        /* Never a trailer: the receiver learns why, where the link still allows it. */
-        const char *why = g_stop == SIGTERM ? "interrupted by SIGTERM"
-                          : g_stop          ? "interrupted by SIGINT"
-                                            : err.msg;
-        tsr_sink_abort(s, why, NULL);
-        g_sink = NULL;
-        tsr_sink_close(s, NULL);
-        if (g_stop) {
-            if (tcp)
-                fprintf(stderr, "tessera: interrupted at byte %llu; run it again to resume "
-                        "(the controller answers the offset)\n", (unsigned long long)off);
-            else
-                fprintf(stderr, "tessera: interrupted at byte %llu; resume with --resume-at "
-                        "%llu\n", (unsigned long long)off, (unsigned long long)off);
-            return 1;
-        }
-        int rc = fail(&err);
-        if (tcp)
-            fprintf(stderr, "tessera: stopped at byte %llu; run it again to resume (the "
-                    "controller answers the offset)\n", (unsigned long long)off);
-        else if (off > start)
-            fprintf(stderr, "tessera: stopped at byte %llu; resume with --resume-at %llu\n",
-                    (unsigned long long)off, (unsigned long long)off);
-        return rc;
-    }
-    tsr_error cerr = {0};
-    g_sink = NULL;
-    if (tsr_sink_close(s, &cerr) != TSR_OK)
-        return fail(&cerr);
-    if (pm == TSR_PROGRESS_NONE)
+    tsr_render_opts o = {.out = a->out, .have_resume = a->have_resume,
+                         .resume_at = a->resume_at, .framed = a->framed, .deflate = a->deflate,
+                         .rate = a->rate, .stall_s = a->stall, .fault = getenv("TSR_FAULT"),
+                         .stop = &g_stop, .computed = &v.computed, .opened = render_opened,
+                         .ending = render_ending, .ctx = &v};
+    tsr_render_result r;
+    g_sink_tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
+    if (tsr_engine_render_to(e, &o, &r, &err) != TSR_OK)
+        return render_failed(a, &r, &err);
+    if (v.pm == TSR_PROGRESS_NONE)
         return 0;
     /* the summary of every run: what went out, how fast, how long the first byte took */
     char fb[48] = "";
-    if (first >= 0)
-        snprintf(fb, sizeof fb, ", first byte after %.1f s", first);
-    double mbs = secs > 0 ? (double)(off - start) / secs / 1e6 : 0.0;
+    if (v.first >= 0)
+        snprintf(fb, sizeof fb, ", first byte after %.1f s", v.first);
+    uint64_t sent = r.offset - r.start;
+    double mbs = r.seconds > 0 ? (double)sent / r.seconds / 1e6 : 0.0;
     if (a->rate > 0)
         fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s, paced at %.2f MB/s)%s, "
-                "%llu underruns (%.3f s starved)\n", (unsigned long long)(off - start), secs,
-                mbs, a->rate / 1e6, fb, (unsigned long long)under, starved);
+                "%llu underruns (%.3f s starved)\n", (unsigned long long)sent, r.seconds,
+                mbs, a->rate / 1e6, fb, (unsigned long long)r.underruns, r.starved_s);
     else
         fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s)%s\n",
-                (unsigned long long)(off - start), secs, mbs, fb);
+                (unsigned long long)sent, r.seconds, mbs, fb);
     return 0;
 }
 
