@@ -894,20 +894,35 @@ cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-static int
-cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
-{
-    tsr_error err = {0};
+/* What cmd_profile measured, summed over its samples. */
+typedef struct profile_sum {
     sample sm[PROFILE_SAMPLES];
+    int ns;                /* samples taken */
+    double budget;         /* --seconds (4 by default) */
+    double cpu;            /* CPU seconds over the samples */
+    double total;          /* sample bytes of the whole design */
+    double rate;           /* projected bytes/s: the mean of the samples' seconds per byte */
+    double slow, fast;     /* the slowest and fastest sample's bytes/s */
+    int slowest;
+    double secs;           /* seconds in the samples */
+    uint64_t bytes;        /* bytes in the samples */
+    tsr_rect r;            /* the region profiled: --region or the whole root */
+    tsr_engine_stats st;
+    long long rss;
+} profile_sum;
+
+/* Render the samples (or the --region whole) into p->sm; a progress line on a terminal. */
+static tsr_status
+take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, double t_all,
+             tsr_error *err)
+{
+    sample *sm = p->sm;
+    double budget = p->budget;
     int ns = 0;
-    /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
-     * understates the renderer, MB per CPU-second much less */
-    double cpu0 = cpu_s();
-    double t_all = now_s(), budget = a->seconds > 0 ? a->seconds : 4.0;
     if (a->have_region) {
         /* a region the user names is rendered whole, as before */
-        if (tsr_engine_drain(e, a->region, &sm[0].bytes, &err) != TSR_OK)
-            return fail(&err);
+        if (tsr_engine_drain(e, a->region, &sm[0].bytes, err) != TSR_OK)
+            return err->status;
         sm[0].r = a->region;
         sm[0].secs = now_s() - t_all;
         ns = 1;
@@ -916,83 +931,130 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
             int64_t rows;
             tsr_rect at = sample_at(d, ns, PROFILE_SAMPLES, &rows);
             if (run_sample(e, d, at, rows, budget / PROFILE_SAMPLES, &sm[ns], ns,
-                           PROFILE_SAMPLES, t_all, budget, &err) != TSR_OK) {
+                           PROFILE_SAMPLES, t_all, budget, err) != TSR_OK) {
                 if (isatty(STDERR_FILENO))
                     fprintf(stderr, "\r\033[K");
-                return fail(&err);
+                return err->status;
             }
         }
         if (isatty(STDERR_FILENO))
             fprintf(stderr, "\r\033[K");
     }
-    double cpu = cpu_s() - cpu0;
-    /* Each sample stands for an equal share of the design: the projection is the mean of
-     * the samples' seconds per byte, which a slow body dominates as it would the real run. */
-    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
-    double spb = 0, slow = HUGE_VAL, fast = 0, secs = 0;
-    uint64_t bytes = 0;
-    int slowest = 0;
+    p->ns = ns;
+    return TSR_OK;
+}
+
+/* The figures over the samples. Each sample stands for an equal share of the design: the
+ * projection is the mean of the samples' seconds per byte, which a slow body dominates as it
+ * would the real run. */
+static void
+summarize(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p)
+{
+    const sample *sm = p->sm;
+    int ns = p->ns;
+    p->total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    double spb = 0;
+    p->slow = HUGE_VAL;
     for (int i = 0; i < ns; i++) {
         double r = sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs : HUGE_VAL;
         spb += (r > 0 ? 1.0 / r : 0) / ns;
-        if (r < slow) {
-            slow = r;
-            slowest = i;
+        if (r < p->slow) {
+            p->slow = r;
+            p->slowest = i;
         }
-        fast = r > fast ? r : fast;
-        bytes += sm[i].bytes;
-        secs += sm[i].secs;
+        p->fast = r > p->fast ? r : p->fast;
+        p->bytes += sm[i].bytes;
+        p->secs += sm[i].secs;
     }
-    double rate = spb > 0 ? 1.0 / spb : HUGE_VAL;
-    tsr_rect r = a->have_region ? a->region : tsr_rect_make(0, 0, d->root->w, d->root->h);
-    tsr_engine_stats st = tsr_engine_get_stats(e);
-    long long rss;
-    peak_rss(&rss);
-    FILE *f = stdout;
-    if (a->json) {
-        fprintf(f, "{\"design\":");
-        json_str(f, a->design);
-        fprintf(f, ",\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
-                   "\"mb_per_s\":%.6f,\"target_mb_per_s\":%.6f,\"headroom\":%.6f,"
-                   "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
-                   "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
-                   "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
-                   "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,\"cpu_seconds\":%.6f,",
-                (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
-                (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
-                total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
-                (unsigned long long)st.hits, (unsigned long long)st.misses,
-                (unsigned long long)st.evictions, (unsigned long long)st.waits,
-                (unsigned long long)st.overflow, (long long)st.cache_bytes,
-                (long long)st.cache_peak, st.busy_seconds, cpu);
-        fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
-                   "\"projected_seconds_slowest\":%.3f,\"samples\":[",
-                slow / 1e6, fast / 1e6, total / slow);
-        for (int i = 0; i < ns; i++)
-            fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
-                       "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
-                    (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h,
-                    (unsigned long long)sm[i].bytes, sm[i].secs,
-                    sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0.0);
-        fprintf(f, "],\"nodes\":[");
-        for (size_t i = 0; i < d->nnodes; i++) {
-            const tsr_node *n = d->nodes[i];
-            fprintf(f, "%s{\"name\":", i ? "," : "");
-            json_str(f, n->name);
-            fprintf(f, ",\"trait\":\"%s\",\"seconds\":%.6f}",
-                    n->nedges ? n->edges[0].trait->name : "none", st.node_seconds[i]);
-        }
-        fprintf(f, "],\"traits\":{");
-        int first = 1;
-        for (size_t i = 0; tsr_traits[i]; i++) {
-            if (st.trait_seconds[i] <= 0)
-                continue;
-            fprintf(f, "%s\"%s\":%.6f", first ? "" : ",", tsr_traits[i]->name, st.trait_seconds[i]);
-            first = 0;
-        }
-        fprintf(f, "}}\n");
-        return 0;
+    p->rate = spb > 0 ? 1.0 / spb : HUGE_VAL;
+    p->r = a->have_region ? a->region : tsr_rect_make(0, 0, d->root->w, d->root->h);
+    p->st = tsr_engine_get_stats(e);
+    peak_rss(&p->rss);
+}
+
+/* `profile --json`: one object, every figure machine-readable (docs/performance.md). */
+static void
+print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum *p, FILE *f)
+{
+    const sample *sm = p->sm;
+    const tsr_engine_stats st = p->st;
+    tsr_rect r = p->r;
+    int ns = p->ns;
+    double rate = p->rate, slow = p->slow, fast = p->fast, secs = p->secs, total = p->total;
+    double cpu = p->cpu;
+    uint64_t bytes = p->bytes;
+    long long rss = p->rss;
+    fprintf(f, "{\"design\":");
+    json_str(f, a->design);
+    fprintf(f, ",\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+               "\"mb_per_s\":%.6f,\"target_mb_per_s\":%.6f,\"headroom\":%.6f,"
+               "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
+               "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
+               "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
+               "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,\"cpu_seconds\":%.6f,",
+            (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
+            (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
+            total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
+            (unsigned long long)st.hits, (unsigned long long)st.misses,
+            (unsigned long long)st.evictions, (unsigned long long)st.waits,
+            (unsigned long long)st.overflow, (long long)st.cache_bytes,
+            (long long)st.cache_peak, st.busy_seconds, cpu);
+    fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
+               "\"projected_seconds_slowest\":%.3f,\"samples\":[",
+            slow / 1e6, fast / 1e6, total / slow);
+    for (int i = 0; i < ns; i++)
+        fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+                   "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
+                (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h,
+                (unsigned long long)sm[i].bytes, sm[i].secs,
+                sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0.0);
+    fprintf(f, "],\"nodes\":[");
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_str(f, n->name);
+        fprintf(f, ",\"trait\":\"%s\",\"seconds\":%.6f}",
+                n->nedges ? n->edges[0].trait->name : "none", st.node_seconds[i]);
     }
+    fprintf(f, "],\"traits\":{");
+    int first = 1;
+    for (size_t i = 0; tsr_traits[i]; i++) {
+        if (st.trait_seconds[i] <= 0)
+            continue;
+        fprintf(f, "%s\"%s\":%.6f", first ? "" : ",", tsr_traits[i]->name, st.trait_seconds[i]);
+        first = 0;
+    }
+    fprintf(f, "}}\n");
+}
+
+/* The per-node and per-trait times: where the CPU went, for people. */
+static void
+print_times(const tsr_design *d, const tsr_engine_stats *st, FILE *f)
+{
+    fprintf(f, "time per node (own pixels, summed over threads):\n");
+    for (size_t i = 0; i < d->nnodes; i++) {
+        char lb[192];
+        tsr_node_label(d->nodes[i], lb, sizeof lb);
+        fprintf(f, "  %-40s %9.3f s\n", lb, st->node_seconds[i]);
+    }
+    fprintf(f, "time per trait (layer + blend, summed over threads):\n");
+    for (size_t i = 0; tsr_traits[i]; i++)
+        if (st->trait_seconds[i] > 0)
+            fprintf(f, "  %-40s %9.3f s\n", tsr_traits[i]->name, st->trait_seconds[i]);
+}
+
+/* `profile`: the figures for people. */
+static void
+print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
+{
+    const sample *sm = p->sm;
+    const tsr_engine_stats st = p->st;
+    tsr_rect r = p->r;
+    int ns = p->ns, slowest = p->slowest;
+    double rate = p->rate, slow = p->slow, fast = p->fast, secs = p->secs, total = p->total;
+    double cpu = p->cpu, budget = p->budget;
+    uint64_t bytes = p->bytes;
+    long long rss = p->rss;
     char rs[32], ss[32], fs[32], hs[32];
     fmt_sig(rs, sizeof rs, rate / 1e6);
     fmt_sig(ss, sizeof ss, slow / 1e6);
@@ -1044,16 +1106,26 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
             (unsigned long long)st.overflow, held, peak);
     fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
-    fprintf(f, "time per node (own pixels, summed over threads):\n");
-    for (size_t i = 0; i < d->nnodes; i++) {
-        char lb[192];
-        tsr_node_label(d->nodes[i], lb, sizeof lb);
-        fprintf(f, "  %-40s %9.3f s\n", lb, st.node_seconds[i]);
+}
+
+static int
+cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
+{
+    tsr_error err = {0};
+    profile_sum p = {.budget = a->seconds > 0 ? a->seconds : 4.0};
+    /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
+     * understates the renderer, MB per CPU-second much less */
+    double cpu0 = cpu_s();
+    if (take_samples(a, e, d, &p, now_s(), &err) != TSR_OK)
+        return fail(&err);
+    p.cpu = cpu_s() - cpu0;
+    summarize(a, e, d, &p);
+    if (a->json) {
+        print_json(a, e, d, &p, stdout);
+        return 0;
     }
-    fprintf(f, "time per trait (layer + blend, summed over threads):\n");
-    for (size_t i = 0; tsr_traits[i]; i++)
-        if (st.trait_seconds[i] > 0)
-            fprintf(f, "  %-40s %9.3f s\n", tsr_traits[i]->name, st.trait_seconds[i]);
+    print_text(a, e, &p, stdout);
+    print_times(d, &p.st, stdout);
     return 0;
 }
 
