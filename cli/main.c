@@ -608,93 +608,100 @@ progress_mode(const char *m)
     return isatty(STDERR_FILENO) ? TSR_PROGRESS_BAR : TSR_PROGRESS_JSON;
 }
 
+/* What cmd_render's hooks share: the progress display over the open sink. */
+typedef struct render_view {
+    tsr_progress_mode pm;
+    uint64_t total;
+    _Atomic uint64_t computed;
+    tsr_progress *pr;
+    double first; /* seconds to the first byte, from tsr_progress_stop; < 0: none */
+} render_view;
+
+/* The sink is open: the second signal may now name its offset, and progress starts. */
+static void
+render_opened(void *ctx, tsr_sink *s)
+{
+    render_view *v = ctx;
+    g_sink = s;
+    tsr_progress_opts po = {.mode = v->pm, .total = v->total, .sink = s,
+                            .computed = &v->computed};
+    v->pr = tsr_progress_start_ex(&po, stderr);
+}
+
+/* The stream ended (trailer or abort frame sent): the sink is about to be closed, so the
+ * handler must not read it any more. */
+static void
+render_ending(void *ctx, tsr_sink *s, bool ok)
+{
+    render_view *v = ctx;
+    (void)s;
+    v->first = tsr_progress_stop(v->pr, ok);
+    g_sink = NULL;
+}
+
+/* A render that did not finish, in the CLI's words: the engine decided where it ended and
+ * how to resume (tsr_engine_render_to); exit 1 for a stop, the error's status otherwise. */
+static int
+render_failed(const args *a, const tsr_render_result *r, const tsr_error *err)
+{
+    unsigned long long off = r->offset;
+    switch (r->step) {
+    case TSR_RENDER_RESUME:
+        fprintf(stderr, "tessera: --resume-at %llu: past the end of the stream (%llu bytes)\n",
+                (unsigned long long)a->resume_at, (unsigned long long)r->total);
+        return 2;
+    case TSR_RENDER_OPEN:
+        if (!r->stopped)
+            return fail(err);
+        fprintf(stderr, "tessera: interrupted before the stream started\n");
+        return 1;
+    case TSR_RENDER_STREAM:
+        break;
+    default:
+        return fail(err);
+    }
+    int rc = r->stopped ? 1 : fail(err);
+    const char *what = r->stopped ? "interrupted" : "stopped";
+    if (r->resume == TSR_RESUME_RECEIVER)
+        fprintf(stderr, "tessera: %s at byte %llu; run it again to resume (the controller "
+                "answers the offset)\n", what, off);
+    else if (r->resume == TSR_RESUME_AT)
+        fprintf(stderr, "tessera: %s at byte %llu; resume with --resume-at %llu\n", what, off,
+                off);
+    return rc;
+}
+
 static int
 cmd_render(args *a, tsr_engine *e)
 {
     tsr_error err = {0};
-    const char *out = a->out ? a->out : "-";
-    bool tcp = strncmp(out, "tcp://", 6) == 0;
-    uint64_t total = tsr_engine_stream_bytes(e);
-    if (a->have_resume && a->resume_at > total) {
-        fprintf(stderr, "tessera: --resume-at %llu: past the end of the stream (%llu bytes)\n",
-                (unsigned long long)a->resume_at, (unsigned long long)total);
-        return 2;
-    }
-    tsr_header hdr;
+    render_view v = {.pm = progress_mode(a->progress), .total = tsr_engine_stream_bytes(e),
+                     .first = -1};
     /* TSR_FAULT: the sink fault hook the reliability tests use (docs/reliability.md). */
-    tsr_sink_opts so = {.start = a->resume_at, .framed = a->framed || tcp,
-                        .deflate = a->deflate, .rate = a->rate, .stop = &g_stop,
-                        .stall_s = a->stall, .fault = getenv("TSR_FAULT")};
-    if (so.framed) {
-        if (tsr_engine_header(e, &hdr, &err) != TSR_OK)
-            return fail(&err);
-        so.header = &hdr;
-    }
-    tsr_sink *s = tsr_sink_open_ex(out, &so, &err);
-    if (!s) {
-        if (g_stop)
-            fprintf(stderr, "tessera: interrupted before the stream started\n");
-        return g_stop ? 1 : fail(&err);
-    }
-    g_sink_tcp = tcp;
-    g_sink = s;
-    uint64_t start = tsr_sink_start(s);
-    tsr_progress_mode pm = progress_mode(a->progress);
-    double t0 = now_s();
-    _Atomic uint64_t computed = start;
-    tsr_progress_opts po = {.mode = pm, .total = total, .sink = s, .computed = &computed};
-    tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
-    tsr_stream_opts o = {.start = start, .stop = &g_stop, .computed = &computed};
-    tsr_status st = tsr_engine_stream_ex(e, s, &o, &err);
-    if (st == TSR_OK)
-        st = tsr_sink_finish(s, &err);
-    double first = tsr_progress_stop(pr, st == TSR_OK);
-    double secs = now_s() - t0, starved;
-    uint64_t under = tsr_sink_underruns(s, &starved), off = tsr_sink_offset(s);
-    if (st != TSR_OK) {
-        /* Never a trailer: the receiver learns why, where the link still allows it. */
-        const char *why = g_stop == SIGTERM ? "interrupted by SIGTERM"
-                          : g_stop          ? "interrupted by SIGINT"
-                                            : err.msg;
-        tsr_sink_abort(s, why, NULL);
-        g_sink = NULL;
-        tsr_sink_close(s, NULL);
-        if (g_stop) {
-            if (tcp)
-                fprintf(stderr, "tessera: interrupted at byte %llu; run it again to resume "
-                        "(the controller answers the offset)\n", (unsigned long long)off);
-            else
-                fprintf(stderr, "tessera: interrupted at byte %llu; resume with --resume-at "
-                        "%llu\n", (unsigned long long)off, (unsigned long long)off);
-            return 1;
-        }
-        int rc = fail(&err);
-        if (tcp)
-            fprintf(stderr, "tessera: stopped at byte %llu; run it again to resume (the "
-                    "controller answers the offset)\n", (unsigned long long)off);
-        else if (off > start)
-            fprintf(stderr, "tessera: stopped at byte %llu; resume with --resume-at %llu\n",
-                    (unsigned long long)off, (unsigned long long)off);
-        return rc;
-    }
-    tsr_error cerr = {0};
-    g_sink = NULL;
-    if (tsr_sink_close(s, &cerr) != TSR_OK)
-        return fail(&cerr);
-    if (pm == TSR_PROGRESS_NONE)
+    tsr_render_opts o = {.out = a->out, .have_resume = a->have_resume,
+                         .resume_at = a->resume_at, .framed = a->framed, .deflate = a->deflate,
+                         .rate = a->rate, .stall_s = a->stall, .fault = getenv("TSR_FAULT"),
+                         .stop = &g_stop, .computed = &v.computed, .opened = render_opened,
+                         .ending = render_ending, .ctx = &v};
+    tsr_render_result r;
+    g_sink_tcp = a->out && strncmp(a->out, "tcp://", 6) == 0;
+    if (tsr_engine_render_to(e, &o, &r, &err) != TSR_OK)
+        return render_failed(a, &r, &err);
+    if (v.pm == TSR_PROGRESS_NONE)
         return 0;
     /* the summary of every run: what went out, how fast, how long the first byte took */
     char fb[48] = "";
-    if (first >= 0)
-        snprintf(fb, sizeof fb, ", first byte after %.1f s", first);
-    double mbs = secs > 0 ? (double)(off - start) / secs / 1e6 : 0.0;
+    if (v.first >= 0)
+        snprintf(fb, sizeof fb, ", first byte after %.1f s", v.first);
+    uint64_t sent = r.offset - r.start;
+    double mbs = r.seconds > 0 ? (double)sent / r.seconds / 1e6 : 0.0;
     if (a->rate > 0)
         fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s, paced at %.2f MB/s)%s, "
-                "%llu underruns (%.3f s starved)\n", (unsigned long long)(off - start), secs,
-                mbs, a->rate / 1e6, fb, (unsigned long long)under, starved);
+                "%llu underruns (%.3f s starved)\n", (unsigned long long)sent, r.seconds,
+                mbs, a->rate / 1e6, fb, (unsigned long long)r.underruns, r.starved_s);
     else
         fprintf(stderr, "tessera: %llu bytes in %.1f s (%.2f MB/s)%s\n",
-                (unsigned long long)(off - start), secs, mbs, fb);
+                (unsigned long long)sent, r.seconds, mbs, fb);
     return 0;
 }
 
@@ -887,20 +894,35 @@ cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-static int
-cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
-{
-    tsr_error err = {0};
+/* What cmd_profile measured, summed over its samples. */
+typedef struct profile_sum {
     sample sm[PROFILE_SAMPLES];
+    int ns;                /* samples taken */
+    double budget;         /* --seconds (4 by default) */
+    double cpu;            /* CPU seconds over the samples */
+    double total;          /* sample bytes of the whole design */
+    double rate;           /* projected bytes/s: the mean of the samples' seconds per byte */
+    double slow, fast;     /* the slowest and fastest sample's bytes/s */
+    int slowest;
+    double secs;           /* seconds in the samples */
+    uint64_t bytes;        /* bytes in the samples */
+    tsr_rect r;            /* the region profiled: --region or the whole root */
+    tsr_engine_stats st;
+    long long rss;
+} profile_sum;
+
+/* Render the samples (or the --region whole) into p->sm; a progress line on a terminal. */
+static tsr_status
+take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, double t_all,
+             tsr_error *err)
+{
+    sample *sm = p->sm;
+    double budget = p->budget;
     int ns = 0;
-    /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
-     * understates the renderer, MB per CPU-second much less */
-    double cpu0 = cpu_s();
-    double t_all = now_s(), budget = a->seconds > 0 ? a->seconds : 4.0;
     if (a->have_region) {
         /* a region the user names is rendered whole, as before */
-        if (tsr_engine_drain(e, a->region, &sm[0].bytes, &err) != TSR_OK)
-            return fail(&err);
+        if (tsr_engine_drain(e, a->region, &sm[0].bytes, err) != TSR_OK)
+            return err->status;
         sm[0].r = a->region;
         sm[0].secs = now_s() - t_all;
         ns = 1;
@@ -909,83 +931,130 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
             int64_t rows;
             tsr_rect at = sample_at(d, ns, PROFILE_SAMPLES, &rows);
             if (run_sample(e, d, at, rows, budget / PROFILE_SAMPLES, &sm[ns], ns,
-                           PROFILE_SAMPLES, t_all, budget, &err) != TSR_OK) {
+                           PROFILE_SAMPLES, t_all, budget, err) != TSR_OK) {
                 if (isatty(STDERR_FILENO))
                     fprintf(stderr, "\r\033[K");
-                return fail(&err);
+                return err->status;
             }
         }
         if (isatty(STDERR_FILENO))
             fprintf(stderr, "\r\033[K");
     }
-    double cpu = cpu_s() - cpu0;
-    /* Each sample stands for an equal share of the design: the projection is the mean of
-     * the samples' seconds per byte, which a slow body dominates as it would the real run. */
-    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
-    double spb = 0, slow = HUGE_VAL, fast = 0, secs = 0;
-    uint64_t bytes = 0;
-    int slowest = 0;
+    p->ns = ns;
+    return TSR_OK;
+}
+
+/* The figures over the samples. Each sample stands for an equal share of the design: the
+ * projection is the mean of the samples' seconds per byte, which a slow body dominates as it
+ * would the real run. */
+static void
+summarize(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p)
+{
+    const sample *sm = p->sm;
+    int ns = p->ns;
+    p->total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    double spb = 0;
+    p->slow = HUGE_VAL;
     for (int i = 0; i < ns; i++) {
         double r = sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs : HUGE_VAL;
         spb += (r > 0 ? 1.0 / r : 0) / ns;
-        if (r < slow) {
-            slow = r;
-            slowest = i;
+        if (r < p->slow) {
+            p->slow = r;
+            p->slowest = i;
         }
-        fast = r > fast ? r : fast;
-        bytes += sm[i].bytes;
-        secs += sm[i].secs;
+        p->fast = r > p->fast ? r : p->fast;
+        p->bytes += sm[i].bytes;
+        p->secs += sm[i].secs;
     }
-    double rate = spb > 0 ? 1.0 / spb : HUGE_VAL;
-    tsr_rect r = a->have_region ? a->region : tsr_rect_make(0, 0, d->root->w, d->root->h);
-    tsr_engine_stats st = tsr_engine_get_stats(e);
-    long long rss;
-    peak_rss(&rss);
-    FILE *f = stdout;
-    if (a->json) {
-        fprintf(f, "{\"design\":");
-        json_str(f, a->design);
-        fprintf(f, ",\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
-                   "\"mb_per_s\":%.6f,\"target_mb_per_s\":%.6f,\"headroom\":%.6f,"
-                   "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
-                   "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
-                   "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
-                   "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,\"cpu_seconds\":%.6f,",
-                (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
-                (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
-                total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
-                (unsigned long long)st.hits, (unsigned long long)st.misses,
-                (unsigned long long)st.evictions, (unsigned long long)st.waits,
-                (unsigned long long)st.overflow, (long long)st.cache_bytes,
-                (long long)st.cache_peak, st.busy_seconds, cpu);
-        fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
-                   "\"projected_seconds_slowest\":%.3f,\"samples\":[",
-                slow / 1e6, fast / 1e6, total / slow);
-        for (int i = 0; i < ns; i++)
-            fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
-                       "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
-                    (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h,
-                    (unsigned long long)sm[i].bytes, sm[i].secs,
-                    sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0.0);
-        fprintf(f, "],\"nodes\":[");
-        for (size_t i = 0; i < d->nnodes; i++) {
-            const tsr_node *n = d->nodes[i];
-            fprintf(f, "%s{\"name\":", i ? "," : "");
-            json_str(f, n->name);
-            fprintf(f, ",\"trait\":\"%s\",\"seconds\":%.6f}",
-                    n->nedges ? n->edges[0].trait->name : "none", st.node_seconds[i]);
-        }
-        fprintf(f, "],\"traits\":{");
-        int first = 1;
-        for (size_t i = 0; tsr_traits[i]; i++) {
-            if (st.trait_seconds[i] <= 0)
-                continue;
-            fprintf(f, "%s\"%s\":%.6f", first ? "" : ",", tsr_traits[i]->name, st.trait_seconds[i]);
-            first = 0;
-        }
-        fprintf(f, "}}\n");
-        return 0;
+    p->rate = spb > 0 ? 1.0 / spb : HUGE_VAL;
+    p->r = a->have_region ? a->region : tsr_rect_make(0, 0, d->root->w, d->root->h);
+    p->st = tsr_engine_get_stats(e);
+    peak_rss(&p->rss);
+}
+
+/* `profile --json`: one object, every figure machine-readable (docs/performance.md). */
+static void
+print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum *p, FILE *f)
+{
+    const sample *sm = p->sm;
+    const tsr_engine_stats st = p->st;
+    tsr_rect r = p->r;
+    int ns = p->ns;
+    double rate = p->rate, slow = p->slow, fast = p->fast, secs = p->secs, total = p->total;
+    double cpu = p->cpu;
+    uint64_t bytes = p->bytes;
+    long long rss = p->rss;
+    fprintf(f, "{\"design\":");
+    json_str(f, a->design);
+    fprintf(f, ",\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+               "\"mb_per_s\":%.6f,\"target_mb_per_s\":%.6f,\"headroom\":%.6f,"
+               "\"projected_seconds\":%.3f,\"backend\":\"%s\",\"threads\":%d,"
+               "\"peak_rss_bytes\":%lld,\"cache\":{\"hits\":%llu,\"misses\":%llu,"
+               "\"evictions\":%llu,\"waits\":%llu,\"overflow\":%llu,\"bytes\":%lld,"
+               "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,\"cpu_seconds\":%.6f,",
+            (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
+            (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
+            total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
+            (unsigned long long)st.hits, (unsigned long long)st.misses,
+            (unsigned long long)st.evictions, (unsigned long long)st.waits,
+            (unsigned long long)st.overflow, (long long)st.cache_bytes,
+            (long long)st.cache_peak, st.busy_seconds, cpu);
+    fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
+               "\"projected_seconds_slowest\":%.3f,\"samples\":[",
+            slow / 1e6, fast / 1e6, total / slow);
+    for (int i = 0; i < ns; i++)
+        fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
+                   "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
+                (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h,
+                (unsigned long long)sm[i].bytes, sm[i].secs,
+                sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0.0);
+    fprintf(f, "],\"nodes\":[");
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        fprintf(f, "%s{\"name\":", i ? "," : "");
+        json_str(f, n->name);
+        fprintf(f, ",\"trait\":\"%s\",\"seconds\":%.6f}",
+                n->nedges ? n->edges[0].trait->name : "none", st.node_seconds[i]);
     }
+    fprintf(f, "],\"traits\":{");
+    int first = 1;
+    for (size_t i = 0; tsr_traits[i]; i++) {
+        if (st.trait_seconds[i] <= 0)
+            continue;
+        fprintf(f, "%s\"%s\":%.6f", first ? "" : ",", tsr_traits[i]->name, st.trait_seconds[i]);
+        first = 0;
+    }
+    fprintf(f, "}}\n");
+}
+
+/* The per-node and per-trait times: where the CPU went, for people. */
+static void
+print_times(const tsr_design *d, const tsr_engine_stats *st, FILE *f)
+{
+    fprintf(f, "time per node (own pixels, summed over threads):\n");
+    for (size_t i = 0; i < d->nnodes; i++) {
+        char lb[192];
+        tsr_node_label(d->nodes[i], lb, sizeof lb);
+        fprintf(f, "  %-40s %9.3f s\n", lb, st->node_seconds[i]);
+    }
+    fprintf(f, "time per trait (layer + blend, summed over threads):\n");
+    for (size_t i = 0; tsr_traits[i]; i++)
+        if (st->trait_seconds[i] > 0)
+            fprintf(f, "  %-40s %9.3f s\n", tsr_traits[i]->name, st->trait_seconds[i]);
+}
+
+/* `profile`: the figures for people. */
+static void
+print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
+{
+    const sample *sm = p->sm;
+    const tsr_engine_stats st = p->st;
+    tsr_rect r = p->r;
+    int ns = p->ns, slowest = p->slowest;
+    double rate = p->rate, slow = p->slow, fast = p->fast, secs = p->secs, total = p->total;
+    double cpu = p->cpu, budget = p->budget;
+    uint64_t bytes = p->bytes;
+    long long rss = p->rss;
     char rs[32], ss[32], fs[32], hs[32];
     fmt_sig(rs, sizeof rs, rate / 1e6);
     fmt_sig(ss, sizeof ss, slow / 1e6);
@@ -1037,16 +1106,26 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
             (unsigned long long)st.overflow, held, peak);
     fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
-    fprintf(f, "time per node (own pixels, summed over threads):\n");
-    for (size_t i = 0; i < d->nnodes; i++) {
-        char lb[192];
-        tsr_node_label(d->nodes[i], lb, sizeof lb);
-        fprintf(f, "  %-40s %9.3f s\n", lb, st.node_seconds[i]);
+}
+
+static int
+cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
+{
+    tsr_error err = {0};
+    profile_sum p = {.budget = a->seconds > 0 ? a->seconds : 4.0};
+    /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
+     * understates the renderer, MB per CPU-second much less */
+    double cpu0 = cpu_s();
+    if (take_samples(a, e, d, &p, now_s(), &err) != TSR_OK)
+        return fail(&err);
+    p.cpu = cpu_s() - cpu0;
+    summarize(a, e, d, &p);
+    if (a->json) {
+        print_json(a, e, d, &p, stdout);
+        return 0;
     }
-    fprintf(f, "time per trait (layer + blend, summed over threads):\n");
-    for (size_t i = 0; tsr_traits[i]; i++)
-        if (st.trait_seconds[i] > 0)
-            fprintf(f, "  %-40s %9.3f s\n", tsr_traits[i]->name, st.trait_seconds[i]);
+    print_text(a, e, &p, stdout);
+    print_times(d, &p.st, stdout);
     return 0;
 }
 

@@ -88,7 +88,9 @@ struct conn {
     uint64_t answered;   /* the last answer (memory) */
 };
 
-typedef enum outcome { CONN_DONE, CONN_DROPPED, CONN_FAILED } outcome;
+/* How a connection ended; CONN_NEXT only inside serve's loop: the frame was taken, read the
+ * next one (CONN_GONE: the sender went away mid-job). */
+typedef enum outcome { CONN_DONE, CONN_DROPPED, CONN_FAILED, CONN_NEXT, CONN_GONE } outcome;
 
 static void
 logf_(ctl *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -593,8 +595,225 @@ serve_retry(ctl *c, conn *k, const tsr_header *h, tsr_error *err)
     return CONN_DROPPED;
 }
 
+/* One connection's job once answered: what it holds and how the stream has gone. */
+typedef struct rx {
+    tsr_header h;
+    uint64_t r;            /* the offset answered: where this connection's bytes start */
+    state at_r;            /* what was held before this connection: bytes [0, r) */
+    state cur;             /* what we hold now; c->st is what is durable */
+    state last;            /* cur before its last data frame (keep()) */
+    uint32_t since;        /* crc32 of the bytes of this connection */
+    uint64_t underruns;
+    double underrun_s, last_save;
+} rx;
+
+/* An abort frame: the operator stopped the sender (or it failed): the job goes on when it
+ * comes back, unless --exit-on-abort. The reason is the sender's text: escaped. */
 static outcome
-serve(ctl *c, conn *k, tsr_error *err)
+on_abort(ctl *c, conn *k, rx *x, const tsr_frame *f, tsr_error *err)
+{
+    uint8_t reason[TSR_ABORT_MAX];
+    char shown[4 * TSR_ABORT_MAX + 1] = "(no readable reason)";
+    bool eof;
+    if (f->wire <= TSR_ABORT_MAX &&
+        k->get(k, reason, f->wire, c->idle_s, false, &eof, err) == TSR_OK && !eof)
+        escape(shown, reason, f->wire);
+    tsr_error ab;
+    if (f->offset == x->cur.offset)
+        tsr_fail(&ab, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
+                 f->offset, shown);
+    else /* its word against what arrived: say both */
+        tsr_fail(&ab, TSR_EIO, "the sender aborted the job at byte %" PRIu64 " (%" PRIu64
+                 " bytes held): %s", f->offset, x->cur.offset, shown);
+    if (c->o->exit_on_abort) {
+        if (err)
+            *err = ab;
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    if (keep(c, &x->cur, &x->last, err) != TSR_OK)
+        return CONN_FAILED;
+    logf_(c, "%s", ab.msg);
+    logf_(c, "holding %" PRIu64 " of %" PRIu64 " bytes; waiting for the sender to come "
+          "back and resume", c->st.offset, x->h.total);
+    return CONN_DROPPED;
+}
+
+/* The trailer: the job is complete only when it ends at the total and its crc matches. */
+static outcome
+on_trailer(ctl *c, rx *x, const tsr_frame *f, tsr_error *err)
+{
+    const tsr_header *h = &x->h;
+    if (f->wire || f->raw || f->offset != x->cur.offset || x->cur.offset != h->total) {
+        tsr_fail(err, TSR_EIO, "trailer at byte %" PRIu64 " (lengths %u/%u): the job "
+                 "ends at %" PRIu64 " and %" PRIu64 " bytes are held", f->offset,
+                 (unsigned)f->wire, (unsigned)f->raw, h->total, x->cur.offset);
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    /* The trailer covers this connection's bytes [r, total): the crc of what was held
+     * before r combined with it is the whole job's. Compared directly (not through
+     * crc32_combine, which ignores the second crc of an empty range). */
+    if (f->crc != x->since) {
+        tsr_fail(err, TSR_EIO, "trailer crc %08x does not match the %08x of the %" PRIu64
+                 " bytes received since byte %" PRIu64 " (whole job %08x): the job is "
+                 "not complete%s", (unsigned)f->crc, (unsigned)x->since, h->total - x->r, x->r,
+                 (unsigned)x->cur.crc, complete(&x->at_r) ? " (it was before: kept so)"
+                 : "; holding the bytes before them only, so that a rerun re-sends "
+                   "them");
+        /* Which of this connection's bytes are wrong is not known: none is kept. */
+        tsr_error e2;
+        if (!complete(&x->at_r) && state_save(c, &x->at_r, &e2) != TSR_OK)
+            logf_(c, "%s", e2.msg);
+        return CONN_FAILED;
+    }
+    if (c->out >= 0 && ftruncate(c->out, (off_t)h->total) != 0) {
+        tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+        return CONN_FAILED;
+    }
+    if (state_save(c, &x->cur, err) != TSR_OK)
+        return CONN_FAILED;
+    logf_(c, "job %" PRId64 " complete: %" PRIu64 " bytes (%" PRIu64
+          " this connection), crc32 %08x, %" PRIu64 " underruns (%.3f s starved)",
+          c->jobs_done + 1, h->total, h->total - x->r, (unsigned)x->cur.crc, x->underruns,
+          x->underrun_s);
+    return CONN_DONE;
+}
+
+/* What is wrong with a data frame's header, or NULL: checked before its payload is read, so
+ * a bad length never sizes a buffer. */
+static const char *
+bad_data_frame(const ctl *c, const rx *x, const tsr_frame *f)
+{
+    bool z = f->flags & TSR_FRAME_DEFLATE;
+    if (f->offset != x->cur.offset)
+        return "not the next byte";
+    if (f->raw == 0 || f->raw > TSR_FRAME_MAX_RAW)
+        return "raw length out of range";
+    if ((uint64_t)f->raw > x->h.total - x->cur.offset)
+        return "runs past the end of the job";
+    if (!z && f->wire != f->raw)
+        return "wire and raw lengths differ without deflate";
+    if (z && (f->wire == 0 || f->wire > c->wire_cap))
+        return "deflated length out of range";
+    return NULL;
+}
+
+/* The checked payload of a data frame (c->raw) into the output at its offset, whole. */
+static tsr_status
+write_payload(ctl *c, const tsr_frame *f, tsr_error *err)
+{
+    size_t done = 0;
+    while (done < f->raw) {
+        /* the hook's position is the file offset: enospc@N = a file of N bytes */
+        tsr_fault_seek(&c->fault, f->offset + done);
+        size_t ask = tsr_fault_allow(&c->fault, f->raw - done);
+        ssize_t put = ask ? pwrite(c->out, c->raw + done, ask, (off_t)(f->offset + done)) : -1;
+        if (put < 0 && errno == EINTR)
+            continue;
+        if (put <= 0)
+            return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path,
+                            put < 0 ? strerror(errno) : "write took nothing");
+        done += (size_t)put;
+    }
+    return TSR_OK;
+}
+
+/* A data frame: its payload read, inflated, checked against its crc, written, consumed at
+ * the machine's pace, then counted (and checkpointed now and then). */
+static outcome
+on_data(ctl *c, conn *k, rx *x, const tsr_frame *f, tsr_error *err)
+{
+    bool z = f->flags & TSR_FRAME_DEFLATE, eof;
+    const char *bad = bad_data_frame(c, x, f);
+    if (bad) {
+        tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 " (wire %u, raw %u): %s (expected "
+                 "byte %" PRIu64 ")", f->offset, (unsigned)f->wire, (unsigned)f->raw, bad,
+                 x->cur.offset);
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    if (!reserve(&c->raw, &c->raw_len, f->raw) ||
+        (z && !reserve(&c->wire, &c->wire_len, f->wire))) {
+        tsr_fail(err, TSR_ENOMEM, "frame at byte %" PRIu64 ": out of memory for %u bytes",
+                 f->offset, (unsigned)f->raw);
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    uint8_t *payload = z ? c->wire : c->raw;
+    if (k->get(k, payload, f->wire, c->idle_s, false, &eof, err) != TSR_OK)
+        return conn_failed(c, &x->cur, &x->last);
+    if (eof)
+        return CONN_GONE; /* half a frame: dropped, resent by the next sender */
+    tsr_error ze;
+    if (z && tsr_inflate(c->wire, f->wire, c->raw, f->raw, &ze) != TSR_OK) {
+        tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": %s", f->offset, ze.msg);
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    uint32_t crc = tsr_crc32(0, c->raw, f->raw);
+    if (crc != f->crc) {
+        tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": crc mismatch (payload %08x, "
+                 "frame says %08x)", f->offset, (unsigned)crc, (unsigned)f->crc);
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    if (c->out >= 0 && write_payload(c, f, err) != TSR_OK)
+        return conn_failed(c, &x->cur, &x->last);
+    for (uint64_t left = c->o->rate > 0 ? f->raw : 0; left > 0;) {
+        size_t piece = left < (uint64_t)c->bucket.cap ? (size_t)left : (size_t)c->bucket.cap;
+        if (!tsr_bucket_take(&c->bucket, piece, c->o->stop)) {
+            tsr_fail(err, TSR_EINTR, "interrupted");
+            return conn_failed(c, &x->cur, &x->last);
+        }
+        left -= piece;
+    }
+    x->last = x->cur;
+    x->cur.crc = tsr_crc32_combine(x->cur.crc, crc, f->raw);
+    x->since = tsr_crc32_combine(x->since, crc, f->raw);
+    x->cur.offset += f->raw;
+    double t = tsr_mono_s();
+    if (x->cur.offset - c->st.offset >= CHECKPOINT_BYTES || t - x->last_save >= CHECKPOINT_S) {
+        if (keep(c, &x->cur, &x->last, err) != TSR_OK)
+            return CONN_FAILED;
+        x->last_save = t;
+    }
+    return CONN_NEXT;
+}
+
+/* The next frame, dispatched by its kind. The paced machine wants its next frame: if it is
+ * not there yet, that is an underrun (the first frame of a connection is not due yet). */
+static outcome
+next_frame(ctl *c, conn *k, rx *x, tsr_error *err)
+{
+    uint8_t fh[TSR_FRAME_HEAD];
+    bool starving = false, eof;
+    double t0 = 0;
+    if (c->o->rate > 0 && x->cur.offset > x->r && k->fd >= 0) {
+        struct pollfd pf = {.fd = k->fd, .events = POLLIN};
+        starving = poll(&pf, 1, 0) == 0;
+        t0 = tsr_mono_s();
+    }
+    if (k->get(k, fh, sizeof fh, c->idle_s, false, &eof, err) != TSR_OK)
+        return conn_failed(c, &x->cur, &x->last);
+    if (eof)
+        return CONN_GONE;
+    if (starving) {
+        x->underruns++;
+        x->underrun_s += tsr_mono_s() - t0;
+    }
+    tsr_frame f;
+    tsr_frame_decode(fh, &f);
+    if (f.flags & ~(TSR_FRAME_DEFLATE | TSR_FRAME_ABORT | TSR_FRAME_TRAILER)) {
+        tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": unknown flags 0x%x", f.offset,
+                 (unsigned)f.flags);
+        return conn_failed(c, &x->cur, &x->last);
+    }
+    if (f.flags & TSR_FRAME_ABORT)
+        return on_abort(c, k, x, &f, err);
+    if (f.flags & TSR_FRAME_TRAILER)
+        return on_trailer(c, x, &f, err);
+    return on_data(c, k, x, &f, err);
+}
+
+/* The header, and the answer: where this connection's bytes start (or a refusal). CONN_NEXT
+ * when the frames may follow, with *h and *r filled. */
+static outcome
+serve_header(ctl *c, conn *k, tsr_header *h, uint64_t *r, tsr_error *err)
 {
     uint8_t hb[TSR_HEADER_SIZE];
     bool eof;
@@ -604,211 +823,55 @@ serve(ctl *c, conn *k, tsr_error *err)
         logf_(c, "a connection closed before sending a header");
         return CONN_DROPPED;
     }
-    tsr_header h;
     tsr_error herr;
-    if (tsr_header_decode(hb, &h, &herr) != TSR_OK) {
+    if (tsr_header_decode(hb, h, &herr) != TSR_OK) {
         /* Not our protocol: refuse this connection, keep serving. */
         k->answer(k, TSR_RESUME_REFUSED);
         logf_(c, "refused a connection: %s", herr.msg);
         return CONN_DROPPED;
     }
-    if (same_job(&c->prev, &h))
-        return serve_retry(c, k, &h, err);
-    uint64_t r = 0;
-    if (resume_offset(c, &h, &r, err) != TSR_OK) {
-        if (r == TSR_RESUME_REFUSED)
+    if (same_job(&c->prev, h))
+        return serve_retry(c, k, h, err);
+    *r = 0;
+    if (resume_offset(c, h, r, err) != TSR_OK) {
+        if (*r == TSR_RESUME_REFUSED)
             k->answer(k, TSR_RESUME_REFUSED);
         return CONN_FAILED;
     }
-    if (!k->answer(k, r)) {
+    if (!k->answer(k, *r)) {
         logf_(c, "the sender went away before the resume offset was answered");
         return CONN_DROPPED;
     }
     char fp[65];
-    hex(fp, h.fingerprint, 32);
+    hex(fp, h->fingerprint, 32);
     logf_(c, "job %" PRId64 ": %" PRIu64 " x %" PRIu64 " at %u bit, %" PRIu64
-          " bytes, fingerprint %.16s..., %s at byte %" PRIu64 "%s%s", c->jobs_done + 1, h.width,
-          h.height, (unsigned)h.depth, h.total, fp, r ? "resuming" : "starting", r,
+          " bytes, fingerprint %.16s..., %s at byte %" PRIu64 "%s%s", c->jobs_done + 1, h->width,
+          h->height, (unsigned)h->depth, h->total, fp, *r ? "resuming" : "starting", *r,
           c->numbered ? ", into " : "", c->numbered ? c->out_path : "");
+    return CONN_NEXT;
+}
 
-    const state at_r = c->st; /* what was held before this connection: bytes [0, r) */
-    state cur = at_r;         /* what we hold now; c->st is what is durable */
-    state last = at_r;        /* cur before its last data frame (keep()) */
-    uint32_t since = 0;       /* crc32 of the bytes of this connection */
-    uint64_t underruns = 0;
-    double underrun_s = 0, last_save = tsr_mono_s();
-    bool paced = c->o->rate > 0;
-    for (;;) {
-        uint8_t fh[TSR_FRAME_HEAD];
-        /* The paced machine wants its next frame: if it is not there yet, that is an
-         * underrun (the first frame of a connection is not due yet). */
-        bool starving = false;
-        double t0 = 0;
-        if (paced && cur.offset > r && k->fd >= 0) {
-            struct pollfd pf = {.fd = k->fd, .events = POLLIN};
-            starving = poll(&pf, 1, 0) == 0;
-            t0 = tsr_mono_s();
-        }
-        if (k->get(k, fh, sizeof fh, c->idle_s, false, &eof, err) != TSR_OK)
-            return conn_failed(c, &cur, &last);
-        if (eof)
-            break;
-        if (starving) {
-            underruns++;
-            underrun_s += tsr_mono_s() - t0;
-        }
-        tsr_frame f;
-        tsr_frame_decode(fh, &f);
-        if (f.flags & ~(TSR_FRAME_DEFLATE | TSR_FRAME_ABORT | TSR_FRAME_TRAILER)) {
-            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": unknown flags 0x%x", f.offset,
-                     (unsigned)f.flags);
-            return conn_failed(c, &cur, &last);
-        }
-        if (f.flags & TSR_FRAME_ABORT) {
-            /* The operator stopped the sender (or it failed): the job goes on when it comes
-             * back, unless --exit-on-abort. The reason is the sender's text: escaped. */
-            uint8_t reason[TSR_ABORT_MAX];
-            char shown[4 * TSR_ABORT_MAX + 1] = "(no readable reason)";
-            if (f.wire <= TSR_ABORT_MAX &&
-                k->get(k, reason, f.wire, c->idle_s, false, &eof, err) == TSR_OK && !eof)
-                escape(shown, reason, f.wire);
-            tsr_error ab;
-            if (f.offset == cur.offset)
-                tsr_fail(&ab, TSR_EIO, "the sender aborted the job at byte %" PRIu64 ": %s",
-                         f.offset, shown);
-            else /* its word against what arrived: say both */
-                tsr_fail(&ab, TSR_EIO, "the sender aborted the job at byte %" PRIu64 " (%" PRIu64
-                         " bytes held): %s", f.offset, cur.offset, shown);
-            if (c->o->exit_on_abort) {
-                if (err)
-                    *err = ab;
-                return conn_failed(c, &cur, &last);
-            }
-            if (keep(c, &cur, &last, err) != TSR_OK)
-                return CONN_FAILED;
-            logf_(c, "%s", ab.msg);
-            logf_(c, "holding %" PRIu64 " of %" PRIu64 " bytes; waiting for the sender to come "
-                  "back and resume", c->st.offset, h.total);
-            return CONN_DROPPED;
-        }
-        if (f.flags & TSR_FRAME_TRAILER) {
-            if (f.wire || f.raw || f.offset != cur.offset || cur.offset != h.total) {
-                tsr_fail(err, TSR_EIO, "trailer at byte %" PRIu64 " (lengths %u/%u): the job "
-                         "ends at %" PRIu64 " and %" PRIu64 " bytes are held", f.offset,
-                         (unsigned)f.wire, (unsigned)f.raw, h.total, cur.offset);
-                return conn_failed(c, &cur, &last);
-            }
-            /* The trailer covers this connection's bytes [r, total): the crc of what was held
-             * before r combined with it is the whole job's. Compared directly (not through
-             * crc32_combine, which ignores the second crc of an empty range). */
-            if (f.crc != since) {
-                tsr_fail(err, TSR_EIO, "trailer crc %08x does not match the %08x of the %" PRIu64
-                         " bytes received since byte %" PRIu64 " (whole job %08x): the job is "
-                         "not complete%s", (unsigned)f.crc, (unsigned)since, h.total - r, r,
-                         (unsigned)cur.crc, complete(&at_r) ? " (it was before: kept so)"
-                         : "; holding the bytes before them only, so that a rerun re-sends "
-                           "them");
-                /* Which of this connection's bytes are wrong is not known: none is kept. */
-                tsr_error e2;
-                if (!complete(&at_r) && state_save(c, &at_r, &e2) != TSR_OK)
-                    logf_(c, "%s", e2.msg);
-                return CONN_FAILED;
-            }
-            if (c->out >= 0 && ftruncate(c->out, (off_t)h.total) != 0) {
-                tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
-                return CONN_FAILED;
-            }
-            if (state_save(c, &cur, err) != TSR_OK)
-                return CONN_FAILED;
-            logf_(c, "job %" PRId64 " complete: %" PRIu64 " bytes (%" PRIu64
-                  " this connection), crc32 %08x, %" PRIu64 " underruns (%.3f s starved)",
-                  c->jobs_done + 1, h.total, h.total - r, (unsigned)cur.crc, underruns,
-                  underrun_s);
-            return CONN_DONE;
-        }
-        /* A data frame. */
-        bool z = f.flags & TSR_FRAME_DEFLATE;
-        const char *bad = NULL;
-        if (f.offset != cur.offset)
-            bad = "not the next byte";
-        else if (f.raw == 0 || f.raw > TSR_FRAME_MAX_RAW)
-            bad = "raw length out of range";
-        else if ((uint64_t)f.raw > h.total - cur.offset)
-            bad = "runs past the end of the job";
-        else if (!z && f.wire != f.raw)
-            bad = "wire and raw lengths differ without deflate";
-        else if (z && (f.wire == 0 || f.wire > c->wire_cap))
-            bad = "deflated length out of range";
-        if (bad) {
-            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 " (wire %u, raw %u): %s (expected "
-                     "byte %" PRIu64 ")", f.offset, (unsigned)f.wire, (unsigned)f.raw, bad,
-                     cur.offset);
-            return conn_failed(c, &cur, &last);
-        }
-        if (!reserve(&c->raw, &c->raw_len, f.raw) ||
-            (z && !reserve(&c->wire, &c->wire_len, f.wire))) {
-            tsr_fail(err, TSR_ENOMEM, "frame at byte %" PRIu64 ": out of memory for %u bytes",
-                     f.offset, (unsigned)f.raw);
-            return conn_failed(c, &cur, &last);
-        }
-        uint8_t *payload = z ? c->wire : c->raw;
-        if (k->get(k, payload, f.wire, c->idle_s, false, &eof, err) != TSR_OK)
-            return conn_failed(c, &cur, &last);
-        if (eof)
-            break; /* half a frame: dropped, resent by the next sender */
-        tsr_error ze;
-        if (z && tsr_inflate(c->wire, f.wire, c->raw, f.raw, &ze) != TSR_OK) {
-            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": %s", f.offset, ze.msg);
-            return conn_failed(c, &cur, &last);
-        }
-        uint32_t crc = tsr_crc32(0, c->raw, f.raw);
-        if (crc != f.crc) {
-            tsr_fail(err, TSR_EIO, "frame at byte %" PRIu64 ": crc mismatch (payload %08x, "
-                     "frame says %08x)", f.offset, (unsigned)crc, (unsigned)f.crc);
-            return conn_failed(c, &cur, &last);
-        }
-        if (c->out >= 0) {
-            size_t done = 0;
-            while (done < f.raw) {
-                /* the hook's position is the file offset: enospc@N = a file of N bytes */
-                tsr_fault_seek(&c->fault, f.offset + done);
-                size_t ask = tsr_fault_allow(&c->fault, f.raw - done);
-                ssize_t put = ask ? pwrite(c->out, c->raw + done, ask, (off_t)(f.offset + done))
-                                  : -1;
-                if (put < 0 && errno == EINTR)
-                    continue;
-                if (put <= 0) {
-                    tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, put < 0 ? strerror(errno)
-                                                                         : "write took nothing");
-                    return conn_failed(c, &cur, &last);
-                }
-                done += (size_t)put;
-            }
-        }
-        for (uint64_t left = paced ? f.raw : 0; left > 0;) {
-            size_t piece = left < (uint64_t)c->bucket.cap ? (size_t)left : (size_t)c->bucket.cap;
-            if (!tsr_bucket_take(&c->bucket, piece, c->o->stop)) {
-                tsr_fail(err, TSR_EINTR, "interrupted");
-                return conn_failed(c, &cur, &last);
-            }
-            left -= piece;
-        }
-        last = cur;
-        cur.crc = tsr_crc32_combine(cur.crc, crc, f.raw);
-        since = tsr_crc32_combine(since, crc, f.raw);
-        cur.offset += f.raw;
-        double t = tsr_mono_s();
-        if (cur.offset - c->st.offset >= CHECKPOINT_BYTES || t - last_save >= CHECKPOINT_S) {
-            if (keep(c, &cur, &last, err) != TSR_OK)
-                return CONN_FAILED;
-            last_save = t;
-        }
-    }
+/* One sender: its header and answer, then its frames until the trailer, an abort, a failure
+ * or its going away. */
+static outcome
+serve(ctl *c, conn *k, tsr_error *err)
+{
+    rx x = {0};
+    outcome oc = serve_header(c, k, &x.h, &x.r, err);
+    if (oc != CONN_NEXT)
+        return oc;
+    x.at_r = x.cur = x.last = c->st; /* after resume_offset, which may start a new job */
+    x.last_save = tsr_mono_s();
+    while ((oc = next_frame(c, k, &x, err)) == CONN_NEXT)
+        ;
+    if (oc != CONN_GONE)
+        return oc;
     /* The sender went away mid-job: keep what was checked, wait for the next one. */
-    if (keep(c, &cur, &last, err) != TSR_OK)
+    if (keep(c, &x.cur, &x.last, err) != TSR_OK)
         return CONN_FAILED;
     logf_(c, "sender gone at byte %" PRIu64 " of %" PRIu64 " (%" PRIu64 " underruns); "
-          "holding %" PRIu64 " for a resume", cur.offset, h.total, underruns, c->st.offset);
+          "holding %" PRIu64 " for a resume", x.cur.offset, x.h.total, x.underruns,
+          c->st.offset);
     return CONN_DROPPED;
 }
 

@@ -172,6 +172,83 @@ typedef struct tsr_stream_opts {
 tsr_status
 tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *o, tsr_error *err);
 
+/* ---- render to an output: the policy `tessera render` runs (engine/render.c) ---------- */
+
+/* Whether a resume may start at stream byte `offset`: TSR_EINVAL "offset N is past the end of
+ * the stream (T bytes)" when it lies beyond the stream's total, else TSR_OK (total itself is a
+ * finished stream: nothing left to send). The one check every resume goes through: the CLI's
+ * --resume-at (tsr_engine_render_to) and the library's tsr_job_seek. The fingerprint is the
+ * receiver's check (controller/: it answers the offset only for the same fingerprint and
+ * total), not the sender's. */
+tsr_status
+tsr_engine_resume_check(const tsr_engine *e, uint64_t offset, tsr_error *err);
+
+/* What to render to: the output's -o spelling and the stream's options. */
+typedef struct tsr_render_opts {
+    const char *out;              /* -o spelling (tsr_sink_open_ex); NULL = "-" (stdout) */
+    bool have_resume;             /* resume_at was given (--resume-at) */
+    uint64_t resume_at;           /* first byte to send; tcp: ignored, the receiver answers */
+    bool framed, deflate;         /* framed stream (always on for tcp), deflated frames */
+    double rate;                  /* sample bytes per second, 0 = unpaced */
+    double stall_s;               /* tcp stall limit, 0 = the sink's default */
+    const char *fault;            /* the sink's fault hook (tsr_sink_opts.fault), may be NULL */
+    volatile sig_atomic_t *stop;  /* may be NULL: the stop request (as tsr_stream_opts.stop);
+                                   * a signal number (SIGINT, SIGTERM) names the reason the
+                                   * abort frame gives */
+    _Atomic uint64_t *computed;   /* may be NULL: as tsr_stream_opts.computed; set to the
+                                   * start before `opened` is called */
+    /* Hooks, may be NULL, called on the caller's thread: `opened` once the sink is open and
+     * its start known (before the first byte), `ending` after the trailer or the abort
+     * frame and before the sink is closed (ok: the stream and its trailer went out).
+     * What a caller shows (progress, the signal handler's view of the sink) starts and ends
+     * there; the sink is borrowed for that span. */
+    void (*opened)(void *ctx, tsr_sink *s);
+    void (*ending)(void *ctx, tsr_sink *s, bool ok);
+    void *ctx;
+} tsr_render_opts;
+
+/* Where a render ended. */
+typedef enum tsr_render_step {
+    TSR_RENDER_DONE = 0, /* every byte and the trailer went out, the sink closed cleanly */
+    TSR_RENDER_RESUME,   /* resume_at is past the end (tsr_engine_resume_check): nothing opened */
+    TSR_RENDER_HEADER,   /* the framed header could not be made (an image unreadable) */
+    TSR_RENDER_OPEN,     /* the output could not be opened (or the receiver refused) */
+    TSR_RENDER_STREAM,   /* rendering or writing failed or was stopped: the sink was aborted */
+    TSR_RENDER_CLOSE,    /* everything was written but closing the output failed */
+} tsr_render_step;
+
+/* How the output can be completed after a render that did not finish. */
+typedef enum tsr_resume_how {
+    TSR_RESUME_NONE = 0, /* nothing to resume from (nothing went out, or it finished) */
+    TSR_RESUME_AT,       /* run again from byte `offset` (--resume-at) */
+    TSR_RESUME_RECEIVER, /* run again: the receiver answers the offset (tcp) */
+} tsr_resume_how;
+
+/* What a render did: the CLI turns it into messages and an exit status. */
+typedef struct tsr_render_result {
+    tsr_render_step step;  /* where it ended */
+    bool stopped;          /* a stop request (opts.stop) ended it */
+    bool tcp;              /* the output is a tcp receiver */
+    tsr_resume_how resume; /* with step STREAM: how to go on */
+    uint64_t total;        /* sample bytes of the whole stream */
+    uint64_t start;        /* the byte the stream started at (resume_at or the receiver's) */
+    uint64_t offset;       /* the byte after the last one the sink delivered */
+    uint64_t underruns;    /* a paced sink's underruns, and the seconds it starved */
+    double starved_s;
+    double seconds;        /* from the open sink to the stream's end */
+} tsr_render_result;
+
+/* Render the stream to opts->out: check the resume offset, make the header when framed, open
+ * the sink (on tcp the receiver answers the start), stream from the start, then the trailer
+ * and close; on a failure or a stop, an abort frame saying why (framed outputs: the error, or
+ * "interrupted by SIGINT"/"SIGTERM") instead of a trailer, and the sink closed. Fills *res
+ * (every field, whatever the outcome) and returns TSR_OK only for step DONE; on failure err
+ * holds the failure (TSR_EINTR "interrupted" for a stop). Prints nothing. The engine's
+ * caller thread; opts and the hooks are borrowed for the call. */
+tsr_status
+tsr_engine_render_to(tsr_engine *e, const tsr_render_opts *opts, tsr_render_result *res,
+                     tsr_error *err);
+
 /* The framed stream's header for this engine's stream (DESIGN.md §3): sizes, order and the
  * fingerprint, SHA-256 over the canonical design dump (tsr_design_dump with the design's and
  * nodes' `name` and `tile` left out, node names in edge comments dropped, image paths replaced

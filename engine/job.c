@@ -298,9 +298,9 @@ tsr_job_seek(tsr_job *j, uint64_t offset, tsr_error *err)
             *err = j->err;
         return j->failed;
     }
-    if (offset > j->total)
-        return tsr_fail(err, TSR_EINVAL, "offset %llu is past the end of the stream (%llu bytes)",
-                        (unsigned long long)offset, (unsigned long long)j->total);
+    tsr_status st = tsr_engine_resume_check(j->e, offset, err); /* as the CLI's --resume-at */
+    if (st != TSR_OK)
+        return st;
     atomic_store(&j->off, offset);
     return TSR_OK;
 }

@@ -342,13 +342,108 @@ typedef enum read_mode {
     READ_DECODE  /* the floats */
 } read_mode;
 
+/* The image's rows as libpng hands them out, once its transforms are set. */
+typedef struct png_geom {
+    png_uint_32 w, h;
+    int bd, ct;       /* bit depth, color type */
+    int passes;       /* interlace passes (1: progressive) */
+    png_colorp pal;   /* a palette image's PLTE */
+    int npal;
+    size_t rowbytes;  /* bytes of a native row */
+} png_geom;
+
+/* libpng reads through io, past the signature; every ancillary chunk is skipped. */
+static void
+reader_setup(png_structp png, struct pngio *io)
+{
+    png_set_read_fn(png, io, on_read);
+    png_set_sig_bytes(png, 8);
+    png_set_user_limits(png, PNG_DIM_MAX, PNG_DIM_MAX);
+    /* The spec ignores every ancillary chunk (gamma, ICC, sBIT, tRNS, ...): skipping them
+     * unparsed also means a malformed one cannot fail the read. -1 covers all known chunks
+     * but tRNS, which is named on its own. */
+    static const png_byte trns[] = {'t', 'R', 'N', 'S', '\0'};
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
+    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, trns, 1);
+}
+
+/* What the full read allocates beside the floats: native rows (all of them when interlaced),
+ * libpng's two row buffers, zlib's window and state; so a plan can count it from the header. */
+static uint64_t
+decode_scratch(png_structp png, png_infop info, const png_geom *g)
+{
+    uint64_t rowbytes = (uint64_t)g->w * png_get_channels(png, info) * (g->bd == 16 ? 2 : 1);
+    uint64_t nrows = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE ? g->h : 1;
+    return rowbytes * (nrows + 2) + ((uint64_t)64 << 10);
+}
+
+/* Refuse what cannot be decoded (too large, a palette image without its palette) and set
+ * the transforms: 8 or 16 bits a sample, interlace handled by libpng. Fails by longjmp with
+ * io's status and message, like libpng's own errors. */
+static void
+decode_setup(struct pngio *io, png_structp png, png_infop info, png_geom *g)
+{
+    if ((size_t)g->w > SIZE_MAX / sizeof(float) / (size_t)g->h ||
+        (uint64_t)g->w * (uint64_t)g->h > DECODE_MAX_PX) {
+        io->status = TSR_EINVAL;
+        snprintf(io->msg, sizeof io->msg, "image of %lu x %lu pixels is too large to decode",
+                 (unsigned long)g->w, (unsigned long)g->h);
+        png_longjmp(png, 1);
+    }
+    if (g->ct == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(png, info, &g->pal, &g->npal) == 0) {
+        io->status = TSR_EINVAL;
+        snprintf(io->msg, sizeof io->msg, "corrupt PNG (palette image without PLTE)");
+        png_longjmp(png, 1);
+    }
+    if (g->bd < 8)
+        png_set_packing(png);
+    g->passes = png_set_interlace_handling(png);
+    png_read_update_info(png, info);
+    g->rowbytes = png_get_rowbytes(png, info);
+    size_t nch = png_get_channels(png, info);
+    if (g->rowbytes != (size_t)g->w * nch * (g->bd == 16 ? 2 : 1)) {
+        io->status = TSR_EINTERNAL;
+        snprintf(io->msg, sizeof io->msg, "unexpected libpng row layout");
+        png_longjmp(png, 1);
+    }
+}
+
+/* Every row of every pass, a stop request checked before each; converted into px when it is
+ * not NULL. Interlaced images fill every row over several passes, so they need the whole
+ * native image in rows (h of them when px is wanted); progressive ones are converted a row at
+ * a time through one. */
+static void
+read_rows(struct pngio *io, png_structp png, const png_geom *g, uint8_t *rows, float *px)
+{
+    png_uint_32 w = g->w, h = g->h;
+    if (g->passes > 1) {
+        for (int p = 0; p < g->passes; p++)
+            for (png_uint_32 y = 0; y < h; y++) {
+                if (tsr_stop_requested())
+                    stopped(io, png);
+                png_read_row(png, rows + (px ? (size_t)y * g->rowbytes : 0), NULL);
+            }
+        for (png_uint_32 y = 0; px && y < h; y++)
+            convert_row(rows + (size_t)y * g->rowbytes, px + (size_t)y * w, w, g->ct, g->bd,
+                        g->pal, g->npal);
+    } else {
+        for (png_uint_32 y = 0; y < h; y++) {
+            if (tsr_stop_requested())
+                stopped(io, png);
+            png_read_row(png, rows, NULL);
+            if (px)
+                convert_row(rows, px + (size_t)y * w, w, g->ct, g->bd, g->pal, g->npal);
+        }
+    }
+}
+
 /* Decode io->fp (signature already consumed). On success *out holds w*h floats (READ_DECODE),
  * or only the size is read (READ_HEADER), or every row is read and dropped (READ_CHECK). */
 static tsr_status
 read_body(struct pngio *io, read_mode mode, png_uint_32 *pw, png_uint_32 *ph, float **out,
           uint64_t *scratch)
 {
-    bool header_only = mode == READ_HEADER, keep = mode == READ_DECODE;
+    bool keep = mode == READ_DECODE;
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, io, on_error, on_warning);
     if (!png)
         return TSR_ENOMEM;
@@ -371,102 +466,43 @@ read_body(struct pngio *io, read_mode mode, png_uint_32 *pw, png_uint_32 *ph, fl
             return io->sys == EISDIR ? TSR_EINVAL : TSR_EIO;
         return mentions_oom(io->msg) ? TSR_ENOMEM : TSR_EINVAL;
     }
-    png_set_read_fn(png, io, on_read);
-    png_set_sig_bytes(png, 8);
-    png_set_user_limits(png, PNG_DIM_MAX, PNG_DIM_MAX);
-    /* The spec ignores every ancillary chunk (gamma, ICC, sBIT, tRNS, ...): skipping them
-     * unparsed also means a malformed one cannot fail the read. -1 covers all known chunks
-     * but tRNS, which is named on its own. */
-    static const png_byte trns[] = {'t', 'R', 'N', 'S', '\0'};
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, NULL, -1);
-    png_set_keep_unknown_chunks(png, PNG_HANDLE_CHUNK_NEVER, trns, 1);
-
+    reader_setup(png, io);
     png_read_info(png, info);
-    png_uint_32 w = png_get_image_width(png, info);
-    png_uint_32 h = png_get_image_height(png, info);
-    int bd = png_get_bit_depth(png, info);
-    int ct = png_get_color_type(png, info);
-    if (header_only) {
-        /* what the full read below allocates beside the floats: native rows (all of them
-         * when interlaced), libpng's two row buffers, zlib's window and state */
-        uint64_t rowbytes = (uint64_t)w * png_get_channels(png, info) * (bd == 16 ? 2 : 1);
-        uint64_t nrows = png_get_interlace_type(png, info) != PNG_INTERLACE_NONE ? h : 1;
+    png_geom g = {.w = png_get_image_width(png, info), .h = png_get_image_height(png, info),
+                  .bd = png_get_bit_depth(png, info), .ct = png_get_color_type(png, info)};
+    if (mode == READ_HEADER) {
         if (scratch)
-            *scratch = rowbytes * (nrows + 2) + ((uint64_t)64 << 10);
+            *scratch = decode_scratch(png, info, &g);
         png_destroy_read_struct(&png, &info, NULL);
-        *pw = w;
-        *ph = h;
+        *pw = g.w;
+        *ph = g.h;
         return TSR_OK;
     }
-    if ((size_t)w > SIZE_MAX / sizeof(float) / (size_t)h ||
-        (uint64_t)w * (uint64_t)h > DECODE_MAX_PX) {
-        io->status = TSR_EINVAL;
-        snprintf(io->msg, sizeof io->msg, "image of %lu x %lu pixels is too large to decode",
-                 (unsigned long)w, (unsigned long)h);
-        png_longjmp(png, 1);
-    }
-    png_colorp pal = NULL;
-    int npal = 0;
-    if (ct == PNG_COLOR_TYPE_PALETTE && png_get_PLTE(png, info, &pal, &npal) == 0) {
-        io->status = TSR_EINVAL;
-        snprintf(io->msg, sizeof io->msg, "corrupt PNG (palette image without PLTE)");
-        png_longjmp(png, 1);
-    }
-    if (bd < 8)
-        png_set_packing(png);
-    int passes = png_set_interlace_handling(png);
-    png_read_update_info(png, info);
-
-    size_t rowbytes = png_get_rowbytes(png, info);
-    size_t nch = png_get_channels(png, info);
-    if (rowbytes != (size_t)w * nch * (bd == 16 ? 2 : 1)) {
-        io->status = TSR_EINTERNAL;
-        snprintf(io->msg, sizeof io->msg, "unexpected libpng row layout");
-        png_longjmp(png, 1);
-    }
-    /* Interlaced images fill every row over several passes, so they need the whole native
-     * image; progressive ones are converted a row at a time. A check needs no image: every
-     * pass's rows go through one buffer. */
-    size_t nrows = passes > 1 && keep ? (size_t)h : 1;
-    if (rowbytes > SIZE_MAX / nrows) {
+    decode_setup(io, png, info, &g);
+    /* A check needs no image: every pass's rows go through one buffer. */
+    size_t nrows = g.passes > 1 && keep ? (size_t)g.h : 1;
+    if (g.rowbytes > SIZE_MAX / nrows) {
         io->status = TSR_EINVAL;
         snprintf(io->msg, sizeof io->msg, "image of %lu x %lu pixels is too large",
-                 (unsigned long)w, (unsigned long)h);
+                 (unsigned long)g.w, (unsigned long)g.h);
         png_longjmp(png, 1);
     }
-    px = keep ? malloc((size_t)w * (size_t)h * sizeof(float)) : NULL;
-    rows = malloc(rowbytes * nrows);
+    px = keep ? malloc((size_t)g.w * (size_t)g.h * sizeof(float)) : NULL;
+    rows = malloc(g.rowbytes * nrows);
     if ((keep && !px) || !rows) {
         io->status = TSR_ENOMEM;
         snprintf(io->msg, sizeof io->msg, "out of memory for %lu x %lu pixels",
-                 (unsigned long)w, (unsigned long)h);
+                 (unsigned long)g.w, (unsigned long)g.h);
         png_longjmp(png, 1);
     }
-    if (passes > 1) {
-        for (int p = 0; p < passes; p++)
-            for (png_uint_32 y = 0; y < h; y++) {
-                if (tsr_stop_requested())
-                    stopped(io, png);
-                png_read_row(png, rows + (keep ? (size_t)y * rowbytes : 0), NULL);
-            }
-        for (png_uint_32 y = 0; keep && y < h; y++)
-            convert_row(rows + (size_t)y * rowbytes, px + (size_t)y * w, w, ct, bd, pal, npal);
-    } else {
-        for (png_uint_32 y = 0; y < h; y++) {
-            if (tsr_stop_requested())
-                stopped(io, png);
-            png_read_row(png, rows, NULL);
-            if (keep)
-                convert_row(rows, px + (size_t)y * w, w, ct, bd, pal, npal);
-        }
-    }
+    read_rows(io, png, &g, rows, px);
     /* Reading to IEND catches a file cut after its image data. */
     png_read_end(png, NULL);
 
     free(rows);
     png_destroy_read_struct(&png, &info, NULL);
-    *pw = w;
-    *ph = h;
+    *pw = g.w;
+    *ph = g.h;
     *out = px;
     return TSR_OK;
 }

@@ -253,6 +253,86 @@ tsr_sink_open(const char *spec, tsr_error *err)
     return tsr_sink_open_ex(spec, NULL, err);
 }
 
+/* Options that no medium could honour, refused before anything is opened or connected (in
+ * this order: the first wrong one is named), and the fault hook parsed into *fault. */
+static tsr_status
+check_opts(const char *spec, const tsr_sink_opts *o, bool tcp, bool framed, tsr_fault *fault,
+           tsr_error *err)
+{
+    if (!spec || !*spec)
+        return tsr_fail(err, TSR_EINVAL, "-o: empty output name");
+    if (tcp && !o->header) {
+        /* Taken as a path, "tcp://host:port" would fail with a confusing ENOENT; tcp is the
+         * framed stream's business (DESIGN.md §3). */
+        return tsr_fail(err, TSR_EINVAL, "%s: tcp is not a raw sink (it needs the framed stream)",
+                        spec);
+    }
+    if (framed && !o->header)
+        return tsr_fail(err, TSR_EINTERNAL, "%s: a framed sink needs a header", spec);
+    if (o->rate < 0 || o->rate != o->rate)
+        return tsr_fail(err, TSR_EINVAL, "%s: rate must be positive", spec);
+    if (o->stall_s < 0 || o->stall_s != o->stall_s)
+        return tsr_fail(err, TSR_EINVAL, "%s: stall timeout must be positive", spec);
+    if (tsr_fault_parse(o->fault, fault, err) != TSR_OK)
+        return err ? err->status : TSR_EINVAL;
+    if (framed && o->start > o->header->total)
+        return tsr_fail(err, TSR_EINVAL, "%s: resume offset %llu is past the end (%llu bytes)",
+                        spec, (unsigned long long)o->start,
+                        (unsigned long long)o->header->total);
+    return TSR_OK;
+}
+
+/* The medium the -o spelling names, opened: its kind and descriptor (-1 for null). A null
+ * sink is never framed (it only counts), so *framed may be cleared. -1 in *fd and a failure
+ * when it cannot be opened. */
+static tsr_status
+open_medium(const char *spec, const tsr_sink_opts *o, bool tcp, bool *framed, enum kind *kind,
+            int *fd, tsr_error *err)
+{
+    *fd = -1;
+    if (strcmp(spec, "null") == 0) {
+        *kind = SINK_NULL;
+        *framed = false;
+        return TSR_OK;
+    }
+    if (tcp) {
+        *kind = SINK_TCP;
+        *fd = tsr_sink_tcp_connect(spec, o->stop, err);
+    } else if (strcmp(spec, "-") == 0) {
+        *kind = SINK_STDOUT;
+        *fd = tsr_sink_stdout_open(err);
+    } else {
+        *kind = SINK_FILE;
+        *fd = tsr_sink_file_open(spec, o->start, *framed, err);
+    }
+    return *fd < 0 ? (err ? err->status : TSR_EIO) : TSR_OK;
+}
+
+/* Units: a paced sink moves 1/20 s of its rate at a time (at least 512 bytes, whole pages from
+ * 4 KiB on so vmsplice keeps page alignment), so pacing stays smooth at any rate; frames are
+ * at most 1 MiB. A deflating sink gets its output buffer for one unit. */
+static tsr_status
+set_units(tsr_sink *s, const char *spec, tsr_error *err)
+{
+    if (s->rate > 0) {
+        double c = s->rate / 20;
+        c = c < 512 ? 512 : c;
+        s->chunk = c > (double)FRAME_RAW ? FRAME_RAW : (size_t)c;
+        if (s->chunk >= PAGE)
+            s->chunk &= ~(PAGE - 1);
+        tsr_bucket_init(&s->bucket, s->rate, (double)s->chunk);
+    } else {
+        s->chunk = s->framed ? FRAME_RAW : WRITE_CHUNK;
+    }
+    if (s->deflate) {
+        s->zcap = tsr_deflate_bound(s->chunk);
+        s->zbuf = malloc(s->zcap);
+        if (!s->zbuf)
+            return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (deflate buffer)", spec);
+    }
+    return TSR_OK;
+}
+
 tsr_sink *
 tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
 {
@@ -262,59 +342,12 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
     enum kind kind;
     if (!o)
         o = &none;
-
-    if (!spec || !*spec) {
-        tsr_fail(err, TSR_EINVAL, "-o: empty output name");
-        return NULL;
-    }
-    bool tcp = strncmp(spec, "tcp://", 6) == 0;
+    bool tcp = spec && strncmp(spec, "tcp://", 6) == 0;
     bool framed = o->framed || tcp;
-    if (tcp && !o->header) {
-        /* Taken as a path, "tcp://host:port" would fail with a confusing ENOENT; tcp is the
-         * framed stream's business (DESIGN.md §3). */
-        tsr_fail(err, TSR_EINVAL, "%s: tcp is not a raw sink (it needs the framed stream)", spec);
-        return NULL;
-    }
-    if (framed && !o->header) {
-        tsr_fail(err, TSR_EINTERNAL, "%s: a framed sink needs a header", spec);
-        return NULL;
-    }
-    if (o->rate < 0 || o->rate != o->rate) {
-        tsr_fail(err, TSR_EINVAL, "%s: rate must be positive", spec);
-        return NULL;
-    }
-    if (o->stall_s < 0 || o->stall_s != o->stall_s) {
-        tsr_fail(err, TSR_EINVAL, "%s: stall timeout must be positive", spec);
-        return NULL;
-    }
     tsr_fault fault;
-    if (tsr_fault_parse(o->fault, &fault, err) != TSR_OK)
+    if (check_opts(spec, o, tcp, framed, &fault, err) != TSR_OK ||
+        open_medium(spec, o, tcp, &framed, &kind, &fd, err) != TSR_OK)
         return NULL;
-    if (framed && o->start > o->header->total) {
-        tsr_fail(err, TSR_EINVAL, "%s: resume offset %llu is past the end (%llu bytes)", spec,
-                 (unsigned long long)o->start, (unsigned long long)o->header->total);
-        return NULL;
-    }
-
-    if (strcmp(spec, "null") == 0) {
-        kind = SINK_NULL;
-        framed = false; /* nothing to frame: null only counts */
-    } else if (tcp) {
-        kind = SINK_TCP;
-        fd = tsr_sink_tcp_connect(spec, o->stop, err);
-        if (fd < 0)
-            return NULL;
-    } else if (strcmp(spec, "-") == 0) {
-        kind = SINK_STDOUT;
-        fd = tsr_sink_stdout_open(err);
-        if (fd < 0)
-            return NULL;
-    } else {
-        kind = SINK_FILE;
-        fd = tsr_sink_file_open(spec, o->start, framed, err);
-        if (fd < 0)
-            return NULL;
-    }
 
     s = sink_alloc(kind, fd, kind == SINK_STDOUT ? "stdout" : spec);
     if (!s) {
@@ -334,32 +367,9 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
     s->fault = fault;
     if (framed && (kind == SINK_FILE || kind == SINK_STDOUT))
         tsr_sink_file_locate(s);
-
     if (kind == SINK_STDOUT)
         tsr_sink_stdout_pipe(s);
-
-    /* Units: a paced sink moves 1/20 s of its rate at a time (at least 512 bytes, whole pages
-     * from 4 KiB on so vmsplice keeps page alignment); frames are at most 1 MiB. */
-    if (s->rate > 0) {
-        double c = s->rate / 20;
-        c = c < 512 ? 512 : c;
-        s->chunk = c > (double)FRAME_RAW ? FRAME_RAW : (size_t)c;
-        if (s->chunk >= PAGE)
-            s->chunk &= ~(PAGE - 1);
-        tsr_bucket_init(&s->bucket, s->rate, (double)s->chunk);
-    } else {
-        s->chunk = framed ? FRAME_RAW : WRITE_CHUNK;
-    }
-    if (s->deflate) {
-        s->zcap = tsr_deflate_bound(s->chunk);
-        s->zbuf = malloc(s->zcap);
-        if (!s->zbuf) {
-            tsr_fail(err, TSR_ENOMEM, "%s: out of memory (deflate buffer)", spec);
-            sink_free(s);
-            return NULL;
-        }
-    }
-    if (framed && handshake(s, o->header, err) != TSR_OK) {
+    if (set_units(s, spec, err) != TSR_OK || (framed && handshake(s, o->header, err) != TSR_OK)) {
         sink_free(s);
         return NULL;
     }
