@@ -148,10 +148,7 @@ emit_params(cform *w, const tsr_param *params, size_t n, const void *st)
 static void
 emit_source(cform *w, const tsr_source *s)
 {
-    const tsr_source_desc *desc = NULL;
-    for (size_t i = 0; i < TSR_SRC_COUNT; i++)
-        if (tsr_source_descs[i].kind == s->kind)
-            desc = &tsr_source_descs[i];
+    const tsr_source_desc *desc = tsr_dsource_desc(s->kind);
     if (!desc) {
         emit(w, "source ?%d\n", (int)s->kind);
         return;
