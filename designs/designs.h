@@ -102,4 +102,23 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
 void
 tsr_design_dump(const tsr_design *d, FILE *f);
 
+/* The canonical form's version: its first line is "tessera-canonical N". Bump it with any
+ * change to the form (every fingerprint changes with it, docs/streaming.md §7). */
+#define TSR_CANONICAL_VERSION 1
+
+/* Receives the canonical form in pieces; the pieces concatenated are the form. */
+typedef void (*tsr_canonical_put)(void *ctx, const void *bytes, size_t n);
+
+/* Feed `put` the canonical form of a loaded (prepared) design: exactly what determines its
+ * samples, from the parsed values. Text lines; the version tag, the output section, then every
+ * node reached from root in the loader's depth-first order (children first) with its size,
+ * fill, source (kind and every parameter of its table, an image as "input K", K counting the
+ * image sources in that order) and edges (trait name, child id, blend, offset, mask, every
+ * parameter of the trait's table, prepared), then the root's id. Integers in decimal, reals as
+ * the hex of their IEEE bits (d + 16 digits, f + 8 digits), enums by name, keys in table order.
+ * Names, tiles, paths and positions are left out: they change no sample. Never calls
+ * tsr_design_dump, whose layout may change without touching the form. */
+void
+tsr_design_canonical(const tsr_design *d, tsr_canonical_put put, void *ctx);
+
 #endif

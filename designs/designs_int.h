@@ -195,4 +195,14 @@ extern const size_t tsr_dtab_noutput;
 extern const tsr_param tsr_dtab_swath[];
 extern const size_t tsr_dtab_nswath;
 
+/* The row of tsr_source_descs for a kind, or NULL for a kind outside the table. */
+static inline const tsr_source_desc *
+tsr_dsource_desc(tsr_source_kind kind)
+{
+    for (size_t i = 0; i < TSR_SRC_COUNT; i++)
+        if (tsr_source_descs[i].kind == kind)
+            return &tsr_source_descs[i];
+    return NULL;
+}
+
 #endif

@@ -162,10 +162,7 @@ put_params(FILE *f, int indent, const tsr_param *params, size_t n, const void *s
 static void
 put_source(FILE *f, const tsr_source *s)
 {
-    const tsr_source_desc *desc = NULL;
-    for (size_t i = 0; i < TSR_SRC_COUNT; i++)
-        if (tsr_source_descs[i].kind == s->kind)
-            desc = &tsr_source_descs[i];
+    const tsr_source_desc *desc = tsr_dsource_desc(s->kind);
     if (!desc) {
         fprintf(f, "    source: {kind: %d}\n", (int)s->kind);
         return;

@@ -668,29 +668,11 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
 
 /* ---- the framed stream's header ------------------------------------------------------------ */
 
-/* Keep a dump line in the fingerprint? Names and tiles do not change a sample (DESIGN.md §3);
- * an image path is replaced by its index, its bytes are hashed instead. */
+/* tsr_design_canonical's sink: the hash itself, so a 16 MiB design is never held twice. */
 static void
-fingerprint_line(tsr_sha256 *h, char *line, size_t *nimg)
+hash_put(void *ctx, const void *bytes, size_t n)
 {
-    static const char *const drop[] = {"name: ", "tile: ", "    name: ", "    tile: ", NULL};
-    for (int i = 0; drop[i]; i++)
-        if (strncmp(line, drop[i], strlen(drop[i])) == 0)
-            return;
-    if (strncmp(line, "        child: ", 15) == 0) {
-        char *hash = strstr(line, "  # ");
-        if (hash) {
-            hash[0] = '\n';
-            hash[1] = '\0';
-        }
-    }
-    if (strncmp(line, "      image: ", 13) == 0) {
-        char b[64];
-        snprintf(b, sizeof b, "      image: input %zu\n", (*nimg)++);
-        tsr_sha256_update(h, b, strlen(b));
-        return;
-    }
-    tsr_sha256_update(h, line, strlen(line));
+    tsr_sha256_update(ctx, bytes, n);
 }
 
 tsr_status
@@ -710,37 +692,10 @@ tsr_engine_header(const tsr_engine *e, tsr_header *hd, tsr_error *err)
                                                                   : h.width;
     h.total = tsr_engine_stream_bytes(e);
 
-    char *dump = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&dump, &len);
-    if (!f)
-        return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory");
-    tsr_design_dump(d, f);
-    bool bad = ferror(f) != 0;
-    if (fclose(f) != 0 || bad) {
-        free(dump);
-        return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory");
-    }
     tsr_sha256 *sh = tsr_sha256_new();
-    if (!sh) {
-        free(dump);
+    if (!sh)
         return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory (sha256)");
-    }
-    size_t nimg = 0;
-    for (char *line = dump; line && *line;) {
-        char *nl = strchr(line, '\n');
-        char *next = nl ? nl + 1 : NULL;
-        char save = 0;
-        if (next) {
-            save = *next;
-            *next = '\0';
-        }
-        fingerprint_line(sh, line, &nimg);
-        if (next)
-            *next = save;
-        line = next;
-    }
-    free(dump);
+    tsr_design_canonical(d, hash_put, sh);
     /* every trait is bit-identical across backends (DESIGN.md §5): the backend is not part of
      * the fingerprint, so a job started on one resumes on the other */
     char tail[160];

@@ -1,0 +1,208 @@
+/* The canonical form of a loaded design: what the stream's fingerprint hashes (docs/streaming.md
+ * §7). Made from the parsed values, never from printed text, so `tessera check`'s dump may
+ * change its layout freely. Like the dump it walks the parameter tables of nodes/ (STYLE.md:
+ * one table drives parsing, validation and printing), so a new trait or key is in the form
+ * without code here. Reals are their IEEE bit patterns, which neither printf nor the locale can
+ * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres. */
+#include "designs/designs_int.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* Buffered: a polygon of 700 000 points is some 1.4 M tokens, not 1.4 M calls of put. */
+typedef struct cform {
+    tsr_canonical_put put;
+    void *ctx;
+    char buf[4096];
+    size_t len;
+    size_t nimg; /* image sources met so far */
+} cform;
+
+static void
+flush(cform *w)
+{
+    if (w->len)
+        w->put(w->ctx, w->buf, w->len);
+    w->len = 0;
+}
+
+/* One token; every token here is far shorter than the buffer. */
+static void __attribute__((format(printf, 2, 3)))
+emit(cform *w, const char *fmt, ...)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(w->buf + w->len, sizeof w->buf - w->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < sizeof w->buf - w->len) {
+            w->len += (size_t)n;
+            return;
+        }
+        flush(w);
+    }
+}
+
+static void
+emit_f64(cform *w, double d)
+{
+    uint64_t b;
+    memcpy(&b, &d, sizeof b);
+    emit(w, " d%016" PRIx64, b);
+}
+
+static void
+emit_f32(cform *w, float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    emit(w, " f%08" PRIx32, b);
+}
+
+static void
+emit_points(cform *w, const tsr_points *p)
+{
+    emit(w, " %zu", p->n);
+    for (size_t i = 0; i < p->n; i++) {
+        emit_f64(w, p->p[i][0]);
+        emit_f64(w, p->p[i][1]);
+    }
+}
+
+/* An enum value by its name: reordering an enum must not change the form. */
+static void
+emit_name(cform *w, const char *const *names, int v)
+{
+    for (int i = 0; names && names[i]; i++)
+        if (i == v) {
+            emit(w, " %s", names[i]);
+            return;
+        }
+    emit(w, " ?%d", v);
+}
+
+static void
+emit_value(cform *w, const tsr_param *pm, const void *field)
+{
+    const int64_t *iv = field;
+    const double *dv = field;
+    const float *fv = field;
+    switch (pm->type) {
+    case TSR_P_INT:
+    case TSR_P_INT2:
+    case TSR_P_INT4:
+        for (int i = 0; i < (pm->type == TSR_P_INT ? 1 : pm->type == TSR_P_INT2 ? 2 : 4); i++)
+            emit(w, " %" PRId64, iv[i]);
+        break;
+    case TSR_P_F32:
+    case TSR_P_F32_2:
+        for (int i = 0; i < (pm->type == TSR_P_F32 ? 1 : 2); i++)
+            emit_f32(w, fv[i]);
+        break;
+    case TSR_P_F64:
+    case TSR_P_F64_2:
+    case TSR_P_F64_4:
+        for (int i = 0; i < (pm->type == TSR_P_F64 ? 1 : pm->type == TSR_P_F64_2 ? 2 : 4); i++)
+            emit_f64(w, dv[i]);
+        break;
+    case TSR_P_POINTS: emit_points(w, field); break;
+    case TSR_P_ENUM: emit_name(w, pm->names, *(const int *)field); break;
+    case TSR_P_BOOL: emit(w, " %d", *(const bool *)field ? 1 : 0); break;
+    case TSR_P_PROFILE: {
+        const tsr_profile *pr = field;
+        static const char *const kinds[] = {"linear", "sphere", "cosine", "gaussian", "points",
+                                            NULL};
+        emit_name(w, kinds, (int)pr->kind);
+        if (pr->kind == TSR_PROFILE_GAUSSIAN)
+            emit_f64(w, pr->s);
+        else if (pr->kind == TSR_PROFILE_POINTS)
+            emit_points(w, &pr->pts);
+        break;
+    }
+    case TSR_P_KERNEL: {
+        const tsr_kernel *k = field;
+        emit(w, " %" PRId64 " %" PRId64, k->w, k->h);
+        for (int64_t i = 0; i < k->w * k->h; i++)
+            emit_f32(w, k->k[i]);
+        break;
+    }
+    case TSR_P_PATH:
+        /* No table has one today. A path is not a sample: whoever adds one hashes the file's
+         * bytes beside the form, as the engine does for images. */
+        emit(w, " %s", *(char *const *)field ? "path" : "null");
+        break;
+    }
+}
+
+/* Every key of the table, in table order (not the file's), each value whatever its default. */
+static void
+emit_params(cform *w, const tsr_param *params, size_t n, const void *st)
+{
+    for (size_t i = 0; i < n; i++) {
+        emit(w, " %s", params[i].key);
+        emit_value(w, &params[i], (const char *)st + params[i].offset);
+    }
+}
+
+static void
+emit_source(cform *w, const tsr_source *s)
+{
+    const tsr_source_desc *desc = tsr_dsource_desc(s->kind);
+    if (!desc) {
+        emit(w, "source ?%d\n", (int)s->kind);
+        return;
+    }
+    emit(w, "source %s", desc->disc_key);
+    /* an image is its index among the design's images (in node order): the engine hashes
+     * its bytes, in the same order, after the form */
+    if (desc->disc_value)
+        emit(w, " %s", desc->disc_value);
+    else
+        emit(w, " input %zu", w->nimg++);
+    emit_params(w, desc->params, desc->nparams, s);
+    emit(w, "\n");
+}
+
+static void
+emit_edge(cform *w, const tsr_edge *e)
+{
+    static const tsr_param offset = {"offset", TSR_P_INT2, 0, 0, 0, 0, 0, NULL, NULL};
+    emit(w, "edge %s child %zu blend", e->trait->name, e->child->id);
+    emit_name(w, tsr_blend_names, (int)e->blend);
+    emit(w, " offset");
+    emit_value(w, &offset, e->offset);
+    emit(w, " mask");
+    emit_name(w, tsr_mask_names, e->mask);
+    emit_params(w, e->trait->params, e->trait->nparams, e->params);
+    emit(w, "\n");
+}
+
+void
+tsr_design_canonical(const tsr_design *d, tsr_canonical_put put, void *ctx)
+{
+    cform w = {.put = put, .ctx = ctx};
+    emit(&w, "tessera-canonical %d\noutput", TSR_CANONICAL_VERSION);
+    emit_params(&w, tsr_dtab_output, tsr_dtab_noutput, &d->out);
+    /* the loader refuses swath keys without order: swath, so raster has nothing more */
+    if (d->out.order == TSR_ORDER_SWATH) {
+        emit(&w, " swath");
+        emit_params(&w, tsr_dtab_swath, tsr_dtab_nswath, &d->out);
+    }
+    emit(&w, "\nnodes %zu\n", d->nnodes);
+    /* d->nodes is the loader's depth-first order from root, edges in order (children first):
+     * a function of the graph alone, so neither the nodes: section's order nor ref against
+     * inline changes an id */
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        emit(&w, "node %zu size %" PRId64 " %" PRId64 " fill", n->id, n->w, n->h);
+        emit_f32(&w, n->fill);
+        emit(&w, " edges %zu\n", n->nedges);
+        if (n->source)
+            emit_source(&w, n->source);
+        for (size_t k = 0; k < n->nedges; k++)
+            emit_edge(&w, &n->edges[k]);
+    }
+    emit(&w, "root %zu\n", d->root ? d->root->id : (size_t)0);
+    flush(&w);
+}
