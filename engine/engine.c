@@ -193,6 +193,12 @@ tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect
     return periodic;
 }
 
+bool
+tsr_engine_uncached(const tsr_engine *e, const tsr_node *n)
+{
+    return e->uncached && e->uncached[n->id];
+}
+
 tsr_engine_stats
 tsr_engine_get_stats(tsr_engine *e)
 {

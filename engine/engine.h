@@ -133,6 +133,11 @@ tsr_engine_threads(const tsr_engine *e);
 bool
 tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in);
 
+/* Whether node n is computed where its only reader, a pattern edge, fetches it, never cached
+ * (engine/plan.c). */
+bool
+tsr_engine_uncached(const tsr_engine *e, const tsr_node *n);
+
 /* Root values of rect r (root coordinates, inside the root) into out (r.w * r.h floats,
  * row-major). The crop of opts->rows does not apply. */
 tsr_status

@@ -405,6 +405,8 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
                     "computed, the inside copied, the border computed",
                     (long long)per[0], (long long)per[1], (long long)in.x, (long long)in.y,
                     (long long)in.w, (long long)in.h);
+        if (tsr_engine_uncached(e, n))
+            fprintf(f, "; uncached: computed where its one pattern parent reads it");
         const char *cls = tsr_engine_gpu_class(e, n);
         if (cls)
             fprintf(f, "; gpu: %s", cls);

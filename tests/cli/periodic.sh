@@ -23,6 +23,13 @@ TSR_DIRECT=1 "$TESSERA" check "$d" --tree >"$tmp/tree.direct" 2>&1
 if ! grep -q "periodic" "$tmp/tree.direct"; then ok "TSR_DIRECT=1: nothing periodic"
 else bad "TSR_DIRECT=1 still lists periodic nodes"; fi
 
+w="$SRC/designs/examples/wafer-fields.yaml"
+"$TESSERA" check "$w" --tree >"$tmp/wtree" 2>&1
+if grep -q "^  root.children\[1\] (circle r=49000) .*; uncached: computed where its one pattern parent reads it" "$tmp/wtree" &&
+    ! grep -q "^  cross .*uncached" "$tmp/wtree" && ! grep -q "^  root .*uncached" "$tmp/wtree"; then
+    ok "check --tree marks the node only one pattern edge reads as uncached, and no other"
+else bad "check --tree, uncached: $(grep -E '^  (cross|root)' "$tmp/wtree")"; fi
+
 # a crop across the top border, the design's swath order (16384 px swaths, 7 of them)
 for direct in 0 1; do
     TSR_DIRECT=$direct "$TESSERA" render "$d" --rows 0:40 -o "$tmp/r$direct.raw" --progress none \
