@@ -46,7 +46,7 @@ get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_ent
                             (long long)r.w, (long long)r.h);
         }
         /* a grid tile is computed directly even where the node repeats: tiles are only
-         * asked for along the border of its interior (read_inner) */
+         * asked for along the border of its interior (compute_periodic) */
         tsr_status st = tsr_cpu_compute_direct(e, n, r, t->px, err);
         if (st != TSR_OK) {
             tsr_tile_free(t);
@@ -246,17 +246,11 @@ copy_period(const tsr_engine *e, const tsr_node *n, const float *base, tsr_rect 
 {
     const tsr_inner *per = &e->inner[n->id];
     const int64_t pw = per->p[0], ph = per->p[1];
-    int64_t x0 = tsr_floor_mod(r.x - per->in.x, pw), y = tsr_floor_mod(r.y - per->in.y, ph);
+    size_t x0b = (size_t)tsr_floor_mod(r.x - per->in.x, pw) * sizeof(float);
+    int64_t y = tsr_floor_mod(r.y - per->in.y, ph);
     for (int64_t j = 0; j < r.h; j++) {
-        const float *src = base + y * pw;
-        float *d = dst + j * stride;
-        int64_t done = 0, x = x0;
-        while (done < r.w) {
-            int64_t run = pw - x < r.w - done ? pw - x : r.w - done;
-            memcpy(d + done, src + x, (size_t)run * sizeof(float));
-            done += run;
-            x = 0;
-        }
+        tsr_period_row((const uint8_t *)(base + y * pw), (size_t)pw * sizeof(float), x0b,
+                       (uint8_t *)(dst + j * stride), (size_t)r.w * sizeof(float));
         if (++y == ph)
             y = 0;
     }

@@ -152,7 +152,6 @@ tsr_engine_free(tsr_engine *e)
         e->ops->close(e);
     tsr_cache_free(e->cache);
     free(e->tile);
-    free(e->period);
     free(e->inner);
     free(e->uncached);
     tsr_pool_free(e->pool);
@@ -270,11 +269,8 @@ root_period_samples(tsr_engine *e, tsr_error *err)
     return TSR_OK;
 }
 
-/* Row j (in root order) of a band of a periodic root, from the period's row py: one period from
- * phase x0, then doubling copies of what is already there (a whole number of periods each
- * time). */
-static void
-periodic_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t row)
+void
+tsr_period_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t row)
 {
     size_t first = prow - x0b, done;
     if (first > row)
@@ -326,7 +322,7 @@ fill_lead(void *ctx, int worker, size_t k)
     for (int64_t b = f->b0 + (int64_t)k * FILL_ROWS; b < end && b < f->b0 + (int64_t)(k + 1) * FILL_ROWS; b++) {
         int64_t j = b - f->b0;
         int64_t py = f->py0 + j < f->ph ? f->py0 + j : f->py0 + j - f->ph;
-        periodic_row(f->period + (size_t)py * f->prow, f->prow, f->x0b, fill_at(f, b), f->len);
+        tsr_period_row(f->period + (size_t)py * f->prow, f->prow, f->x0b, fill_at(f, b), f->len);
     }
 }
 
@@ -389,7 +385,7 @@ tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], si
 tsr_status
 tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err)
 {
-    *done = e->period && e->period[e->d->root->id][0];
+    *done = tsr_periodic_whole(e, e->d->root);
     if (!*done)
         return TSR_OK;
     tsr_rect rest[4];

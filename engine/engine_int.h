@@ -35,8 +35,6 @@ struct tsr_engine {
     _Atomic uint64_t trait_ns[16]; /* per trait table index: nanoseconds in layer + blend */
     double *node_seconds;       /* filled by get_stats */
     int64_t rows0, rows1;       /* the crop: stream rows [rows0, rows1) of the root */
-    int64_t (*period)[2];       /* per node id: [px, py] when the node is periodic, else 0s
-                                 * (plan.c: tsr_plan_make fills it) */
     tsr_inner *inner;           /* per node id: where it repeats, whole nodes included
                                  * (plan.c), else p[0] == 0 */
     bool *uncached;             /* per node id: read by one pattern edge only, so computed
@@ -49,6 +47,16 @@ struct tsr_engine {
     tsr_pool *pool;             /* the CPU backend's worker team, started on first use */
 };
 
+/* Whether node n repeats over its whole rect (engine/plan.c): its period tile then sits at the
+ * origin, and a whole root streams by copies of converted rows. */
+static inline bool
+tsr_periodic_whole(const struct tsr_engine *e, const tsr_node *n)
+{
+    const tsr_inner *per = e->inner ? &e->inner[n->id] : NULL;
+    return per && per->p[0] && per->in.x == 0 && per->in.y == 0 && per->in.w == n->w &&
+           per->in.h == n->h;
+}
+
 /* Node n's period tile's rect: the period at the top-left of where it repeats. */
 static inline tsr_rect
 tsr_period_rect(const struct tsr_engine *e, const tsr_node *n)
@@ -56,6 +64,13 @@ tsr_period_rect(const struct tsr_engine *e, const tsr_node *n)
     const tsr_inner *per = &e->inner[n->id];
     return tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
 }
+
+/* `row` bytes of a periodic row into dst, from one period's row src of `prow` bytes starting at
+ * byte x0b: one period from that phase, then doubling copies of what is already there (a
+ * whole number of periods each time). Float rows of a period tile (compute.c) and sample rows
+ * of a periodic root's band (engine.c) alike. */
+void
+tsr_period_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t row);
 
 /* Child rects of one edge layer that compute.c keeps in its own frame; more (up to
  * TSR_NEED_MAX) take TSR_FETCH_BYTES each on the heap (the plan counts them). That frame is on

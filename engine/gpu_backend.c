@@ -107,7 +107,7 @@ static tsr_status
 period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, tsr_error *err)
 {
     if (!s->period[n->id]) {
-        int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
+        int64_t pw = e->inner[n->id].p[0], ph = e->inner[n->id].p[1];
         float *t = malloc((size_t)(pw * ph) * sizeof *t);
         if (!t)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
@@ -184,7 +184,7 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
         st = period_tile(e, s, n, &t, err);
         if (st != TSR_OK)
             return st;
-        int64_t pw = e->period[n->id][0], ph = e->period[n->id][1];
+        int64_t pw = e->inner[n->id].p[0], ph = e->inner[n->id].p[1];
         const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pw * ph) * sizeof(float), err);
         if (!dt)
             return TSR_ENOMEM;
@@ -528,7 +528,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
-        s->cls[n->id] = e->period[n->id][0] ? CLASS_PERIODIC
+        s->cls[n->id] = tsr_periodic_whole(e, n) ? CLASS_PERIODIC
                         : device_can(n)     ? CLASS_DEVICE
                                             : CLASS_HOST;
     }

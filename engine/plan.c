@@ -28,7 +28,7 @@
  * rect inside which it repeats (the intersection of its edges' rects; the constant fill
  * repeats everywhere), and the engine computes one period tile there and copies it over that
  * interior (engine/compute.c), computing only the border directly. A node periodic over its
- * whole rect is the old case (e->period): its period tile sits at the origin, and a periodic
+ * whole rect is the old case (tsr_periodic_whole): its period tile sits at the origin, and a periodic
  * root streams by row copies of converted samples (engine.c). Periods whose tile exceeds
  * PERIOD_MAX_PX are not worth it, nor interiors under PERIOD_MIN_COPIES periods. */
 #define PERIOD_MAX_PX ((int64_t)1 << 20)
@@ -337,21 +337,13 @@ static tsr_status
 plan_fit(tsr_engine *e, tsr_error *err)
 {
     tsr_plan *p = &e->plan;
-    if (!e->period) {
-        e->period = calloc(e->d->nnodes, sizeof *e->period);
+    if (!e->inner) {
         e->inner = calloc(e->d->nnodes, sizeof *e->inner);
         e->uncached = calloc(e->d->nnodes, sizeof *e->uncached);
-        if (!e->period || !e->inner || !e->uncached)
+        if (!e->inner || !e->uncached)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (plan)");
-        for (size_t i = 0; i < e->d->nnodes && !e->opts.direct; i++) { /* children first */
-            const tsr_node *n = e->d->nodes[i];
-            tsr_inner *in = &e->inner[n->id];
-            find_period(e, n, in);
-            if (in->p[0] && in->in.x == 0 && in->in.y == 0 && in->in.w == n->w && in->in.h == n->h) {
-                e->period[n->id][0] = in->p[0];
-                e->period[n->id][1] = in->p[1];
-            }
-        }
+        for (size_t i = 0; i < e->d->nnodes && !e->opts.direct; i++) /* children first */
+            find_period(e, e->d->nodes[i], &e->inner[e->d->nodes[i]->id]);
         find_uncached(e);
     }
     int64_t troot = e->tile[e->d->root->id];
