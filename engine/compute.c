@@ -84,12 +84,6 @@ assemble(tsr_engine *e, const tsr_node *c, tsr_rect part, float *dst, int64_t st
     return TSR_OK;
 }
 
-static bool
-repeats(const tsr_engine *e, const tsr_node *n)
-{
-    return e->inner && e->inner[n->id].p[0];
-}
-
 /* The pixels of child rect `want` as a view: a pinned tile's own pixels when `want` lies in one
  * tile (no copy), else assembled into `*buf` (caller frees): from the tiles it meets; for a
  * child that repeats, copied from its period tile; for an uncached child (plan.c), computed
@@ -103,7 +97,7 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
     tsr_grid_tiles_of(g, want, &tx0, &ty0, &tx1, &ty1);
     *pin = NULL;
     *buf = NULL;
-    bool copy = repeats(e, c) || (e->uncached && e->uncached[c->id]);
+    bool copy = tsr_repeats(e, c) || tsr_engine_uncached(e, c);
     if (!copy && tx1 - tx0 == 1 && ty1 - ty0 == 1) {
         tsr_status st = get_tile(e, c, tx0, ty0, pin, err);
         if (st != TSR_OK)
@@ -286,7 +280,7 @@ compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_er
 tsr_status
 tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
-    if (repeats(e, n))
+    if (tsr_repeats(e, n))
         return compute_periodic(e, n, r, px, err);
     return tsr_cpu_compute_direct(e, n, r, px, err);
 }

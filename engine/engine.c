@@ -183,12 +183,11 @@ tsr_engine_threads(const tsr_engine *e)
 bool
 tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in)
 {
-    const tsr_inner *per = e->inner ? &e->inner[n->id] : NULL;
-    bool periodic = per && per->p[0];
-    p[0] = periodic ? per->p[0] : 0;
-    p[1] = periodic ? per->p[1] : 0;
+    bool periodic = tsr_repeats(e, n);
+    p[0] = periodic ? e->inner[n->id].p[0] : 0;
+    p[1] = periodic ? e->inner[n->id].p[1] : 0;
     if (in)
-        *in = periodic ? per->in : tsr_rect_make(0, 0, 0, 0);
+        *in = periodic ? e->inner[n->id].in : tsr_rect_make(0, 0, 0, 0);
     return periodic;
 }
 
@@ -365,8 +364,9 @@ tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], si
                       tsr_error *err)
 {
     tsr_rect band = tsr_rect_make(j->x, j->y, j->w, j->h);
-    const tsr_inner *per = e->inner ? &e->inner[e->d->root->id] : NULL;
-    tsr_rect in = per && per->p[0] ? tsr_rect_intersect(band, per->in) : tsr_rect_make(0, 0, 0, 0);
+    const tsr_node *root = e->d->root;
+    tsr_rect in = tsr_repeats(e, root) ? tsr_rect_intersect(band, e->inner[root->id].in)
+                                       : tsr_rect_make(0, 0, 0, 0);
     *nrest = tsr_rect_minus(band, in, rest);
     if (tsr_rect_empty(in))
         return TSR_OK;

@@ -47,14 +47,20 @@ struct tsr_engine {
     tsr_pool *pool;             /* the CPU backend's worker team, started on first use */
 };
 
-/* Whether node n repeats over its whole rect (engine/plan.c): its period tile then sits at the
- * origin, and a whole root streams by copies of converted rows. */
+/* Whether node n repeats somewhere (engine/plan.c). */
+static inline bool
+tsr_repeats(const struct tsr_engine *e, const tsr_node *n)
+{
+    return e->inner && e->inner[n->id].p[0];
+}
+
+/* Whether node n repeats over its whole rect: its period tile then sits at the origin, and a
+ * whole root streams by copies of converted rows. */
 static inline bool
 tsr_periodic_whole(const struct tsr_engine *e, const tsr_node *n)
 {
-    const tsr_inner *per = e->inner ? &e->inner[n->id] : NULL;
-    return per && per->p[0] && per->in.x == 0 && per->in.y == 0 && per->in.w == n->w &&
-           per->in.h == n->h;
+    const tsr_rect in = tsr_repeats(e, n) ? e->inner[n->id].in : tsr_rect_make(0, 0, 0, 0);
+    return in.x == 0 && in.y == 0 && in.w == n->w && in.h == n->h;
 }
 
 /* Node n's period tile's rect: the period at the top-left of where it repeats. */

@@ -39,12 +39,6 @@ want(want_list *l, int64_t tx, int64_t ty)
 }
 
 static bool
-repeats(const tsr_engine *e, const tsr_node *n)
-{
-    return e->inner && e->inner[n->id].p[0];
-}
-
-static bool
 want_rect(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r);
 
 /* An uncached node (engine/plan.c) computed over r where it is read: no tile of its own, what
@@ -70,12 +64,12 @@ want_direct(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r
 static bool
 want_rect(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r)
 {
-    if (e->uncached && e->uncached[c->id])
+    if (tsr_engine_uncached(e, c))
         return want_direct(e, wants, c, r);
     want_list *l = &wants[c->id];
     tsr_rect parts[4] = {r};
     size_t np = 1;
-    if (repeats(e, c)) {
+    if (tsr_repeats(e, c)) {
         tsr_rect in = tsr_rect_intersect(r, e->inner[c->id].in);
         np = tsr_rect_minus(r, in, parts);
         if (!tsr_rect_empty(in) && !want(l, TSR_SCHED_PERIOD, TSR_SCHED_PERIOD))
@@ -175,7 +169,7 @@ tsr_schedule_make(const tsr_engine *e, const tsr_rect *chunks, size_t n, tsr_err
     /* the root's chunks are its tiles; a root that repeats is read like any such node */
     const tsr_node *root = d->root;
     for (size_t k = 0; k < n; k++) {
-        bool ok = repeats(e, root) ? want_rect(e, wants, root, chunks[k])
+        bool ok = tsr_repeats(e, root) ? want_rect(e, wants, root, chunks[k])
                                     : want(&wants[root->id], (int64_t)k, TSR_SCHED_CHUNK);
         if (!ok)
             goto fail;
