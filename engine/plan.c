@@ -28,9 +28,9 @@
  * rect inside which it repeats (the intersection of its edges' rects; the constant fill
  * repeats everywhere), and the engine computes one period tile there and copies it over that
  * interior (engine/compute.c), computing only the border directly. A node periodic over its
- * whole rect is the old case (tsr_periodic_whole): its period tile sits at the origin, and a periodic
- * root streams by row copies of converted samples (engine.c). Periods whose tile exceeds
- * PERIOD_MAX_PX are not worth it, nor interiors under PERIOD_MIN_COPIES periods. */
+ * whole rect (tsr_periodic_whole) has its period tile at the origin, and such a root streams
+ * by row copies of converted samples (engine.c). Periods whose tile exceeds PERIOD_MAX_PX are
+ * not worth it, nor interiors under PERIOD_MIN_COPIES periods. */
 #define PERIOD_MAX_PX ((int64_t)1 << 20)
 #define PERIOD_MIN_COPIES 4
 
@@ -271,7 +271,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
         const tsr_inner *per = &e->inner[n->id];
         int64_t period_work = 0;
         if (per->p[0]) { /* the period tile, cached but counted as always held */
-            tsr_rect pr = tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
+            tsr_rect pr = tsr_period_rect(e, n);
             p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(pr));
             if (n == root) /* and a periodic root's samples (engine.c) */
                 p->fixed = sat_add(p->fixed, sat_mul(sat_mul(pr.w, pr.h), bps));

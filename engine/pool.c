@@ -1,12 +1,12 @@
 /* The CPU backend's worker team: see pool.h. */
 #include "engine/pool.h"
+#include "engine/engine_int.h" /* tsr_now_ns */
 
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <time.h>
 
 typedef struct worker_arg {
     struct tsr_pool *p;
@@ -40,28 +40,20 @@ struct tsr_pool {
 static _Thread_local const tsr_pool *in_team;
 static _Thread_local int in_id;
 
-static uint64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Claim and run items until none is left. */
 static void
 work(tsr_pool *p, int id)
 {
     in_team = p;
     in_id = id;
-    uint64_t t0 = now_ns();
+    uint64_t t0 = tsr_now_ns();
     for (;;) {
         size_t k = atomic_fetch_add(&p->next, 1);
         if (k >= p->items)
             break;
         p->fn(p->ctx, id, k);
     }
-    atomic_fetch_add(&p->busy, now_ns() - t0);
+    atomic_fetch_add(&p->busy, tsr_now_ns() - t0);
     in_team = NULL;
 }
 
@@ -154,10 +146,10 @@ tsr_pool_run(tsr_pool *p, size_t n, tsr_pool_fn fn, void *ctx)
         return;
     }
     if (p->n == 1 || n < 2) { /* nothing to share */
-        uint64_t t0 = now_ns();
+        uint64_t t0 = tsr_now_ns();
         for (size_t k = 0; k < n; k++)
             fn(ctx, 0, k);
-        atomic_fetch_add(&p->busy, now_ns() - t0);
+        atomic_fetch_add(&p->busy, tsr_now_ns() - t0);
         return;
     }
     pthread_mutex_lock(&p->mu);

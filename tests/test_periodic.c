@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* A small deterministic generator (the designs must be the same on every run). */
 static uint64_t rng_state;
@@ -177,24 +176,9 @@ static uint8_t *
 stream(const tsr_design *d, int64_t tile, int threads, bool direct, int64_t y0, int64_t y1,
        size_t *n)
 {
-    tsr_error err = {0};
     tsr_engine_opts o = {.backend = "cpu", .threads = threads, .tile = tile, .direct = direct,
                          .rows = {y0, y1}};
-    tsr_engine *e = tsr_engine_new(d, &o, &err);
-    cr_assert(e != NULL, "engine: %s", err.msg);
-    char path[] = "/tmp/tsr-periodic-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    tsr_sink *sk = tsr_sink_open(path, &err);
-    cr_assert(sk != NULL, "%s", err.msg);
-    cr_assert(tsr_engine_stream(e, sk, 0, NULL, NULL, &err) == TSR_OK, "%s", err.msg);
-    cr_assert(tsr_sink_close(sk, &err) == TSR_OK);
-    uint8_t *b = th_read_file(path, n);
-    unlink(path);
-    cr_assert(b != NULL && *n == tsr_engine_stream_bytes(e));
-    tsr_engine_free(e);
-    return b;
+    return th_stream_opts(d, &o, n);
 }
 
 static void
@@ -315,23 +299,12 @@ Test(periodic, a_lens_lattice_through_distance_and_blur_streams_as_computed_dire
             cr_assert(!tsr_engine_period(e, d->root, p, NULL), "the gradient root does not repeat");
             tsr_engine_free(e);
             size_t n1, n2;
-            uint8_t *got = th_stream(d, 16, 2, &n1);
-            tsr_error err = {0};
-            tsr_engine_opts od = {.backend = "cpu", .threads = 1, .direct = true};
-            tsr_engine *r = tsr_engine_new(d, &od, &err);
-            cr_assert(r != NULL, "%s", err.msg);
-            char path[] = "/tmp/tsr-periodic-XXXXXX";
-            close(mkstemp(path));
-            tsr_sink *sk = tsr_sink_open(path, &err);
-            cr_assert(tsr_engine_stream(r, sk, 0, NULL, NULL, &err) == TSR_OK, "%s", err.msg);
-            cr_assert(tsr_sink_close(sk, &err) == TSR_OK);
-            uint8_t *want = th_read_file(path, &n2);
-            unlink(path);
+            uint8_t *got = stream(d, 16, 2, false, 0, 0, &n1);
+            uint8_t *want = stream(d, 0, 1, true, 0, 0, &n2);
             cr_assert(n1 == n2 && memcmp(got, want, n1) == 0, "order %s, edge %s: streams differ",
                       orders[o], edges[m]);
             free(got);
             free(want);
-            tsr_engine_free(r);
             tsr_design_free(d);
         }
     }

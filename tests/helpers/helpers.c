@@ -59,9 +59,15 @@ th_design_deferred(const char *yaml, const char *name)
 uint8_t *
 th_stream(const tsr_design *d, int64_t tile, int threads, size_t *n)
 {
-    tsr_error err = {0};
     tsr_engine_opts o = {.backend = "cpu", .threads = threads, .tile = tile};
-    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    return th_stream_opts(d, &o, n);
+}
+
+uint8_t *
+th_stream_opts(const tsr_design *d, const tsr_engine_opts *o, size_t *n)
+{
+    tsr_error err = {0};
+    tsr_engine *e = tsr_engine_new(d, o, &err);
     cr_assert(e != NULL, "engine: %s", err.msg);
     char path[] = "/tmp/tsr-test-XXXXXX";
     int fd = mkstemp(path);

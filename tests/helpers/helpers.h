@@ -28,6 +28,9 @@ tsr_design *th_design_deferred(const char *yaml, const char *name);
  * bytes, *n the count. Aborts the test on failure. */
 uint8_t *th_stream(const tsr_design *d, int64_t tile, int threads, size_t *n);
 
+/* The same with any engine options (a crop, TSR_DIRECT's `direct`, ...). */
+uint8_t *th_stream_opts(const tsr_design *d, const tsr_engine_opts *o, size_t *n);
+
 /* Root floats of rect r with the given tile size and threads. malloc'd. */
 float *th_rect(const tsr_design *d, tsr_rect r, int64_t tile, int threads);
 
