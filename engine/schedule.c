@@ -41,11 +41,12 @@ want(want_list *l, int64_t tx, int64_t ty)
 static bool
 want_rect(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r);
 
-/* An uncached node (engine/plan.c) computed over r where it is read: no tile of its own, what
- * its edges need over r is wanted of its children at once (its children come later in the
- * walk: they precede it in d->nodes). */
+/* What node c's edges need to compute c over r, wanted of its children: for each tile a stage
+ * computes, and at once for an uncached node (engine/plan.c), computed over r where it is read
+ * with no tile of its own (its children come later in the walk: they precede it in
+ * d->nodes). */
 static bool
-want_direct(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r)
+want_edges(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r)
 {
     for (size_t k = 0; k < c->nedges; k++) {
         const tsr_edge *ed = &c->edges[k];
@@ -65,7 +66,7 @@ static bool
 want_rect(const tsr_engine *e, want_list *wants, const tsr_node *c, tsr_rect r)
 {
     if (tsr_engine_uncached(e, c))
-        return want_direct(e, wants, c, r);
+        return want_edges(e, wants, c, r);
     want_list *l = &wants[c->id];
     tsr_rect parts[4] = {r};
     size_t np = 1;
@@ -131,15 +132,8 @@ make_stage(tsr_schedule *s, const tsr_node *n, want_list *l, want_list *wants)
             continue;
         }
         out[st->ncompute++] = t;
-        tsr_rect r = tsr_schedule_tile_rect(s, n, t);
-        for (size_t k = 0; k < n->nedges; k++) {
-            const tsr_edge *ed = &n->edges[k];
-            tsr_rect rects[TSR_NEED_MAX];
-            size_t nr = ed->trait->need(ed, r, rects);
-            for (size_t j = 0; j < nr; j++)
-                if (!want_rect(e, wants, ed->child, rects[j]))
-                    return false;
-        }
+        if (!want_edges(e, wants, n, tsr_schedule_tile_rect(s, n, t)))
+            return false;
     }
     st->hit = out + back;
     st->nhit = u - back;
