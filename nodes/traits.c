@@ -164,6 +164,15 @@ tsr_edge_covered(const tsr_edge *e, tsr_rect pr)
 #define BLEND_ALL(mode)                                                                        \
     for (size_t i = 0; i < n; i++)                                                             \
         P[i] = tsr_pw_blend((mode), P[i], L[i]);
+/* one loop per mode, each with the mode a constant */
+#define BLEND_SWITCH(LOOP)                                                                     \
+    switch (b) {                                                                               \
+    case TSR_BLEND_OVER: LOOP(TSR_BLEND_OVER) break;                                           \
+    case TSR_BLEND_ADD: LOOP(TSR_BLEND_ADD) break;                                             \
+    case TSR_BLEND_MAX: LOOP(TSR_BLEND_MAX) break;                                             \
+    case TSR_BLEND_MIN: LOOP(TSR_BLEND_MIN) break;                                             \
+    case TSR_BLEND_MULTIPLY: LOOP(TSR_BLEND_MULTIPLY) break;                                   \
+    }
 
 void
 tsr_blend_apply(tsr_blend b, int mask_nonzero, float *restrict P, const float *restrict L,
@@ -177,22 +186,10 @@ tsr_blend_apply(tsr_blend b, int mask_nonzero, float *restrict P, const float *r
     if (!memchr(cov, 0, n)) {
         /* covered everywhere (most layers: a pattern, distance or blur over its whole child):
          * the same loops without the select, which keeps them from vectorising well */
-        switch (b) {
-        case TSR_BLEND_OVER: BLEND_ALL(TSR_BLEND_OVER) break;
-        case TSR_BLEND_ADD: BLEND_ALL(TSR_BLEND_ADD) break;
-        case TSR_BLEND_MAX: BLEND_ALL(TSR_BLEND_MAX) break;
-        case TSR_BLEND_MIN: BLEND_ALL(TSR_BLEND_MIN) break;
-        case TSR_BLEND_MULTIPLY: BLEND_ALL(TSR_BLEND_MULTIPLY) break;
-        }
+        BLEND_SWITCH(BLEND_ALL)
         return;
     }
-    switch (b) {
-    case TSR_BLEND_OVER: BLEND_LOOP(TSR_BLEND_OVER) break;
-    case TSR_BLEND_ADD: BLEND_LOOP(TSR_BLEND_ADD) break;
-    case TSR_BLEND_MAX: BLEND_LOOP(TSR_BLEND_MAX) break;
-    case TSR_BLEND_MIN: BLEND_LOOP(TSR_BLEND_MIN) break;
-    case TSR_BLEND_MULTIPLY: BLEND_LOOP(TSR_BLEND_MULTIPLY) break;
-    }
+    BLEND_SWITCH(BLEND_LOOP)
 }
 
 void
