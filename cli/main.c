@@ -40,7 +40,8 @@ static const command commands[] = {
     {"preview", C_PREVIEW, true,
      "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
      "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
-     "                         [--memory M] [--threads N] [--tile T]\n"},
+     "                         [--backend cpu|gpu|auto] [--memory M] [--threads N]\n"
+     "                         [--tile T] [--gpu-memory M]\n"},
     {"profile", C_PROFILE, false,
      "  tessera profile DESIGN [--region X,Y,W,H | --seconds S] [--backend cpu|gpu|auto]\n"
      "                         [--target 10MB/s] [--json] [--memory M] [--threads N]\n"
@@ -324,9 +325,9 @@ static const struct {
     struct option o;
     int cmds;
 } options[] = {
-    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PROFILE},
+    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PREVIEW | C_PROFILE},
     {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE},
-    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PROFILE},
+    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE},
     {{"threads", required_argument, 0, O_THREADS}, C_ENGINE},
     {{"tile", required_argument, 0, O_TILE}, C_ENGINE},
     {{"rows", required_argument, 0, O_ROWS}, C_RENDER},

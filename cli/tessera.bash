@@ -36,8 +36,8 @@ _tessera()
     case $cmd in
         render) opts="-o --rate --backend --memory --threads --framed --deflate --resume-at
                       --rows --progress --tile --stall-timeout --gpu-memory --help" ;;
-        preview) opts="--region --scale -o --depth --fast --force --progress --memory --threads
-                       --tile --help" ;;
+        preview) opts="--region --scale -o --depth --fast --force --progress --backend --memory --threads
+                       --tile --gpu-memory --help" ;;
         profile) opts="--region --seconds --backend --target --json --memory --threads --tile
                        --gpu-memory --help" ;;
         check) opts="--tree --memory --threads --tile --help" ;;
