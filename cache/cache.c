@@ -326,8 +326,8 @@ tsr_cache_tile_new(tsr_cache *c, tsr_rect r)
             /* full: publishing would evict anyway, so evict now and reuse the memory */
             tsr_cache_entry *v = c->lru_tail;
             for (int k = 0; v && k < REUSE_SCAN; k++, v = v->lru_prev) {
-                if (tsr_tile_bytes(v->tile->r) != want)
-                    continue;
+                if (v->tile->release || tsr_tile_bytes(v->tile->r) != want)
+                    continue; /* a tile of another owner's memory, or another size */
                 t = v->tile;
                 v->tile = NULL; /* entry_kill frees the tile: this one lives on */
                 lru_unlink(c, v);
@@ -369,7 +369,7 @@ tsr_cache_publish(tsr_cache *c, tsr_cache_entry *e, tsr_tile *tile)
         return;
     }
     e->tile = tile;
-    e->bytes = tsr_cache_tile_cost(tile->r);
+    e->bytes = tile->release ? tile->bytes : tsr_cache_tile_cost(tile->r);
     e->state = ST_READY;
     /* Only evict when it helps: if the tile cannot fit even with every unpinned tile gone,
      * emptying the cache would cost hits and gain nothing. */
@@ -433,6 +433,22 @@ tsr_cache_set_observer(tsr_cache *c, tsr_cache_observer fn, void *ctx)
     c->observe = fn;
     c->observe_ctx = ctx;
     pthread_mutex_unlock(&c->mu);
+}
+
+bool
+tsr_cache_evict_lru(tsr_cache *c)
+{
+    if (!c)
+        return false;
+    pthread_mutex_lock(&c->mu);
+    tsr_cache_entry *v = c->lru_tail;
+    if (v) {
+        lru_unlink(c, v);
+        entry_kill(c, v);
+        c->stats.evictions++;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return v != NULL;
 }
 
 tsr_cache_stats

@@ -41,8 +41,8 @@ typedef struct tsr_cache_stats {
     size_t budget;      /* the budget it was made with */
 } tsr_cache_stats;
 
-/* A cache of at most `budget` bytes (tsr_cache_tile_cost of each tile). NULL on out of
- * memory. A budget of 0 caches nothing (every tile transient). */
+/* A cache of at most `budget` bytes (tsr_cache_tile_cost of each tile, or the tile's own
+ * `bytes` when its memory is another owner's: tiles/tiles.h). NULL on out of memory. A budget of 0 caches nothing (every tile transient). */
 tsr_cache *
 tsr_cache_new(size_t budget);
 
@@ -106,6 +106,13 @@ typedef void (*tsr_cache_observer)(void *ctx, tsr_cache_key key, bool computed);
  * under way may still call the previous observer. */
 void
 tsr_cache_set_observer(tsr_cache *c, tsr_cache_observer fn, void *ctx);
+
+/* Evict the least recently used unpinned tile now (its tile is freed: a tile with `release`
+ * goes back to its owner, tiles/tiles.h). False when every tile is pinned or there is none.
+ * For an owner that carves tiles from a fixed pool (the GPU backend's device tiles): when the
+ * pool is empty it asks the cache to give one back. */
+bool
+tsr_cache_evict_lru(tsr_cache *c);
 
 /* A consistent snapshot of the counters. */
 tsr_cache_stats

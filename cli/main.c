@@ -1000,6 +1000,15 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
             (unsigned long long)st.overflow, (long long)st.cache_bytes,
             (long long)st.cache_peak, st.busy_seconds, cpu);
+    if (st.dev_arena > 0) /* the GPU backend */
+        fprintf(f, "\"device\":{\"arena_bytes\":%lld,\"arena_peak_bytes\":%lld,\"cache\":{"
+                   "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"bytes\":%lld,"
+                   "\"budget\":%lld}},", (long long)st.dev_arena, (long long)st.dev_arena_peak,
+                (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
+                (unsigned long long)st.dev_evictions, (long long)st.dev_cache_bytes,
+                (long long)st.dev_cache_budget);
+    else
+        fprintf(f, "\"device\":null,");
     fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
                "\"projected_seconds_slowest\":%.3f,\"samples\":[",
             slow / 1e6, fast / 1e6, total / slow);
@@ -1074,6 +1083,13 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     if (cpu > 0)
         fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %.0f MB "
                 "per CPU-second\n", cpu, (double)bytes / cpu / 1e6);
+    if (st.dev_arena > 0) /* the GPU backend */
+        fprintf(f, "device      arena %.1f MiB (at most %.1f MiB in use); tile cache %llu hits, "
+                "%llu misses, %llu evictions, %.1f of %.1f MiB\n",
+                (double)st.dev_arena / 1048576.0, (double)st.dev_arena_peak / 1048576.0,
+                (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
+                (unsigned long long)st.dev_evictions, (double)st.dev_cache_bytes / 1048576.0,
+                (double)st.dev_cache_budget / 1048576.0);
     if (st.busy_seconds > 0 && secs > 0) /* the CPU backend's team */
         fprintf(f, "busy        %.2f thread-s in %.3f s: %.2f of %d threads busy on average "
                 "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,

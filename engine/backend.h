@@ -37,6 +37,8 @@ typedef struct tsr_backend_ops {
     tsr_status (*complete)(tsr_engine *e, tsr_error *err);
     /* Root values of rect r (inside the root) into out (r.w * r.h floats): previews, tests. */
     tsr_status (*values)(tsr_engine *e, tsr_rect r, float *out, tsr_error *err);
+    /* The backend's own figures into st (may be NULL: none beyond the engine's). */
+    void (*stats)(tsr_engine *e, tsr_engine_stats *st);
 } tsr_backend_ops;
 
 /* Swath k's columns [*x, *x + *w) of swaths `sw` wide, for the output's start corner: from

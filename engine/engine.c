@@ -216,6 +216,8 @@ tsr_engine_get_stats(tsr_engine *e)
     for (size_t i = 0; i < 16; i++)
         s.trait_seconds[i] = (double)atomic_load(&e->trait_ns[i]) * 1e-9;
     s.busy_seconds = e->pool ? (double)tsr_pool_busy_ns(e->pool) * 1e-9 : 0.0;
+    if (e->ops->stats)
+        e->ops->stats(e, &s);
     return s;
 }
 

@@ -61,6 +61,10 @@ typedef struct tsr_engine_stats {
     double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
     double busy_seconds;   /* the CPU backend's threads' time inside band work, summed over
                             * them (what waits, on cache tiles or for the team, is left out) */
+    /* The GPU backend (all zero on the CPU): its device tile cache's counters and bytes, and
+     * its device memory plan (the arena, its most bytes in use at once). */
+    uint64_t dev_hits, dev_misses, dev_evictions;
+    int64_t dev_cache_bytes, dev_cache_budget, dev_arena, dev_arena_peak;
 } tsr_engine_stats;
 
 /* Load and validate a design, reading only its images' headers: tsr_engine_new decodes them

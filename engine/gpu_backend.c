@@ -23,10 +23,19 @@
  *   basis with an order-dependent overlap), or should not (a polygon of many points, which
  *   the CPU fills by scanline): computed by the CPU reference over the rect and uploaded.
  *   Same bits; slower for the first kind.
+ * - cached (beside device or host): a node whose pixels several chunks read (through a blur's
+ *   or a distance's halo, a repeat of the whole node, or several edges) and that costs more to
+ *   compute than to copy (a blur or distance below it, or the host computes it). Its pixels live
+ *   in DEV_TILE x DEV_TILE tiles in the device tile cache: cache/'s LRU, whose tiles here are
+ *   blocks of one device pool (tiles/tiles.h `release`). A chunk gathers the tiles of what it
+ *   reads (device-to-device copies), computes the missing ones as one region (one launch per
+ *   stage over their bounding box, never one per tile), and keeps them. Without room (a small
+ *   --gpu-memory) a tile is computed and not kept: same bits, more work.
  *
  * Bit-identity: every kernel evaluates nodes/pointwise.h's expressions or the traits' exact
  * integer/float sequences (gpu/), tables come from the host, so the device's values equal the
  * CPU's bit for bit (tests/test_gpu.c compares them). */
+#include "cache/cache.h"
 #include "engine/backend.h"
 #include "engine/engine_int.h"
 #include "gpu/gpu.h"
@@ -42,6 +51,7 @@
 #define SMALL_CHILD_PX ((int64_t)4 << 20) /* a repeat's child up to this is computed whole */
 #define RESIDENT_PX ((int64_t)1 << 20)    /* nodes up to this are computed once and kept */
 #define RESIDENT_BYTES ((int64_t)256 << 20) /* and that many bytes of them in all */
+#define DEV_TILE ((int64_t)512)           /* the device tile cache's tiles: 1 MiB of floats */
 
 enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
 
@@ -70,9 +80,17 @@ typedef struct gpu_state {
     } *memo;
     size_t nmemo, capmemo;
     uint64_t fault_at;     /* TSR_GPU_FAULT=N: a device error is faked at band N (tests) */
+    bool *cached;          /* per node id: kept in the device tile cache */
+    tsr_cache *dc;         /* the device tile cache; its tiles are blocks of `blocks` */
+    float *blocks;         /* nblocks blocks of DEV_TILE^2 floats (the arena's kept end) */
+    tsr_tile *btile;       /* per block: the tile struct that lends it to the cache */
+    uint32_t *freeb;       /* free blocks' numbers, nfree of them */
+    size_t nblocks, nfree;
+    int64_t arena;         /* the device memory plan's arena bytes */
 } gpu_state;
 
 static const char *const class_names[] = {"device", "periodic", "host", "resident"};
+static const char *const cached_names[] = {"device, cached", "periodic", "host, cached", "resident"};
 
 /* A polygon with more points than this is drawn by the CPU: the device tests every edge at
  * every sub-sample (a 16000-point comb with aa 4 kept one chunk's kernel busy for more than
@@ -261,6 +279,111 @@ memo_add(gpu_state *s, size_t id, tsr_rect r, float *px)
     s->memo[s->nmemo++] = (struct memo){id, r, px};
 }
 
+/* ---- the device tile cache ---------------------------------------------------------------- */
+
+/* A block comes back from the cache (evicted, or the cache freed): the cache's lock is held. */
+static void
+block_back(void *ctx, tsr_tile *t)
+{
+    gpu_state *s = ctx;
+    s->freeb[s->nfree++] = (uint32_t)(t - s->btile);
+}
+
+/* A free block for a tile of rect r, evicting the least recently used tile when none is free;
+ * NULL when every block holds a pinned tile (or there are none). */
+static tsr_tile *
+block_get(gpu_state *s, tsr_rect r)
+{
+    if (s->nfree == 0 && !tsr_cache_evict_lru(s->dc))
+        return NULL;
+    if (s->nfree == 0)
+        return NULL;
+    tsr_tile *t = &s->btile[s->freeb[--s->nfree]];
+    t->r = r;
+    return t;
+}
+
+/* The rect of node n's device tile (tx, ty), clipped to the node. */
+static tsr_rect
+dev_tile_rect(const tsr_node *n, int64_t tx, int64_t ty)
+{
+    return tsr_rect_intersect(tsr_rect_make(tx * DEV_TILE, ty * DEV_TILE, DEV_TILE, DEV_TILE),
+                              tsr_rect_make(0, 0, n->w, n->h));
+}
+
+/* The device tiles that cover r (inside node n), as one rect. */
+static tsr_rect
+dev_tile_cover(const tsr_node *n, tsr_rect r)
+{
+    int64_t x0 = r.x / DEV_TILE * DEV_TILE, y0 = r.y / DEV_TILE * DEV_TILE;
+    int64_t x1 = (r.x + r.w + DEV_TILE - 1) / DEV_TILE * DEV_TILE;
+    int64_t y1 = (r.y + r.h + DEV_TILE - 1) / DEV_TILE * DEV_TILE;
+    return tsr_rect_intersect(tsr_rect_make(x0, y0, x1 - x0, y1 - y0),
+                              tsr_rect_make(0, 0, n->w, n->h));
+}
+
+/* Cached node n over out.r (inside the node, as need() asks): the tiles the cache holds are
+ * copied in; the missing ones are computed as one region over their bounding box (into arena
+ * scratch), kept in free blocks, and copied in. Every copy and launch is on the compute stream,
+ * so a block the cache evicts is rewritten only after its earlier readers. */
+static tsr_status
+eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
+{
+    tsr_rect c = dev_tile_cover(n, out.r);
+    int64_t tx0 = c.x / DEV_TILE, ty0 = c.y / DEV_TILE;
+    int64_t ntx = (c.w + DEV_TILE - 1) / DEV_TILE, nty = (c.h + DEV_TILE - 1) / DEV_TILE;
+    struct missing {
+        tsr_cache_entry *ce;
+        tsr_rect r;
+    } *miss = malloc((size_t)(ntx * nty) * sizeof *miss);
+    if (!miss)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (device tiles of %s)", n->name);
+    tsr_status st = TSR_OK;
+    tsr_rect m = {0, 0, 0, 0};
+    size_t nmiss = 0, kept = 0;
+    for (int64_t ty = ty0; ty < ty0 + nty && st == TSR_OK; ty++)
+        for (int64_t tx = tx0; tx < tx0 + ntx && st == TSR_OK; tx++) {
+            bool must = false;
+            tsr_cache_key key = {(int64_t)n->id, tx, ty};
+            tsr_cache_entry *ce = tsr_cache_acquire(s->dc, key, &must);
+            if (!ce) {
+                st = tsr_fail(err, TSR_ENOMEM, "out of memory (device tile cache)");
+            } else if (must) {
+                miss[nmiss] = (struct missing){ce, dev_tile_rect(n, tx, ty)};
+                m = tsr_rect_union(m, miss[nmiss++].r);
+            } else {
+                const tsr_tile *t = tsr_cache_tile(ce);
+                st = tsr_gpu_copy_rect(s->g, out, (tsr_gpu_buf){t->r, t->px}, out.r, err);
+                tsr_cache_release(s->dc, ce);
+            }
+        }
+    if (nmiss > 0 && st == TSR_OK) {
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf mb = {m, tsr_gpu_alloc(s->g, (size_t)m.w * (size_t)m.h * sizeof(float), err)};
+        st = mb.px ? eval_into(e, s, n, mb, NULL, err) : TSR_ENOMEM;
+        for (; kept < nmiss && st == TSR_OK; kept++) {
+            tsr_tile *t = block_get(s, miss[kept].r);
+            if (!t) /* every block pinned or none: computed, not kept */
+                break;
+            st = tsr_gpu_copy_rect(s->g, (tsr_gpu_buf){t->r, t->px}, mb, t->r, err);
+            if (st == TSR_OK) {
+                tsr_cache_publish(s->dc, miss[kept].ce, t);
+                tsr_cache_release(s->dc, miss[kept].ce);
+            } else {
+                block_back(s, t);
+                break;
+            }
+        }
+        if (st == TSR_OK)
+            st = tsr_gpu_copy_rect(s->g, out, mb, out.r, err);
+        tsr_gpu_reset(s->g, mark);
+    }
+    for (size_t i = kept; i < nmiss; i++) /* not computed, or no room: forgotten */
+        tsr_cache_abandon(s->dc, miss[i].ce);
+    free(miss);
+    return st;
+}
+
 /* Node n over rect r: floats into a new arena buffer *out, or, with `to` (a root chunk), its
  * last stage's samples to `to` (out->px is then NULL for a node without edges).
  *
@@ -292,7 +415,8 @@ eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *ou
         if (!out->px)
             return TSR_ENOMEM;
     }
-    tsr_status st = eval_into(e, s, n, *out, to, err);
+    tsr_status st = s->cached[n->id] && !to && s->nblocks > 0 ? eval_cached(e, s, n, *out, err)
+                                                                : eval_into(e, s, n, *out, to, err);
     if (st == TSR_OK && keep)
         memo_add(s, n->id, r, out->px);
     return st;
@@ -438,7 +562,11 @@ gpu_close(tsr_engine *e)
     gpu_state *s = e->bk;
     if (!s)
         return;
+    tsr_cache_free(s->dc); /* its tiles' blocks go back to freeb first */
     tsr_gpu_close(s->g);
+    free(s->btile);
+    free(s->freeb);
+    free(s->cached);
     if (s->period)
         for (size_t i = 0; i < e->d->nnodes; i++)
             free(s->period[i]);
@@ -451,17 +579,38 @@ gpu_close(tsr_engine *e)
     e->bk = NULL;
 }
 
+/* Bytes of r's floats, saturating. */
+static int64_t
+px_bytes(tsr_rect r)
+{
+    return r.w > INT64_MAX / 4 / (r.h > 0 ? r.h : 1) ? INT64_MAX / 4 : r.w * r.h * 4;
+}
+
+static int64_t dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen);
+
 /* Arena bytes eval takes at most for node n over r (seen: per node id, a shared node's figure
  * once known, else -1): its own buffer, then for each edge its
  * child's region (recursively) and the trait kernel's scratch (blur and distance: at most ~3 x
- * the child region), freed after the edge. Resident and periodic children take nothing here
- * (resident bytes are counted apart); shared ones are counted as if not shared. Saturating. */
+ * the child region), freed after the edge; a cached node also the scratch of its missing
+ * tiles' region (at most the tiles covering r) and what computing that takes. Resident and
+ * periodic children take nothing here (resident bytes are counted apart); shared ones are
+ * counted as if not shared. Saturating. */
 static int64_t
 dry_run(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
 {
     if (s->shared[n->id] && seen[n->id] >= 0) /* a DAG is not walked as the tree of its paths */
         return seen[n->id];
-    int64_t own = r.w > INT64_MAX / 4 / (r.h > 0 ? r.h : 1) ? INT64_MAX / 4 : r.w * r.h * 4;
+    int64_t b = s->cached[n->id] ? px_bytes(r) + dry_node(s, n, dev_tile_cover(n, r), seen)
+                                 : dry_node(s, n, r, seen);
+    b = b < INT64_MAX / 4 ? b : INT64_MAX / 4;
+    seen[n->id] = b;
+    return b;
+}
+
+static int64_t
+dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
+{
+    int64_t own = px_bytes(r);
     if (s->cls[n->id] == CLASS_RESIDENT || s->cls[n->id] == CLASS_PERIODIC ||
         s->cls[n->id] == CLASS_HOST)
         return own;
@@ -480,8 +629,100 @@ dry_run(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
         if (here > peak)
             peak = here;
     }
-    seen[n->id] = peak;
     return peak;
+}
+
+/* Which device and host nodes keep their pixels in the device tile cache (file comment):
+ * those several chunks read, through a halo or a whole-node repeat or several edges, when they
+ * cost more to compute than to copy. TSR_GPU_CACHE=all caches every one (tests: the cache's
+ * paths on every design), =off none (measurements). False on out of memory. */
+static bool
+choose_cached(tsr_engine *e, gpu_state *s)
+{
+    const tsr_design *d = e->d;
+    s->cached = calloc(d->nnodes, sizeof *s->cached);
+    bool *costly = calloc(d->nnodes, sizeof *costly), *halo = calloc(d->nnodes, sizeof *halo);
+    if (!s->cached || !costly || !halo) {
+        free(costly);
+        free(halo);
+        return false;
+    }
+    const char *env = getenv("TSR_GPU_CACHE");
+    bool all = env && strcmp(env, "all") == 0, none = env && strcmp(env, "off") == 0;
+    for (size_t i = 0; i < d->nnodes; i++) { /* children before parents */
+        const tsr_node *n = d->nodes[i];
+        int cl = s->cls[n->id];
+        costly[n->id] = cl == CLASS_HOST;
+        for (size_t k = 0; k < n->nedges && cl == CLASS_DEVICE; k++) {
+            const tsr_edge *ed = &n->edges[k];
+            tsr_trait_id id = tsr_trait_id_of(ed->trait);
+            int cc = s->cls[ed->child->id];
+            if (id == TSR_TRAIT_blur || id == TSR_TRAIT_distance ||
+                ((cc == CLASS_DEVICE || cc == CLASS_HOST) && costly[ed->child->id]))
+                costly[n->id] = true;
+        }
+        for (size_t k = 0; k < n->nedges; k++)
+            if (tsr_trait_id_of(n->edges[k].trait) != TSR_TRAIT_pattern)
+                halo[n->edges[k].child->id] = true; /* blur, distance, repeat: chunks overlap */
+    }
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        int cl = s->cls[n->id];
+        s->cached[n->id] = !none && n != d->root && (cl == CLASS_DEVICE || cl == CLASS_HOST) &&
+                           (all || s->shared[n->id] || (costly[n->id] && halo[n->id]));
+    }
+    free(costly);
+    free(halo);
+    return true;
+}
+
+/* Device tile cache bytes a stream wants in steady state: for each cached node, the tiles of
+ * a band's rows and three tile rows more (the halo above and below, the next band's start)
+ * across its width, or the whole node when smaller. */
+static int64_t
+cache_want(const tsr_engine *e, const gpu_state *s)
+{
+    int64_t want = 0, tb = DEV_TILE * DEV_TILE * 4;
+    for (size_t i = 0; i < e->d->nnodes; i++) {
+        const tsr_node *n = e->d->nodes[i];
+        if (!s->cached[n->id])
+            continue;
+        int64_t tw = (n->w + DEV_TILE - 1) / DEV_TILE, th = (n->h + DEV_TILE - 1) / DEV_TILE;
+        int64_t rows = (e->band_rows + DEV_TILE - 1) / DEV_TILE + 3;
+        int64_t tiles = tw * (th < rows ? th : rows);
+        want += tiles < (INT64_MAX / 4 - want) / tb ? tiles * tb : INT64_MAX / 4 - want;
+    }
+    return want;
+}
+
+/* The device tile cache over `bytes` of the arena: whole blocks of DEV_TILE^2 floats from its
+ * kept end, for the context's life. No block at all is fine: cached nodes are then computed as
+ * the others are. */
+static tsr_status
+open_tile_cache(gpu_state *s, size_t nnodes, int64_t bytes, tsr_error *err)
+{
+    size_t tb = (size_t)(DEV_TILE * DEV_TILE) * sizeof(float);
+    size_t n = bytes > 0 ? (size_t)bytes / tb : 0;
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    bool any = false;
+    for (size_t i = 0; i < nnodes; i++)
+        any = any || s->cached[i];
+    if (n == 0 || !any)
+        return TSR_OK;
+    s->blocks = tsr_gpu_alloc_resident(s->g, n * tb, err);
+    s->btile = calloc(n, sizeof *s->btile);
+    s->freeb = calloc(n, sizeof *s->freeb);
+    s->dc = tsr_cache_new(n * tb);
+    if (!s->blocks || !s->btile || !s->freeb || !s->dc)
+        return s->blocks ? tsr_fail(err, TSR_ENOMEM, "out of memory") : TSR_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        s->btile[i] = (tsr_tile){.px = s->blocks + i * (size_t)(DEV_TILE * DEV_TILE),
+                                 .release = block_back, .release_ctx = s, .bytes = tb};
+        s->freeb[i] = (uint32_t)(n - 1 - i);
+    }
+    s->nblocks = s->nfree = n;
+    return TSR_OK;
 }
 
 /* Bands of about BAND_BYTES (whole copies at link speed; bigger ones only cost pinning time and
@@ -544,6 +785,10 @@ gpu_open(tsr_engine *e, tsr_error *err)
             resident += bytes;
         }
     }
+    if (!choose_cached(e, s)) {
+        gpu_close(e);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    }
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = d->out.depth / 8;
     int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width : W;
     e->depth = DEPTH;
@@ -584,9 +829,11 @@ gpu_open(tsr_engine *e, tsr_error *err)
     free(seen);
     int64_t minimum = DEPTH * sw * e->band_rows * bps + path + resident;
     /* Without --gpu-memory: room for the chunks' trees of child regions (4 x the minimum, at
-     * least 2 GiB), never more than 90 % of what is free. Not "most of the device": without a
-     * device tile cache more memory buys nothing, and several jobs may share one GPU. */
+     * least 2 GiB) and for the device tile cache's steady state (cache_want), never more than
+     * 90 % of what is free. Not "most of the device": beyond that more memory buys nothing,
+     * and several jobs may share one GPU. */
     int64_t want = 4 * minimum > ((int64_t)2 << 30) ? 4 * minimum : ((int64_t)2 << 30);
+    want += cache_want(e, s);
     int64_t most = (int64_t)(freeb / 10 * 9);
     int64_t arena = e->opts.gpu_memory > 0 ? e->opts.gpu_memory : (want < most ? want : most);
     if (arena < minimum) {
@@ -598,10 +845,16 @@ gpu_open(tsr_engine *e, tsr_error *err)
                         (double)arena / 1048576.0);
     }
     uint64_t t1 = tsr_now_ns();
+    s->arena = arena;
     s->g = tsr_gpu_open((size_t)arena, err);
     if (!s->g) {
         gpu_close(e);
         return err ? err->status : TSR_EIO;
+    }
+    /* the device tile cache takes 7/8 of what the minimum leaves (the rest: alignment slack) */
+    if ((st = open_tile_cache(s, d->nnodes, (arena - minimum) / 8 * 7, err)) != TSR_OK) {
+        gpu_close(e);
+        return st;
     }
     if (trace)
         fprintf(stderr, "gpu: plan %.1f ms, context and %.1f GiB arena %.1f ms; bands of %lld rows "
@@ -610,6 +863,20 @@ gpu_open(tsr_engine *e, tsr_error *err)
                 (long long)e->band_rows, (double)(sw * e->band_rows * bps) / 1048576.0,
                 (long long)s->chunk_px);
     return TSR_OK;
+}
+
+static void
+gpu_stats(tsr_engine *e, tsr_engine_stats *st)
+{
+    gpu_state *s = e->bk;
+    tsr_cache_stats cs = tsr_cache_get_stats(s->dc);
+    st->dev_hits = cs.hits;
+    st->dev_misses = cs.misses;
+    st->dev_evictions = cs.evictions;
+    st->dev_cache_bytes = (int64_t)cs.bytes;
+    st->dev_cache_budget = (int64_t)cs.budget;
+    st->dev_arena = s->arena;
+    st->dev_arena_peak = s->g ? (int64_t)tsr_gpu_arena_peak(s->g) : 0;
 }
 
 const tsr_backend_ops tsr_backend_gpu = {
@@ -621,6 +888,7 @@ const tsr_backend_ops tsr_backend_gpu = {
     .submit = gpu_submit,
     .complete = gpu_complete,
     .values = gpu_values,
+    .stats = gpu_stats,
 };
 
 /* The storage class of node n under the GPU backend, for `tessera check`; NULL for the CPU. */
@@ -629,5 +897,6 @@ tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n)
 {
     if (e->ops != &tsr_backend_gpu || !e->bk)
         return NULL;
-    return class_names[((const gpu_state *)e->bk)->cls[n->id]];
+    const gpu_state *s = e->bk;
+    return (s->cached[n->id] ? cached_names : class_names)[s->cls[n->id]];
 }

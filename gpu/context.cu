@@ -286,6 +286,20 @@ tsr_gpu_download(tsr_gpu *g, tsr_gpu_buf in, float *host, tsr_error *err)
 }
 
 extern "C" tsr_status
+tsr_gpu_copy_rect(tsr_gpu *g, tsr_gpu_buf dst, tsr_gpu_buf src, tsr_rect r, tsr_error *err)
+{
+    r = tsr_rect_intersect(tsr_rect_intersect(r, dst.r), src.r);
+    if (tsr_rect_empty(r))
+        return TSR_OK;
+    const float *s = src.px + (r.y - src.r.y) * src.r.w + (r.x - src.r.x);
+    float *d = dst.px + (r.y - dst.r.y) * dst.r.w + (r.x - dst.r.x);
+    TSR_CUDA_TRY(cudaMemcpy2DAsync(d, (size_t)dst.r.w * sizeof(float), s,
+                                   (size_t)src.r.w * sizeof(float), (size_t)r.w * sizeof(float),
+                                   (size_t)r.h, cudaMemcpyDeviceToDevice, g->compute), err);
+    return TSR_OK;
+}
+
+extern "C" tsr_status
 tsr_gpu_memset(tsr_gpu *g, void *dst, int value, size_t bytes, tsr_error *err)
 {
     TSR_CUDA_TRY(cudaMemsetAsync(dst, value, bytes, g->compute), err);

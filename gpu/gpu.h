@@ -135,6 +135,11 @@ tsr_gpu_periodic(tsr_gpu *g, const float *period, int64_t pw, int64_t ph, tsr_gp
 tsr_status
 tsr_gpu_upload(tsr_gpu *g, tsr_gpu_buf out, const float *host, tsr_error *err);
 
+/* Copy the pixels of rect r (node coordinates) that both buffers hold from src to dst, on the
+ * compute stream (device to device: a cached tile into a child region, or back). */
+tsr_status
+tsr_gpu_copy_rect(tsr_gpu *g, tsr_gpu_buf dst, tsr_gpu_buf src, tsr_rect r, tsr_error *err);
+
 /* Copy a region back to the host (synchronous; tests and previews). */
 tsr_status
 tsr_gpu_download(tsr_gpu *g, tsr_gpu_buf in, float *host, tsr_error *err);

@@ -516,6 +516,106 @@ Test(cache, second_publish_is_ignored_and_its_tile_freed)
     tsr_cache_free(c);
 }
 
+/* ---- tiles of another owner's memory (the GPU backend's device tiles) ----------------- */
+
+/* A pool of `n` blocks a test hands out as tiles with `release`: counts what comes back. */
+typedef struct pool {
+    tsr_tile tiles[8];
+    float px[8][4];
+    bool out[8];
+    int returned;
+} pool;
+
+static void
+pool_return(void *ctx, tsr_tile *t)
+{
+    pool *p = ctx;
+    p->out[t - p->tiles] = false;
+    p->returned++;
+}
+
+static tsr_tile *
+pool_tile(pool *p, int i, size_t bytes)
+{
+    cr_assert(!p->out[i]);
+    p->out[i] = true;
+    p->tiles[i] = (tsr_tile){.r = tsr_rect_make(i, 0, 1, 1), .px = p->px[i], .release = pool_return,
+                             .release_ctx = p, .bytes = bytes};
+    return &p->tiles[i];
+}
+
+Test(cache, owner_tiles_cost_their_own_bytes_and_go_back_to_their_owner)
+{
+    pool p = {0};
+    tsr_cache *c = tsr_cache_new(3000);
+    for (int i = 0; i < 3; i++) {
+        bool must;
+        tsr_cache_entry *e = tsr_cache_acquire(c, key(1, i, 0), &must);
+        cr_assert(must);
+        tsr_cache_publish(c, e, pool_tile(&p, i, 1000));
+        tsr_cache_release(c, e);
+    }
+    /* a 1 x 1 host tile costs ~350 bytes; these cost what they said: 3 x 1000 fill the cache */
+    cr_assert_eq(tsr_cache_get_stats(c).bytes, 3000);
+    cr_assert_eq(p.returned, 0);
+    bool must;
+    tsr_cache_entry *e = tsr_cache_acquire(c, key(1, 3, 0), &must);
+    tsr_cache_publish(c, e, pool_tile(&p, 3, 1000));
+    tsr_cache_release(c, e);
+    cr_assert_eq(p.returned, 1, "the least recently used went back to its owner");
+    cr_assert(!p.out[0] && p.out[1] && p.out[2] && p.out[3]);
+    tsr_cache_free(c);
+    cr_assert_eq(p.returned, 4);
+}
+
+Test(cache, evict_lru_gives_back_the_oldest_unpinned_tile_and_never_a_pinned_one)
+{
+    pool p = {0};
+    tsr_cache *c = tsr_cache_new(1 << 20);
+    tsr_cache_entry *pinned = NULL;
+    for (int i = 0; i < 3; i++) {
+        bool must;
+        tsr_cache_entry *e = tsr_cache_acquire(c, key(1, i, 0), &must);
+        tsr_cache_publish(c, e, pool_tile(&p, i, 100));
+        if (i == 0)
+            pinned = e; /* the oldest, but held */
+        else
+            tsr_cache_release(c, e);
+    }
+    cr_assert(tsr_cache_evict_lru(c));
+    cr_assert(p.out[0] && !p.out[1] && p.out[2], "tile 1, the oldest unpinned, went back");
+    cr_assert(tsr_cache_evict_lru(c));
+    cr_assert(!p.out[2]);
+    cr_assert(!tsr_cache_evict_lru(c), "only a pinned tile is left");
+    cr_assert(p.out[0]);
+    cr_assert_eq(tsr_cache_get_stats(c).evictions, 2);
+    cr_assert_eq(tsr_cache_get_stats(c).bytes, 100);
+    tsr_cache_release(c, pinned);
+    cr_assert(tsr_cache_evict_lru(c));
+    cr_assert_eq(tsr_cache_get_stats(c).bytes, 0);
+    cr_assert(!tsr_cache_evict_lru(c));
+    cr_assert(!tsr_cache_evict_lru(NULL));
+    tsr_cache_free(c);
+    cr_assert_eq(p.returned, 3);
+}
+
+Test(cache, tile_new_never_reuses_an_owner_tile)
+{
+    pool p = {0};
+    size_t one = tsr_cache_tile_cost(tsr_rect_make(0, 0, 1, 1));
+    tsr_cache *c = tsr_cache_new(one);
+    bool must;
+    tsr_cache_entry *e = tsr_cache_acquire(c, key(1, 0, 0), &must);
+    tsr_cache_publish(c, e, pool_tile(&p, 0, one)); /* the cache is full of an owner tile */
+    tsr_cache_release(c, e);
+    tsr_tile *t = tsr_cache_tile_new(c, tsr_rect_make(0, 0, 1, 1));
+    cr_assert_not_null(t);
+    cr_assert_neq(t, &p.tiles[0], "a host tile, not the owner's");
+    cr_assert(p.out[0], "the owner tile stays cached");
+    tsr_tile_free(t);
+    tsr_cache_free(c);
+}
+
 Test(cache, null_arguments_are_refused_without_crashing)
 {
     bool must = true;

@@ -56,14 +56,18 @@ first_diff(const float *a, const float *b, size_t n)
     return n;
 }
 
+/* The chunk sizes assert_values_equal tries: the default, a band-sized one and an odd one that
+ * cuts rows and columns oddly. */
+static const int64_t all_chunks[] = {0, 4096, 37 * 53};
+static const int64_t *chunks = all_chunks;
+static size_t nchunks = 3;
+
 static void
 assert_values_equal(const char *path, const tsr_design *d, tsr_rect r)
 {
     size_t n = (size_t)r.w * (size_t)r.h;
     float *ref = th_rect(d, r, 512, 2);
-    /* the default chunk, a band-sized one and an odd one that cuts rows and columns oddly */
-    const int64_t chunks[] = {0, 4096, 37 * 53};
-    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+    for (size_t c = 0; c < nchunks; c++) {
         tsr_engine *e = gpu_engine(d, chunks[c], NULL);
         float *got = malloc(n * sizeof *got);
         memset(got, 0xff, n * sizeof *got); /* NaN: an unwritten pixel never passes */
@@ -120,6 +124,91 @@ Test(gpu, every_design_gives_the_cpu_floats_bit_for_bit, .timeout = 1200)
 {
     need_gpu();
     cr_assert(for_each_design(assert_design_values) > 30, "too few designs found");
+}
+
+/* The device tile cache's paths on every design: every device and host node below the root
+ * kept in it (TSR_GPU_CACHE=all), at the odd chunk size, whose chunks gather tiles across
+ * every seam. */
+Test(gpu, every_design_with_every_node_cached_gives_the_cpu_floats, .timeout = 1200)
+{
+    need_gpu();
+    setenv("TSR_GPU_CACHE", "all", 1);
+    static const int64_t odd[] = {37 * 53};
+    chunks = odd;
+    nchunks = 1;
+    cr_assert(for_each_design(assert_design_values) > 30, "too few designs found");
+}
+
+/* A blur of a blurred disc: the inner blur's node is cached (it costs a blur, and the outer
+ * blur's halo makes neighbouring chunks read the same pixels). */
+static const char cached_yaml[] =
+    "tessera: 1\n"
+    "output: {depth: 16}\n"
+    "root:\n"
+    "  size: [3000, 2000]\n"
+    "  children:\n"
+    "    - trait: blur\n"
+    "      sigma: 3\n"
+    "      node:\n"
+    "        size: [3000, 2000]\n"
+    "        children:\n"
+    "          - trait: blur\n"
+    "            sigma: 2\n"
+    "            node: {size: [3000, 2000], source: {shape: circle, center: [1500, 1000], "
+    "radius: 900, value: 1}}\n";
+
+/* The stream of cached_yaml on the GPU with `gpu_memory` bytes (0: the smallest plan and 6 MiB,
+ * about 5 device tiles), equal to the CPU's; its device cache figures in *st. */
+static void
+stream_cached(int64_t gpu_memory, tsr_engine_stats *st)
+{
+    tsr_design *d = th_design(cached_yaml);
+    tsr_error err = {0};
+    if (gpu_memory == 0) { /* the refusal names the smallest plan */
+        tsr_engine_opts o = {.backend = "gpu", .gpu_memory = 1};
+        cr_assert(tsr_engine_new(d, &o, &err) == NULL);
+        const char *p = strstr(err.msg, "--gpu-memory ");
+        cr_assert(p != NULL, "%s", err.msg);
+        gpu_memory = strtoll(p + strlen("--gpu-memory "), NULL, 10) + ((int64_t)6 << 20);
+    }
+    tsr_engine_opts o = {.backend = "gpu", .gpu_memory = gpu_memory};
+    tsr_engine *e = tsr_engine_new(d, &o, &err);
+    cr_assert(e != NULL, "%s", err.msg);
+    cr_assert_str_eq(tsr_engine_gpu_class(e, d->root->edges[0].child), "device, cached");
+    size_t nref, n;
+    uint8_t *ref = th_stream(d, 512, 2, &nref);
+    uint8_t *got = stream_file(e, 0, &n);
+    cr_assert(n == nref && memcmp(ref, got, n) == 0, "the GPU's stream differs (--gpu-memory %lld)",
+              (long long)gpu_memory);
+    *st = tsr_engine_get_stats(e);
+    free(ref);
+    free(got);
+    tsr_engine_free(e);
+    tsr_design_free(d);
+}
+
+Test(gpu, the_device_tile_cache_keeps_tiles_for_the_next_band, .timeout = 120)
+{
+    need_gpu();
+    tsr_engine_stats st;
+    stream_cached((int64_t)1 << 30, &st);
+    cr_assert(st.dev_misses > 0 && st.dev_hits > 0, "hits %llu, misses %llu",
+              (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses);
+    cr_assert_eq(st.dev_evictions, 0);
+    /* every tile of the cached node computed once: 6 x 4 tiles of 512 px */
+    cr_assert_eq(st.dev_misses, 24);
+}
+
+Test(gpu, eviction_under_a_tiny_gpu_memory_gives_the_same_bytes, .timeout = 120)
+{
+    need_gpu();
+    tsr_engine_stats st;
+    stream_cached(0, &st);
+    cr_assert(st.dev_cache_budget > 0 && st.dev_cache_budget <= (int64_t)6 << 20, "budget %lld",
+              (long long)st.dev_cache_budget);
+    cr_assert(st.dev_evictions > 0, "evictions %llu", (unsigned long long)st.dev_evictions);
+    cr_assert(st.dev_misses > 24, "tiles computed again after eviction: %llu misses",
+              (unsigned long long)st.dev_misses);
 }
 
 /* A node read by several edges is computed once per chunk and rect: the ref bomb (n20 reaches

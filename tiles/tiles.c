@@ -146,7 +146,7 @@ tsr_tile_new(tsr_rect r)
     if (!t)
         return NULL;
     size_t pxbytes = bytes - sizeof(tsr_tile);
-    t->mapped = 0;
+    *t = (tsr_tile){.mapped = 0}; /* release NULL: host pixels of its own */
     if (pxbytes >= TSR_TILE_MAP_MIN) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (pxbytes + page - 1) & ~(page - 1);
         void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -168,6 +168,10 @@ tsr_tile_free(tsr_tile *t)
 {
     if (!t)
         return;
+    if (t->release) {
+        t->release(t->release_ctx, t);
+        return;
+    }
     if (t->mapped)
         munmap(t->px, t->mapped);
     else

@@ -139,11 +139,20 @@ tsr_view_row(const tsr_view *v, int64_t x, int64_t y)
     return v->px + (y - v->r.y) * v->stride + (x - v->r.x);
 }
 
-/* An owned float32 raster of rect `r`, rows contiguous (stride = r.w). */
+/* An owned float32 raster of rect `r`, rows contiguous (stride = r.w).
+ *
+ * Pixels that live elsewhere (the GPU backend's device tiles, engine/gpu_backend.c) set
+ * `release`: tsr_tile_free then hands the tile to release(release_ctx, t), which owns it from
+ * there (px and the struct; the cache calls it with its lock held, so it must not call the
+ * cache), and the cache counts `bytes` for it instead of what tsr_cache_tile_cost says of host
+ * memory. The tile cache (cache/) is one LRU for both. */
 typedef struct tsr_tile {
     tsr_rect r;
     float *px;
     size_t mapped; /* bytes of px's own mapping (whole pages), or 0 when px is from malloc */
+    void (*release)(void *ctx, struct tsr_tile *t); /* NULL: px is host memory we own */
+    void *release_ctx;
+    size_t bytes; /* with release: what the tile costs its owner */
 } tsr_tile;
 
 /* Pixel blocks from this size up are mappings of their own, not heap memory: tiles are
