@@ -1003,10 +1003,16 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
     if (st.dev_arena > 0) /* the GPU backend */
         fprintf(f, "\"device\":{\"arena_bytes\":%lld,\"arena_peak_bytes\":%lld,\"cache\":{"
                    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"bytes\":%lld,"
-                   "\"budget\":%lld}},", (long long)st.dev_arena, (long long)st.dev_arena_peak,
+                   "\"budget\":%lld},", (long long)st.dev_arena, (long long)st.dev_arena_peak,
                 (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
                 (unsigned long long)st.dev_evictions, (long long)st.dev_cache_bytes,
                 (long long)st.dev_cache_budget);
+    if (st.dev_arena > 0) {
+        fprintf(f, "\"stage_seconds\":{");
+        for (int k = 0; k < TSR_GPU_STAGES; k++)
+            fprintf(f, "%s\"%s\":%.6f", k ? "," : "", tsr_gpu_stage_name(k), st.gpu_stage_seconds[k]);
+        fprintf(f, "},\"host_node_seconds\":%.6f},", st.gpu_host_seconds);
+    }
     else
         fprintf(f, "\"device\":null,");
     fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
@@ -1090,6 +1096,15 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
                 (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
                 (unsigned long long)st.dev_evictions, (double)st.dev_cache_bytes / 1048576.0,
                 (double)st.dev_cache_budget / 1048576.0);
+    if (st.dev_arena > 0) {
+        fprintf(f, "gpu time   ");
+        for (int k = 0; k < TSR_GPU_STAGES; k++)
+            if (st.gpu_stage_seconds[k] > 0)
+                fprintf(f, " %s %.3f s", tsr_gpu_stage_name(k), st.gpu_stage_seconds[k]);
+        if (st.gpu_host_seconds > 0)
+            fprintf(f, "; host nodes %.3f s on the CPU", st.gpu_host_seconds);
+        fputc('\n', f);
+    }
     if (st.busy_seconds > 0 && secs > 0) /* the CPU backend's team */
         fprintf(f, "busy        %.2f thread-s in %.3f s: %.2f of %d threads busy on average "
                 "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,

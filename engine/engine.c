@@ -148,8 +148,11 @@ tsr_engine_free(tsr_engine *e)
 {
     if (!e)
         return;
+    if (e->ops && e->wmem.mem && e->ops->detach)
+        e->ops->detach(e, e->wmem.mem);
     if (e->ops)
         e->ops->close(e);
+    tsr_writer_mem_free(&e->wmem);
     tsr_cache_free(e->cache);
     free(e->tile);
     free(e->inner);
@@ -470,18 +473,25 @@ pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t row
     p->e = e;
     p->depth = (size_t)(e->depth > 0 && e->depth <= PIPE_MAX ? e->depth : 1);
     size_t cap = (size_t)(width * rows * (e->d->out.depth / 8));
-    p->wr = tsr_writer_new(sink, (size_t)e->writer_bufs, cap);
+    if (!e->ops->attach) {
+        p->wr = tsr_writer_new(sink, (size_t)e->writer_bufs, cap);
+        return p->wr ? TSR_OK : tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
+    }
+    /* A backend that pins the pool keeps it for the engine's life (pinning costs time per
+     * byte: a profile's samples and a job's streams pin it once); a bigger one replaces it. */
+    if (e->wmem.mem && (e->wmem.nbuf != (size_t)e->writer_bufs || e->wmem.cap < cap)) {
+        e->ops->detach(e, e->wmem.mem);
+        tsr_writer_mem_free(&e->wmem);
+    }
+    if (!e->wmem.mem && !tsr_writer_mem_new(&e->wmem, (size_t)e->writer_bufs, cap))
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
+    tsr_status st = e->ops->attach(e, e->wmem.mem, e->wmem.memlen, err);
+    if (st != TSR_OK)
+        return st;
+    p->wr = tsr_writer_new_in(sink, &e->wmem, cap); /* never donates its (pinned) pages */
     if (!p->wr)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
-    size_t len;
-    tsr_writer_pool(p->wr, &p->pool, &len);
-    if (e->ops->attach) {
-        tsr_status st = e->ops->attach(e, p->pool, len, err);
-        if (st != TSR_OK) {
-            p->pool = NULL;
-            return st;
-        }
-    }
+    p->pool = e->wmem.mem;
     return TSR_OK;
 }
 
@@ -555,8 +565,6 @@ pipe_close(pipeline *p, tsr_status st, tsr_error *err)
             p->n--;
         }
     }
-    if (p->pool && p->e->ops->detach)
-        p->e->ops->detach(p->e, p->pool);
     tsr_error werr;
     tsr_status ws = tsr_writer_finish(p->wr, &werr);
     if (st == TSR_OK && ws != TSR_OK) {

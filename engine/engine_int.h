@@ -5,6 +5,7 @@
 #include "cache/cache.h"
 #include "engine/engine.h"
 #include "engine/pool.h"
+#include "stream/stream.h"
 
 #include <stdatomic.h>
 
@@ -29,6 +30,7 @@ struct tsr_engine {
                                  * backend that pins its buffers: profile's regions) */
     int depth;                  /* bands the backend keeps in flight */
     int64_t writer_bufs;        /* writer buffers of band_rows rows (the host plan's bands) */
+    tsr_writer_mem wmem;        /* a pinning backend's writer pool, kept across streams */
     int64_t *tile;              /* per node id: tile edge in use */
     tsr_grid *grid;             /* per node id */
     _Atomic uint64_t *node_ns;  /* per node id: nanoseconds computing its pixels (self) */

@@ -55,6 +55,8 @@
 
 enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
 
+_Static_assert(TSR_GPU_STAGES <= 8, "tsr_engine_stats.gpu_stage_seconds holds 8 stages");
+
 typedef struct gpu_state {
     tsr_gpu *g;
     int *cls;              /* per node id: CLASS_* */
@@ -87,6 +89,9 @@ typedef struct gpu_state {
     uint32_t *freeb;       /* free blocks' numbers, nfree of them */
     size_t nblocks, nfree;
     int64_t arena;         /* the device memory plan's arena bytes */
+    uint64_t host_ns;      /* the CPU's time computing host-class nodes */
+    uint8_t *att_mem;      /* the writer pool attached (pinned, band buffers carved), or NULL */
+    size_t att_len;
 } gpu_state;
 
 static const char *const class_names[] = {"device", "periodic", "host", "resident"};
@@ -176,14 +181,25 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_g
     tsr_gpu_buf cb;
     tsr_status st = eval(e, s, c, u, &cb, NULL, err);
     if (st == TSR_OK) {
+        int tm = tsr_gpu_stage_begin(s->g), stage = TSR_GPU_PATTERN;
         switch (id) {
         case TSR_TRAIT_pattern: st = tsr_gpu_pattern(s->g, ed, P, cb, to, err); break;
         case TSR_TRAIT_repeat:
-        case TSR_TRAIT_repeat_vector: st = tsr_gpu_repeat(s->g, ed, P, cb, to, err); break;
-        case TSR_TRAIT_distance: st = tsr_gpu_distance(s->g, ed, P, cb, to, err); break;
-        case TSR_TRAIT_blur: st = tsr_gpu_blur(s->g, ed, P, cb, to, err); break;
+        case TSR_TRAIT_repeat_vector:
+            stage = TSR_GPU_REPEAT;
+            st = tsr_gpu_repeat(s->g, ed, P, cb, to, err);
+            break;
+        case TSR_TRAIT_distance:
+            stage = TSR_GPU_DISTANCE;
+            st = tsr_gpu_distance(s->g, ed, P, cb, to, err);
+            break;
+        case TSR_TRAIT_blur:
+            stage = TSR_GPU_BLUR;
+            st = tsr_gpu_blur(s->g, ed, P, cb, to, err);
+            break;
         default: st = tsr_fail(err, TSR_EINTERNAL, "gpu: trait %s", ed->trait->name); break;
         }
+        tsr_gpu_stage_end(s->g, tm, stage);
     }
     tsr_gpu_reset(s->g, mark); /* later launches reuse it after this edge's (stream order) */
     return st;
@@ -196,24 +212,24 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
 {
     tsr_rect r = out.r;
     tsr_status st = TSR_OK;
+    int tm = tsr_gpu_stage_begin(s->g);
     switch (s->cls[n->id]) {
     case CLASS_PERIODIC: {
         const float *t = NULL;
         st = period_tile(e, s, n, &t, err);
         if (st != TSR_OK)
-            return st;
+            break;
         int64_t pw = e->inner[n->id].p[0], ph = e->inner[n->id].p[1];
         const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pw * ph) * sizeof(float), err);
-        if (!dt)
-            return TSR_ENOMEM;
-        st = tsr_gpu_periodic(s->g, dt, pw, ph, out, err);
+        st = dt ? tsr_gpu_periodic(s->g, dt, pw, ph, out, err) : TSR_ENOMEM;
         break;
     }
     case CLASS_HOST: {
         float *h = malloc((size_t)r.w * (size_t)r.h * sizeof *h);
-        if (!h)
-            return tsr_fail(err, TSR_ENOMEM, "out of memory (%s on the host)", n->name);
-        st = tsr_cpu_compute(e, n, r, h, err);
+        uint64_t t0 = tsr_now_ns();
+        st = h ? tsr_cpu_compute(e, n, r, h, err)
+               : tsr_fail(err, TSR_ENOMEM, "out of memory (%s on the host)", n->name);
+        s->host_ns += tsr_now_ns() - t0;
         if (st == TSR_OK)
             st = tsr_gpu_upload(s->g, out, h, err);
         free(h);
@@ -221,12 +237,17 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
     }
     default:
         st = tsr_gpu_base(s->g, n, out, n->nedges == 0 ? to : NULL, err);
+        tsr_gpu_stage_end(s->g, tm, TSR_GPU_BASE);
         for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
             st = edge(e, s, &n->edges[k], out, k + 1 == n->nedges ? to : NULL, err);
         return st;
     }
-    if (st == TSR_OK && to) /* a root the device did not compute: convert its floats */
+    tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
+    if (st == TSR_OK && to) { /* a root the device did not compute: convert its floats */
+        tm = tsr_gpu_stage_begin(s->g);
         st = tsr_gpu_convert(s->g, out, to, err);
+        tsr_gpu_stage_end(s->g, tm, TSR_GPU_CONVERT);
+    }
     return st;
 }
 
@@ -341,6 +362,7 @@ eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
     tsr_status st = TSR_OK;
     tsr_rect m = {0, 0, 0, 0};
     size_t nmiss = 0, kept = 0;
+    int tm = tsr_gpu_stage_begin(s->g);
     for (int64_t ty = ty0; ty < ty0 + nty && st == TSR_OK; ty++)
         for (int64_t tx = tx0; tx < tx0 + ntx && st == TSR_OK; tx++) {
             bool must = false;
@@ -357,10 +379,12 @@ eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
                 tsr_cache_release(s->dc, ce);
             }
         }
+    tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
     if (nmiss > 0 && st == TSR_OK) {
         size_t mark = tsr_gpu_mark(s->g);
         tsr_gpu_buf mb = {m, tsr_gpu_alloc(s->g, (size_t)m.w * (size_t)m.h * sizeof(float), err)};
         st = mb.px ? eval_into(e, s, n, mb, NULL, err) : TSR_ENOMEM;
+        tm = tsr_gpu_stage_begin(s->g);
         for (; kept < nmiss && st == TSR_OK; kept++) {
             tsr_tile *t = block_get(s, miss[kept].r);
             if (!t) /* every block pinned or none: computed, not kept */
@@ -376,6 +400,7 @@ eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
         }
         if (st == TSR_OK)
             st = tsr_gpu_copy_rect(s->g, out, mb, out.r, err);
+        tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
         tsr_gpu_reset(s->g, mark);
     }
     for (size_t i = kept; i < nmiss; i++) /* not computed, or no room: forgotten */
@@ -523,11 +548,33 @@ gpu_complete(tsr_engine *e, tsr_error *err)
     return copy ? tsr_gpu_wait(s->g, t, err) : TSR_OK;
 }
 
-/* Pin the writer's pool and carve DEPTH device band buffers as big as its buffers. */
+/* The engine lets its writer pool go: unpin it, give back the band buffers. */
+static void
+gpu_detach(tsr_engine *e, uint8_t *mem)
+{
+    gpu_state *s = e->bk;
+    if (!s->att_mem)
+        return;
+    (void)tsr_gpu_sync(s->g, NULL);
+    tsr_gpu_unregister(s->g, mem);
+    tsr_gpu_reset(s->g, s->slots_mark);
+    memset(s->slot, 0, sizeof s->slot);
+    s->att_mem = NULL;
+    s->att_len = 0;
+}
+
+/* Pin the writer's pool and carve DEPTH device band buffers as big as its buffers; the pool
+ * the engine keeps (engine.c pipe_open) is pinned once, and later streams over it find it
+ * attached. */
 static tsr_status
 gpu_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
 {
     gpu_state *s = e->bk;
+    s->phead = s->pn = 0;
+    if (s->att_mem == mem && s->att_len == len)
+        return TSR_OK; /* the band buffers' copies were all waited for by the last stream */
+    if (s->att_mem)
+        gpu_detach(e, s->att_mem);
     tsr_status st = tsr_gpu_register(s->g, mem, len, err);
     if (st != TSR_OK)
         return st;
@@ -542,18 +589,9 @@ gpu_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
             return TSR_ENOMEM;
         }
     }
-    s->phead = s->pn = 0;
+    s->att_mem = mem;
+    s->att_len = len;
     return TSR_OK;
-}
-
-static void
-gpu_detach(tsr_engine *e, uint8_t *mem)
-{
-    gpu_state *s = e->bk;
-    (void)tsr_gpu_sync(s->g, NULL);
-    tsr_gpu_unregister(s->g, mem);
-    tsr_gpu_reset(s->g, s->slots_mark);
-    memset(s->slot, 0, sizeof s->slot);
 }
 
 static void
@@ -877,6 +915,8 @@ gpu_stats(tsr_engine *e, tsr_engine_stats *st)
     st->dev_cache_budget = (int64_t)cs.budget;
     st->dev_arena = s->arena;
     st->dev_arena_peak = s->g ? (int64_t)tsr_gpu_arena_peak(s->g) : 0;
+    tsr_gpu_stage_seconds(s->g, st->gpu_stage_seconds);
+    st->gpu_host_seconds = (double)s->host_ns * 1e-9;
 }
 
 const tsr_backend_ops tsr_backend_gpu = {

@@ -154,6 +154,11 @@ tsr_gpu_close(tsr_gpu *g)
     for (size_t i = 0; i < g->nev; i++)
         cudaEventDestroy(g->ev[i]);
     free(g->ev);
+    for (size_t i = 0; i < g->ntm; i++) {
+        cudaEventDestroy(g->tm[i].a);
+        cudaEventDestroy(g->tm[i].b);
+    }
+    free(g->tm);
     cudaFree(g->arena);
     if (g->compute)
         cudaStreamDestroy(g->compute);
@@ -389,4 +394,75 @@ extern "C" void
 tsr_gpu_inject_fault(tsr_gpu *g)
 {
     g->fault = true;
+}
+
+/* ---- stage timing ------------------------------------------------------------------------ */
+
+#define TIMERS 512 /* event pairs in flight at most: a few bands of launches */
+
+/* Add the completed timers' times to their stages and free them; `wait`: wait for all. */
+static void
+harvest(tsr_gpu *g, bool wait)
+{
+    for (size_t i = 0; i < g->ntm; i++) {
+        struct tsr_gpu_timer *t = &g->tm[i];
+        if (t->stage < 0 || t->stage >= TSR_GPU_STAGES) /* free, or begun and not ended */
+            continue;
+        if (wait)
+            cudaEventSynchronize(t->b);
+        else if (cudaEventQuery(t->b) != cudaSuccess)
+            continue;
+        float ms = 0;
+        if (cudaEventElapsedTime(&ms, t->a, t->b) == cudaSuccess)
+            g->stage_ms[t->stage] += ms;
+        t->stage = -1;
+    }
+    cudaGetLastError(); /* a query's "not ready" is not an error of anyone's */
+}
+
+extern "C" int
+tsr_gpu_stage_begin(tsr_gpu *g)
+{
+    if (!g->tm) {
+        g->tm = (struct tsr_gpu_timer *)calloc(TIMERS, sizeof *g->tm);
+        if (!g->tm)
+            return -1;
+        for (; g->ntm < TIMERS; g->ntm++) {
+            struct tsr_gpu_timer *t = &g->tm[g->ntm];
+            t->stage = -1;
+            if (cudaEventCreate(&t->a) != cudaSuccess)
+                break;
+            if (cudaEventCreate(&t->b) != cudaSuccess) {
+                cudaEventDestroy(t->a);
+                break;
+            }
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < g->ntm; i++)
+            if (g->tm[i].stage < 0 && cudaEventRecord(g->tm[i].a, g->compute) == cudaSuccess) {
+                g->tm[i].stage = TSR_GPU_STAGES; /* taken, not yet ended */
+                return (int)i;
+            }
+        harvest(g, false);
+    }
+    return -1;
+}
+
+extern "C" void
+tsr_gpu_stage_end(tsr_gpu *g, int timer, int stage)
+{
+    if (timer < 0 || (size_t)timer >= g->ntm || stage < 0 || stage >= TSR_GPU_STAGES)
+        return;
+    struct tsr_gpu_timer *t = &g->tm[timer];
+    t->stage = cudaEventRecord(t->b, g->compute) == cudaSuccess ? stage : -1;
+}
+
+extern "C" void
+tsr_gpu_stage_seconds(tsr_gpu *g, double out[TSR_GPU_STAGES])
+{
+    if (g)
+        harvest(g, true);
+    for (int k = 0; k < TSR_GPU_STAGES; k++)
+        out[k] = g ? g->stage_ms[k] * 1e-3 : 0.0;
 }

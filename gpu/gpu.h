@@ -213,6 +213,42 @@ tsr_gpu_after(tsr_gpu *g, uint64_t ticket, tsr_error *err);
 tsr_status
 tsr_gpu_sync(tsr_gpu *g, tsr_error *err);
 
+/* ---- stage timing (profile) -------------------------------------------------------------- */
+
+/* What the device's time is spent on, per launch kind. */
+enum {
+    TSR_GPU_BASE,     /* fills and sources */
+    TSR_GPU_PATTERN,
+    TSR_GPU_REPEAT,   /* repeat and repeat-vector */
+    TSR_GPU_DISTANCE,
+    TSR_GPU_BLUR,
+    TSR_GPU_CONVERT,  /* floats to samples, when not fused into a trait's launch */
+    TSR_GPU_COPIES,   /* device tile cache copies, periodic nodes, host uploads */
+    TSR_GPU_STAGES
+};
+
+/* The stage's name ("blur"). */
+static inline const char *
+tsr_gpu_stage_name(int stage)
+{
+    static const char *const names[TSR_GPU_STAGES] = {"base", "pattern", "repeat", "distance",
+                                                      "blur", "convert", "copies"};
+    return stage >= 0 && stage < TSR_GPU_STAGES ? names[stage] : "?";
+}
+
+/* Time the work enqueued on the compute stream between begin and end as `stage`: CUDA events
+ * around it, read once they complete (they cost no synchronisation). begin returns a timer, or
+ * -1 when too many are in flight (that work goes untimed). */
+int
+tsr_gpu_stage_begin(tsr_gpu *g);
+
+void
+tsr_gpu_stage_end(tsr_gpu *g, int timer, int stage);
+
+/* Seconds of device time per stage so far (waits for the timed work still in flight). */
+void
+tsr_gpu_stage_seconds(tsr_gpu *g, double out[TSR_GPU_STAGES]);
+
 /* Test hook: make the next tsr_gpu_wait/tsr_gpu_sync fail as a sticky device error would
  * (TSR_FAULT=gpu in the engine). */
 void

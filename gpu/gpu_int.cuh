@@ -36,6 +36,12 @@ struct tsr_upload {
     size_t bytes;
 };
 
+/* An event pair around work of one stage on the compute stream. */
+struct tsr_gpu_timer {
+    cudaEvent_t a, b;
+    int stage; /* -1: free; TSR_GPU_STAGES: begun, not ended */
+};
+
 struct tsr_gpu {
     cudaStream_t compute;  /* every kernel, in order */
     cudaStream_t copy;     /* device-to-host copies of bands */
@@ -51,6 +57,9 @@ struct tsr_gpu {
     void **reg;            /* registered host ranges */
     size_t nreg, capreg;
     bool fault;            /* injected sticky error pending */
+    struct tsr_gpu_timer *tm; /* stage timing: event pairs (tsr_gpu_stage_begin) */
+    size_t ntm;
+    double stage_ms[TSR_GPU_STAGES];
 };
 
 /* Blocks of 256 threads over n items: at most 2^31 - 1 blocks, items above that are covered by

@@ -221,3 +221,24 @@ tsr_gpu_inject_fault(tsr_gpu *g)
 {
     (void)g;
 }
+
+int
+tsr_gpu_stage_begin(tsr_gpu *g)
+{
+    (void)g;
+    return -1;
+}
+
+void
+tsr_gpu_stage_end(tsr_gpu *g, int timer, int stage)
+{
+    (void)g, (void)timer, (void)stage;
+}
+
+void
+tsr_gpu_stage_seconds(tsr_gpu *g, double out[TSR_GPU_STAGES])
+{
+    (void)g;
+    for (int k = 0; k < TSR_GPU_STAGES; k++)
+        out[k] = 0.0;
+}

@@ -205,6 +205,32 @@ typedef struct tsr_writer tsr_writer;
 tsr_writer *
 tsr_writer_new(tsr_sink *sink, size_t nbuf, size_t cap);
 
+/* Buffer memory that outlives writers: a backend that pins the pool (the GPU's
+ * cudaHostRegister, which costs time per byte) keeps one and hands it to each writer instead
+ * of pinning a fresh pool for every stream or profile sample. */
+typedef struct tsr_writer_mem {
+    void *map;
+    size_t maplen;
+    uint8_t *mem;   /* nbuf buffers `stride` bytes apart, aligned as tsr_writer_new's */
+    size_t memlen;
+    size_t nbuf, cap, stride;
+} tsr_writer_mem;
+
+/* Map memory for `nbuf` buffers of `cap` bytes into *m; false on overflow or out of memory
+ * (*m is then all zero). */
+bool
+tsr_writer_mem_new(tsr_writer_mem *m, size_t nbuf, size_t cap);
+
+/* Unmap it (all zero afterwards). Zeroed memory is fine. */
+void
+tsr_writer_mem_free(tsr_writer_mem *m);
+
+/* A writer over m's buffers (borrowed: m must outlive it and serve one writer at a time), with
+ * buffers of `cap` <= m->cap bytes. Its pages are never donated (as after
+ * tsr_writer_keep_pages): the next writer reuses them. NULL as tsr_writer_new. */
+tsr_writer *
+tsr_writer_new_in(tsr_sink *sink, const tsr_writer_mem *m, size_t cap);
+
 /* A free buffer of `cap` bytes (blocks until one is free). NULL if the writer has failed:
  * then stop producing and call tsr_writer_finish for the error. */
 uint8_t *

@@ -33,7 +33,8 @@ struct tsr_writer {
     uint8_t *mem;         /* all buffers, one anonymous mapping (never heap memory: pages a
                            * pipe still references must not come back through malloc) */
     size_t memlen;        /* bytes of buffers */
-    void *map;            /* the mapping mem lies in (aligned inside it), maplen bytes */
+    void *map;            /* the mapping mem lies in (aligned inside it), maplen bytes; NULL
+                           * when the memory is borrowed (tsr_writer_new_in) */
     size_t maplen;
     unsigned char *state; /* enum bufstate per buffer: catches foreign or twice-submitted ones */
     size_t *freelist;     /* indices of free buffers (a stack) */
@@ -147,40 +148,61 @@ writer_free(tsr_writer *w)
     free(w);
 }
 
-tsr_writer *
-tsr_writer_new(tsr_sink *sink, size_t nbuf, size_t cap)
+bool
+tsr_writer_mem_new(tsr_writer_mem *m, size_t nbuf, size_t cap)
 {
-    if (!sink || nbuf == 0 || cap == 0 || cap > SIZE_MAX - HUGE_ALIGN)
-        return NULL;
+    *m = (tsr_writer_mem){0};
+    if (nbuf == 0 || cap == 0 || cap > SIZE_MAX - HUGE_ALIGN)
+        return false;
     /* Buffers of 2 MiB or more start on a 2 MiB boundary, so each is made of whole huge
      * pages and dropping one (vmsplice) never splits a huge page shared with its neighbour. */
     size_t align = cap >= HUGE_ALIGN ? HUGE_ALIGN : BUF_ALIGN;
     size_t stride = (cap + align - 1) / align * align;
-    if (stride > SIZE_MAX / nbuf)
-        return NULL;
+    if (stride > SIZE_MAX / nbuf || stride * nbuf > SIZE_MAX - align)
+        return false;
+    size_t memlen = stride * nbuf, maplen = memlen + (align > BUF_ALIGN ? align : 0);
+    void *map = mmap(NULL, maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED)
+        return false;
+    *m = (tsr_writer_mem){map, maplen,
+                          (uint8_t *)(((uintptr_t)map + align - 1) & ~(uintptr_t)(align - 1)),
+                          memlen, nbuf, cap, stride};
+    /* Huge pages where the system allows them: a stdout pipe's vmsplice drops the pages it
+     * took, and refaulting 2 MiB at a time costs a fraction of refaulting 4 KiB pages. */
+    if (align > BUF_ALIGN)
+        madvise(m->mem, m->memlen, MADV_HUGEPAGE);
+    return true;
+}
 
+void
+tsr_writer_mem_free(tsr_writer_mem *m)
+{
+    if (m->map)
+        munmap(m->map, m->maplen);
+    *m = (tsr_writer_mem){0};
+}
+
+/* A writer over m's buffers of cap bytes; it unmaps them at the end when `own`. */
+static tsr_writer *
+writer_over(tsr_sink *sink, const tsr_writer_mem *m, size_t cap, bool own)
+{
+    size_t nbuf = m->nbuf;
     tsr_writer *w = calloc(1, sizeof *w);
     if (!w)
         return NULL;
     w->sink = sink;
     w->nbuf = nbuf;
     w->cap = cap;
-    w->stride = stride;
-    w->memlen = stride * nbuf;
-    if (w->memlen > SIZE_MAX - align)
-        goto fail;
-    w->maplen = w->memlen + (align > BUF_ALIGN ? align : 0);
-    void *m = mmap(NULL, w->maplen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    w->map = m == MAP_FAILED ? NULL : m;
-    w->mem = w->map ? (uint8_t *)(((uintptr_t)w->map + align - 1) & ~(uintptr_t)(align - 1)) : NULL;
-    /* Huge pages where the system allows them: a stdout pipe's vmsplice drops the pages it
-     * took, and refaulting 2 MiB at a time costs a fraction of refaulting 4 KiB pages. */
-    if (w->mem && align > BUF_ALIGN)
-        madvise(w->mem, w->memlen, MADV_HUGEPAGE);
+    w->stride = m->stride;
+    w->memlen = m->memlen;
+    w->mem = m->mem;
+    w->map = own ? m->map : NULL;
+    w->maplen = m->maplen;
+    w->keep_pages = !own; /* borrowed pages come back to the next writer: never donated */
     w->state = calloc(nbuf, 1);
     w->freelist = calloc(nbuf, sizeof *w->freelist);
     w->queue = calloc(nbuf, sizeof *w->queue);
-    if (!w->mem || !w->state || !w->freelist || !w->queue)
+    if (!w->state || !w->freelist || !w->queue)
         goto fail;
     /* Hand out low indices first (stack top = 0), so a producer that needs one buffer at a
      * time keeps reusing warm memory. */
@@ -216,8 +238,29 @@ fail_freed:
 fail_mu:
     pthread_mutex_destroy(&w->mu);
 fail:
+    w->map = NULL; /* the memory stays the caller's on failure */
     writer_free(w);
     return NULL;
+}
+
+tsr_writer *
+tsr_writer_new(tsr_sink *sink, size_t nbuf, size_t cap)
+{
+    tsr_writer_mem m;
+    if (!sink || !tsr_writer_mem_new(&m, nbuf, cap))
+        return NULL;
+    tsr_writer *w = writer_over(sink, &m, cap, true);
+    if (!w)
+        tsr_writer_mem_free(&m);
+    return w;
+}
+
+tsr_writer *
+tsr_writer_new_in(tsr_sink *sink, const tsr_writer_mem *m, size_t cap)
+{
+    if (!sink || !m || !m->mem || cap == 0 || cap > m->cap)
+        return NULL;
+    return writer_over(sink, m, cap, false);
 }
 
 uint8_t *

@@ -34,9 +34,29 @@ assert [n["trait"] for n in p["nodes"] if n["name"] == "root"] == ["distance"]
 # the team's busy time: some, and never more than 2 threads for the whole run
 assert 0 < p["busy_thread_seconds"] <= 2 * p["seconds"] * 1.05 + 0.01, (p["busy_thread_seconds"], p["seconds"])
 assert p["cpu_seconds"] >= 0, p["cpu_seconds"]  # may read 0: the kernel counts in ticks
+assert p["device"] is None, p["device"]  # the GPU backend's figures, on the CPU none
 PY
 then pass=$((pass + 1)); echo "ok   JSON fields and values"
 else fail=$((fail + 1)); echo "FAIL JSON fields"; fi
+# On a GPU: the device's memory plan, its tile cache and its time per stage (the root's
+# distance is the work; skipped, not passed, without a device)
+if "$TESSERA" profile "$d" --backend gpu --region 0,0,3000,2000 --json >"$tmp/g.json" 2>"$tmp/err"; then
+    if "$py" - "$tmp/g.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+dev = p["device"]
+assert p["backend"] == "gpu" and dev["arena_bytes"] >= dev["arena_peak_bytes"] > 0, dev
+assert {"hits", "misses", "evictions", "bytes", "budget"} <= set(dev["cache"]), dev
+st = dev["stage_seconds"]
+assert set(st) == {"base", "pattern", "repeat", "distance", "blur", "convert", "copies"}, st
+assert st["distance"] > 0 and st["blur"] == 0, st
+PY
+    then pass=$((pass + 1)); echo "ok   GPU: device memory, tile cache and stage times in the JSON"
+    else fail=$((fail + 1)); echo "FAIL GPU JSON: $(head -c 600 "$tmp/g.json")"; fi
+else
+    grep -q "no usable GPU" "$tmp/err" && echo "skip GPU JSON: no GPU" ||
+        { fail=$((fail + 1)); echo "FAIL profile --backend gpu: $(cat "$tmp/err")"; }
+fi
 "$TESSERA" profile "$d" --backend cpu --region 0,0,300,200 --target 1MB/s >"$tmp/p.txt" 2>&1
 if grep -q "x the 1 MB/s target" "$tmp/p.txt" && grep -q "^cache" "$tmp/p.txt" && grep -q "distance" "$tmp/p.txt" &&
     grep -q "^busy        [0-9.]* thread-s in [0-9.]* s: [0-9.]* of [0-9]* threads busy on average" "$tmp/p.txt"; then
