@@ -50,7 +50,7 @@ if has test; then
   grep -E "^\[(FAIL|SKIP)|Synthesis" "$OUT/test_gpu.log"
   ./build-gpu/tests/test_gpu_math >"$OUT/test_gpu_math.log" 2>&1 || rc=1
   tail -1 "$OUT/test_gpu_math.log"
-  (cd build-gpu && timeout 240 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss' \
+  (cd build-gpu && timeout 420 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss' \
       2>&1) >"$OUT/ctest-cli-gpu.log"
   echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"
   grep -E "^FAIL|\*\*\*" "$OUT/ctest-cli-gpu.log" | head -20
