@@ -670,12 +670,35 @@ dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
     return peak;
 }
 
-/* Which device and host nodes keep their pixels in the device tile cache (file comment):
- * those several chunks read, through a halo or a whole-node repeat or several edges, when they
- * cost more to compute than to copy. TSR_GPU_CACHE=all caches every one (tests: the cache's
- * paths on every design), =off none (measurements). False on out of memory. */
+/* The share of an edge's child that a chunk computes again because its neighbours read it
+ * too, for chunks of cw x ch root pixels: a small repeated motif read whole (child_region)
+ * is computed again by every chunk; a halo h around the chunk adds its ring. */
+static double
+recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
+{
+    tsr_trait_id id = tsr_trait_id_of(ed->trait);
+    const tsr_node *c = ed->child;
+    if (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector)
+        return c->w <= SMALL_CHILD_PX / c->h ? 1e9 : 0.0;
+    int64_t h[2] = {0, 0};
+    if (ed->trait->halo)
+        ed->trait->halo(ed, h);
+    return ((double)(cw + 2 * h[0]) * (double)(ch + 2 * h[1])) / ((double)cw * (double)ch) - 1.0;
+}
+
+/* Below this share recomputed, a cached node costs more than it saves: its copies and the
+ * tiles' rounding outweigh the ring. Measured on the H100 (docs/performance.md): lens-blur,
+ * whose blur reads a distance node with a 5 px ring (~0.5 %), ran 20 % slower cached. */
+#define CACHE_MIN_SHARE 0.25
+
+/* Which device and host nodes keep their pixels in the device tile cache (file comment): a
+ * node the host computes, a node several edges read, and a node that costs more to compute
+ * than to copy (a blur or distance below it) of which chunks compute a large share again
+ * (recompute_share) for bands of e->band_rows rows across `sw` columns. TSR_GPU_CACHE=all
+ * caches every one (tests: the cache's paths on every design), =off none (measurements).
+ * False on out of memory. */
 static bool
-choose_cached(tsr_engine *e, gpu_state *s)
+choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
 {
     const tsr_design *d = e->d;
     s->cached = calloc(d->nnodes, sizeof *s->cached);
@@ -687,6 +710,8 @@ choose_cached(tsr_engine *e, gpu_state *s)
     }
     const char *env = getenv("TSR_GPU_CACHE");
     bool all = env && strcmp(env, "all") == 0, none = env && strcmp(env, "off") == 0;
+    int64_t ch = e->band_rows, cw = s->chunk_px / ch > 0 ? s->chunk_px / ch : 1;
+    cw = cw < sw ? cw : sw;
     for (size_t i = 0; i < d->nnodes; i++) { /* children before parents */
         const tsr_node *n = d->nodes[i];
         int cl = s->cls[n->id];
@@ -700,14 +725,15 @@ choose_cached(tsr_engine *e, gpu_state *s)
                 costly[n->id] = true;
         }
         for (size_t k = 0; k < n->nedges; k++)
-            if (tsr_trait_id_of(n->edges[k].trait) != TSR_TRAIT_pattern)
-                halo[n->edges[k].child->id] = true; /* blur, distance, repeat: chunks overlap */
+            if (recompute_share(&n->edges[k], cw, ch) >= CACHE_MIN_SHARE)
+                halo[n->edges[k].child->id] = true;
     }
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
         int cl = s->cls[n->id];
         s->cached[n->id] = !none && n != d->root && (cl == CLASS_DEVICE || cl == CLASS_HOST) &&
-                           (all || s->shared[n->id] || (costly[n->id] && halo[n->id]));
+                           (all || cl == CLASS_HOST || s->shared[n->id] ||
+                            (costly[n->id] && halo[n->id]));
     }
     free(costly);
     free(halo);
@@ -823,10 +849,6 @@ gpu_open(tsr_engine *e, tsr_error *err)
             resident += bytes;
         }
     }
-    if (!choose_cached(e, s)) {
-        gpu_close(e);
-        return tsr_fail(err, TSR_ENOMEM, "out of memory");
-    }
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = d->out.depth / 8;
     int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width : W;
     e->depth = DEPTH;
@@ -841,6 +863,10 @@ gpu_open(tsr_engine *e, tsr_error *err)
         rows = eighth;
     e->band_rows = rows < H ? rows : H;
     e->band_bytes = sw * e->band_rows * bps;
+    if (!choose_cached(e, s, sw)) {
+        gpu_close(e);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    }
 
     size_t freeb = 0, total = 0;
     tsr_status st = tsr_gpu_meminfo(&freeb, &total, err);
