@@ -140,8 +140,8 @@ Test(gpu, every_design_with_every_node_cached_gives_the_cpu_floats, .timeout = 1
 }
 
 /* A blur of a blurred disc: the inner blur's node is cached (it costs a blur, and the outer
- * blur's halo, ~48 px around 250-row bands, makes the next band read ~40 % of the same
- * pixels). */
+ * blur's halo, ~96 px around each band, makes neighbouring bands read ~40 % of the same
+ * pixels again). */
 static const char cached_yaml[] =
     "tessera: 1\n"
     "output: {depth: 16}\n"
@@ -149,7 +149,7 @@ static const char cached_yaml[] =
     "  size: [3000, 2000]\n"
     "  children:\n"
     "    - trait: blur\n"
-    "      sigma: 12\n"
+    "      sigma: 24\n"
     "      node:\n"
     "        size: [3000, 2000]\n"
     "        children:\n"
