@@ -49,10 +49,7 @@
 #define CHUNK_PX ((int64_t)4 << 20)      /* root pixels per chunk (4 Mpx measured best of 2..16) */
 #define BAND_BYTES ((int64_t)16 << 20)   /* copies at least this big run at link speed */
 #define SMALL_CHILD_PX ((int64_t)4 << 20) /* a repeat's child up to this is computed whole */
-#define RESIDENT_PX SMALL_CHILD_PX        /* nodes up to this are computed once and kept: a
-                                           * motif a repeat reads whole is never recomputed
-                                           * per chunk (fresnel-lens-array's 4 Mpx lens of 57
-                                           * rings took 0.6 s of base launches in a profile) */
+#define RESIDENT_PX ((int64_t)1 << 20)    /* nodes up to this are computed once and kept */
 #define RESIDENT_BYTES ((int64_t)256 << 20) /* and that many bytes of them in all */
 #define DEV_TILE ((int64_t)512)           /* the device tile cache's tiles: 1 MiB of floats */
 
@@ -695,8 +692,8 @@ recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
 #define CACHE_MIN_SHARE 0.25
 
 /* Which device and host nodes keep their pixels in the device tile cache (file comment): a
- * node the host computes, a node several edges read, and a node that costs more to compute
- * than to copy (a blur or distance below it) of which chunks compute a large share again
+ * node several edges read, and a node that costs more to compute than to copy (a blur or
+ * distance below it, or the host computes it) of which chunks compute a large share again
  * (recompute_share) for bands of e->band_rows rows across `sw` columns. TSR_GPU_CACHE=all
  * caches every one (tests: the cache's paths on every design), =off none (measurements).
  * False on out of memory. */
@@ -735,8 +732,7 @@ choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
         const tsr_node *n = d->nodes[i];
         int cl = s->cls[n->id];
         s->cached[n->id] = !none && n != d->root && (cl == CLASS_DEVICE || cl == CLASS_HOST) &&
-                           (all || cl == CLASS_HOST || s->shared[n->id] ||
-                            (costly[n->id] && halo[n->id]));
+                           (all || s->shared[n->id] || (costly[n->id] && halo[n->id]));
     }
     free(costly);
     free(halo);
