@@ -692,9 +692,11 @@ recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
 #define CACHE_MIN_SHARE 0.25
 
 /* Which device and host nodes keep their pixels in the device tile cache (file comment): a
- * node several edges read, and a node that costs more to compute than to copy (a blur or
+ * node several edges read; a node that costs more to compute than to copy (a blur or
  * distance below it, or the host computes it) of which chunks compute a large share again
- * (recompute_share) for bands of e->band_rows rows across `sw` columns. TSR_GPU_CACHE=all
+ * (recompute_share) for bands of e->band_rows rows across `sw` columns; and a motif with
+ * layers of its own that a repeat reads whole, which every chunk would compute again
+ * (fresnel-lens-array's 4 Mpx lens of 57 rings: 3.1 s of base launches in a profile). TSR_GPU_CACHE=all
  * caches every one (tests: the cache's paths on every design), =off none (measurements).
  * False on out of memory. */
 static bool
@@ -702,10 +704,11 @@ choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
 {
     const tsr_design *d = e->d;
     s->cached = calloc(d->nnodes, sizeof *s->cached);
-    bool *costly = calloc(d->nnodes, sizeof *costly), *halo = calloc(d->nnodes, sizeof *halo);
-    if (!s->cached || !costly || !halo) {
+    bool *costly = calloc(d->nnodes, sizeof *costly);
+    double *share = calloc(d->nnodes, sizeof *share); /* the most any reader recomputes */
+    if (!s->cached || !costly || !share) {
         free(costly);
-        free(halo);
+        free(share);
         return false;
     }
     const char *env = getenv("TSR_GPU_CACHE");
@@ -724,18 +727,22 @@ choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
                 ((cc == CLASS_DEVICE || cc == CLASS_HOST) && costly[ed->child->id]))
                 costly[n->id] = true;
         }
-        for (size_t k = 0; k < n->nedges; k++)
-            if (recompute_share(&n->edges[k], cw, ch) >= CACHE_MIN_SHARE)
-                halo[n->edges[k].child->id] = true;
+        for (size_t k = 0; k < n->nedges; k++) {
+            double f = recompute_share(&n->edges[k], cw, ch);
+            size_t c = n->edges[k].child->id;
+            share[c] = f > share[c] ? f : share[c];
+        }
     }
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_node *n = d->nodes[i];
         int cl = s->cls[n->id];
         s->cached[n->id] = !none && n != d->root && (cl == CLASS_DEVICE || cl == CLASS_HOST) &&
-                           (all || s->shared[n->id] || (costly[n->id] && halo[n->id]));
+                           (all || s->shared[n->id] ||
+                            (costly[n->id] && share[n->id] >= CACHE_MIN_SHARE) ||
+                            (n->nedges > 0 && share[n->id] >= 1.0));
     }
     free(costly);
-    free(halo);
+    free(share);
     return true;
 }
 

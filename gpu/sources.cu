@@ -35,6 +35,61 @@ inside(const base_args &s, double px, double py)
     }
 }
 
+/* Where no shape boundary comes within this distance of a pixel's sub-samples, every one of
+ * them is on the same side, and the rounding of the inside tests (relative 1e-16 of
+ * coordinates below 1e9) cannot move a sub-sample across it. */
+#define CLEAR 1e-6
+
+/* 1 when every sub-sample in [x0, x1] x [y0, y1] is inside the shape, 0 when none is, -1 when
+ * the boundary may cross (then each is tested). The same answer as testing each, so edge-only
+ * anti-aliasing gives the per-sub-sample bits (DESIGN.md §2.2), as the CPU's scanlines do:
+ * interior pixels cost one test instead of aa^2. */
+__device__ static int
+uniform_box(const base_args &s, double x0, double y0, double x1, double y1)
+{
+    switch (s.kind) {
+    case TSR_SRC_RECT: { /* the tests' own comparisons, monotonic in the coordinates: exact */
+        double rx1 = s.rect[0] + s.rect[2], ry1 = s.rect[1] + s.rect[3];
+        if (s.rect[0] <= x0 && x1 <= rx1 && s.rect[1] <= y0 && y1 <= ry1)
+            return 1;
+        if (x1 < s.rect[0] || x0 > rx1 || y1 < s.rect[1] || y0 > ry1)
+            return 0;
+        return -1;
+    }
+    case TSR_SRC_CIRCLE:
+    case TSR_SRC_ELLIPSE:
+    case TSR_SRC_RING: {
+        double sx = s.kind == TSR_SRC_ELLIPSE ? s.r0 : 1.0, sy = s.kind == TSR_SRC_ELLIPSE ? s.r1 : 1.0;
+        double ax = (x0 - s.cx) / sx, bx = (x1 - s.cx) / sx, ay = (y0 - s.cy) / sy, by = (y1 - s.cy) / sy;
+        double nx = ax > 0 ? ax : (bx < 0 ? bx : 0), ny = ay > 0 ? ay : (by < 0 ? by : 0);
+        double fx = ax * ax > bx * bx ? ax * ax : bx * bx, fy = ay * ay > by * by ? ay * ay : by * by;
+        double lo = nx * nx + ny * ny, hi = fx + fy; /* the nearest and farthest, squared */
+        /* inside: in <= d^2 <= out (circle: in = 0; ellipse: in normalised units, out = 1) */
+        double in = s.kind == TSR_SRC_RING ? s.r0 * s.r0 : 0.0;
+        double out = s.kind == TSR_SRC_CIRCLE ? s.radius * s.radius
+                     : s.kind == TSR_SRC_RING ? s.r1 * s.r1 : 1.0;
+        double m = 1e-9 * (out + hi) + CLEAR;
+        if (hi + m < out && (s.kind != TSR_SRC_RING || lo - m > in))
+            return 1;
+        if (lo - m > out || (s.kind == TSR_SRC_RING && hi + m < in))
+            return 0;
+        return -1;
+    }
+    default: { /* polygon: no edge's box meets the sub-samples' box grown by CLEAR */
+        for (int64_t i = 0; i < s.npts; i++) {
+            int64_t k = i + 1 == s.npts ? 0 : i + 1;
+            double ex0 = s.pts[i][0] < s.pts[k][0] ? s.pts[i][0] : s.pts[k][0];
+            double ex1 = s.pts[i][0] < s.pts[k][0] ? s.pts[k][0] : s.pts[i][0];
+            double ey0 = s.pts[i][1] < s.pts[k][1] ? s.pts[i][1] : s.pts[k][1];
+            double ey1 = s.pts[i][1] < s.pts[k][1] ? s.pts[k][1] : s.pts[i][1];
+            if (ex1 >= x0 - CLEAR && ex0 <= x1 + CLEAR && ey1 >= y0 - CLEAR && ey0 <= y1 + CLEAR)
+                return -1;
+        }
+        return tsr_pw_in_polygon(s.pts, s.npts, x0, y0);
+    }
+    }
+}
+
 static __global__ void
 base_kernel(base_args s)
 {
@@ -56,6 +111,13 @@ base_kernel(base_args s)
             if (s.aa == 0) {
                 if (inside(s, px, py))
                     v = s.value;
+                break;
+            }
+            int u = uniform_box(s, tsr_pw_sub(x, 0, s.aa), tsr_pw_sub(y, 0, s.aa),
+                                tsr_pw_sub(x, s.aa - 1, s.aa), tsr_pw_sub(y, s.aa - 1, s.aa));
+            if (u >= 0) {
+                if (u)
+                    v = tsr_pw_aa_mix(v, s.value, s.aa * s.aa, s.aa);
                 break;
             }
             int64_t count = 0;

@@ -34,19 +34,30 @@ for f in designs/examples/*.yaml designs/bench/*.yaml; do
 done
 
 echo
-echo "bench designs whole (profile --region 0,0,10240,10240; 8-bit, so MB/s = Mpx/s, host copy included)"
+echo "bench designs whole: 10240 x 10240 and a 200000 x 10240 band (the same design made wider),"
+echo "  profile --region of all of it; 8-bit, so MB/s = Mpx/s; 'kernel' = its pixels over the"
+echo "  device time of the trait's launches (stage_seconds), beside CuPy's kernel on the same picture"
 python3 scripts/bench/cupy_peers.py >"$OUT/cupy.jsonl" 2>"$OUT/cupy.err" || tail -3 "$OUT/cupy.err"
 peer() { sed -n "s/.*\"$1\".*$2.*\"mpx_per_s\": \([0-9.]*\).*/\1/p" "$OUT/cupy.jsonl"; }
-for spec in "blur4 gaussian_filter sigma.:.4," "blur32 gaussian_filter sigma.:.32," \
-            "distance distance_transform_edt ." "repeat - -"; do
+for spec in "blur4 blur gaussian_filter sigma.:.4," "blur32 blur gaussian_filter sigma.:.32," \
+            "distance distance distance_transform_edt ." "repeat repeat - -"; do
   set -- $spec
-  g=$("$T" profile "designs/bench/$1.yaml" --backend gpu --region 0,0,10240,10240 --json \
-      2>>"$OUT/err.txt" | sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
-  p=$([ "$2" = - ] || peer "$2" "$3")
-  awk -v n="$1" -v g="${g:-0}" -v p="${p:-0}" -v op="$2" -v d="$d2h" 'BEGIN {
-      printf "  %-10s tessera %8.0f Mpx/s (%4.1f%% of d2h)", n, g, 100 * g / 1000 / d
-      if (p > 0) printf "   cupy %s %8.0f Mpx/s: tessera/cupy %.2fx", op, p, g / p
-      printf "\n" }'
+  p=$([ "$3" = - ] || peer "$3" "$4")
+  sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' "designs/bench/$1.yaml" >"$OUT/$1-wide.yaml"
+  for w in 10240 200000; do
+    f=designs/bench/$1.yaml
+    [ "$w" = 200000 ] && f=$OUT/$1-wide.yaml
+    "$T" profile "$f" --backend gpu --region "0,0,$w,10240" --json 2>>"$OUT/err.txt" |
+        tee -a "$OUT/bench-whole.jsonl" | python3 -c "
+import json, sys
+p = json.load(sys.stdin); st = p['device']['stage_seconds']; px = $w * 10240
+k = st.get('$2', 0)
+kr = px / k / 1e6 if k > 0 else 0
+peer = float('${p:-0}' or 0)
+print('  %-9s %6d wide: %7.0f MB/s (%4.1f%% of d2h), kernel %7.0f Mpx/s%s' % ('$1', $w,
+      p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, kr,
+      '   cupy $3 %.0f Mpx/s: kernel/cupy %.2fx' % (peer, kr / peer) if peer > 0 else ''))"
+  done
 done
 echo
 echo "device tile cache off / on (profile --region of 16384 x 16384 px; TSR_GPU_CACHE)"
