@@ -75,15 +75,22 @@ uniform_box(const base_args &s, double x0, double y0, double x1, double y1)
             return 0;
         return -1;
     }
-    default: { /* polygon: no edge's box meets the sub-samples' box grown by CLEAR */
+    default: { /* polygon: no edge meets the sub-samples' box grown by CLEAR */
+        double gx0 = x0 - CLEAR, gx1 = x1 + CLEAR, gy0 = y0 - CLEAR, gy1 = y1 + CLEAR;
         for (int64_t i = 0; i < s.npts; i++) {
             int64_t k = i + 1 == s.npts ? 0 : i + 1;
-            double ex0 = s.pts[i][0] < s.pts[k][0] ? s.pts[i][0] : s.pts[k][0];
-            double ex1 = s.pts[i][0] < s.pts[k][0] ? s.pts[k][0] : s.pts[i][0];
-            double ey0 = s.pts[i][1] < s.pts[k][1] ? s.pts[i][1] : s.pts[k][1];
-            double ey1 = s.pts[i][1] < s.pts[k][1] ? s.pts[k][1] : s.pts[i][1];
-            if (ex1 >= x0 - CLEAR && ex0 <= x1 + CLEAR && ey1 >= y0 - CLEAR && ey0 <= y1 + CLEAR)
-                return -1;
+            double ax = s.pts[i][0], ay = s.pts[i][1], bx = s.pts[k][0], by = s.pts[k][1];
+            if ((ax < gx0 && bx < gx0) || (ax > gx1 && bx > gx1) || (ay < gy0 && by < gy0) ||
+                (ay > gy1 && by > gy1))
+                continue; /* the boxes are apart */
+            /* the line through the edge passes beside the box: the four corners on one side
+             * (a spoke's box covers much of a star, the spoke itself a sliver) */
+            double dx = bx - ax, dy = by - ay;
+            double c0 = dx * (gy0 - ay) - dy * (gx0 - ax), c1 = dx * (gy0 - ay) - dy * (gx1 - ax);
+            double c2 = dx * (gy1 - ay) - dy * (gx0 - ax), c3 = dx * (gy1 - ay) - dy * (gx1 - ax);
+            if ((c0 > 0 && c1 > 0 && c2 > 0 && c3 > 0) || (c0 < 0 && c1 < 0 && c2 < 0 && c3 < 0))
+                continue;
+            return -1;
         }
         return tsr_pw_in_polygon(s.pts, s.npts, x0, y0);
     }
