@@ -205,6 +205,25 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_g
     return st;
 }
 
+/* Whether node n's first layer replaces its base at every pixel of r: drawn `over` without a
+ * mask by a trait whose layer covers its whole covered rect (pattern, distance, blur; a
+ * repeat may leave gaps), which spans all of r. Then the base is never read (the blend of a
+ * covered pixel `over` is the layer's value) and is not launched, as the CPU skips it
+ * (engine/compute.c). */
+static bool
+base_is_dead(const tsr_node *n, tsr_rect r)
+{
+    if (n->nedges == 0)
+        return false;
+    const tsr_edge *first = &n->edges[0];
+    tsr_trait_id id = tsr_trait_id_of(first->trait);
+    if (first->blend != TSR_BLEND_OVER || first->mask ||
+        !(id == TSR_TRAIT_pattern || id == TSR_TRAIT_distance || id == TSR_TRAIT_blur))
+        return false;
+    tsr_rect c = tsr_edge_covered(first, r);
+    return c.w == r.w && c.h == r.h;
+}
+
 /* What eval computes into out (allocated by the caller). */
 static tsr_status
 eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
@@ -236,7 +255,8 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
         break;
     }
     default:
-        st = tsr_gpu_base(s->g, n, out, n->nedges == 0 ? to : NULL, err);
+        if (!base_is_dead(n, r))
+            st = tsr_gpu_base(s->g, n, out, n->nedges == 0 ? to : NULL, err);
         tsr_gpu_stage_end(s->g, tm, TSR_GPU_BASE);
         for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
             st = edge(e, s, &n->edges[k], out, k + 1 == n->nedges ? to : NULL, err);

@@ -82,11 +82,34 @@ periodic_kernel(const float *period, int64_t pw, int64_t ph, float *out, tsr_rec
     }
 }
 
+/* The same where every index fits 32 bits (a period of at most 1 Mpx, regions below 2^31 px a
+ * side: every chunk): the rect's start is reduced on the host, so a pixel costs two 32-bit
+ * remainders instead of two 64-bit ones, which the GPU emulates (ncu: the 64-bit kernel was
+ * compute-bound at 75 % of the SMs, 13 % of memory bandwidth). */
+static __global__ void
+periodic32_kernel(const float *period, uint32_t pw, uint32_t ph, uint32_t x0, uint32_t y0,
+                  float *out, uint32_t w, uint32_t h)
+{
+    for (uint32_t ly = blockIdx.y; ly < h; ly += gridDim.y) {
+        const float *row = period + (size_t)((y0 + ly) % ph) * pw;
+        float *o = out + (size_t)ly * w;
+        for (uint32_t lx = blockIdx.x * blockDim.x + threadIdx.x; lx < w; lx += gridDim.x * blockDim.x)
+            o[lx] = row[(x0 + lx) % pw];
+    }
+}
+
 extern "C" tsr_status
 tsr_gpu_periodic(tsr_gpu *g, const float *period, int64_t pw, int64_t ph, tsr_gpu_buf out,
                  tsr_error *err)
 {
-    periodic_kernel<<<tsr_grid2(out.r.w, out.r.h), 256, 0, g->compute>>>(period, pw, ph, out.px, out.r);
+    const int64_t lim = (int64_t)1 << 31;
+    if (pw < lim && ph < lim && out.r.w < lim - pw && out.r.h < lim - ph)
+        periodic32_kernel<<<tsr_grid2(out.r.w, out.r.h), 256, 0, g->compute>>>(
+            period, (uint32_t)pw, (uint32_t)ph, (uint32_t)tsr_floor_mod(out.r.x, pw),
+            (uint32_t)tsr_floor_mod(out.r.y, ph), out.px, (uint32_t)out.r.w, (uint32_t)out.r.h);
+    else
+        periodic_kernel<<<tsr_grid2(out.r.w, out.r.h), 256, 0, g->compute>>>(period, pw, ph,
+                                                                           out.px, out.r);
     TSR_LAUNCHED("periodic", err);
     return TSR_OK;
 }
