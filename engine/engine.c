@@ -428,7 +428,7 @@ tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn
 
 /* ---- the pipeline: bands submitted in order, completed in order, handed to the writer ----- */
 
-#define PIPE_MAX TSR_PIPE_MAX
+#define PIPE_MAX TSR_PIPE_MAX /* engine/backend.h */
 
 typedef struct pipe_slot {
     uint8_t *buf;
@@ -620,8 +620,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
             pos += len;
         }
     }
-    st = pipe_close(&p, st, err);
-    return st;
+    return pipe_close(&p, st, err);
 }
 
 tsr_status
