@@ -1163,8 +1163,6 @@ run(args *a)
     tsr_error err = {0};
     int rc;
     a->eo.plan_only = strcmp(a->cmd, "check") == 0; /* no image decoded, no table built */
-    /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */
-    a->eo.direct = getenv("TSR_DIRECT") && strcmp(getenv("TSR_DIRECT"), "1") == 0;
     tsr_design *d = tsr_engine_load(a->design, &err);
     if (!d)
         return fail(&err);
@@ -1230,6 +1228,8 @@ main(int argc, char **argv)
     a.eo.stop = &g_stop;
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
+    /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */
+    a.eo.direct = getenv("TSR_DIRECT") && strcmp(getenv("TSR_DIRECT"), "1") == 0;
     tsr_error err = {0};
     /* mpirun -n K tessera render: rank 0 streams, the other ranks compute its bands (dist/) */
     int rank = strcmp(a.cmd, "render") == 0 ? tsr_dist_start(&g_stop, &err) : 0;
