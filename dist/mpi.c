@@ -564,6 +564,8 @@ typedef struct worker {
     MPI_Request req[2][2];
     uint64_t max_band;
     bool attached;
+    uint64_t jobs;    /* bands served */
+    uint64_t fail_at; /* TSR_DIST_FAULT=N: the Nth band fails (a test hook), 0: none */
 } worker;
 
 /* HELLO: the same stream (fingerprint and total) or a failure naming the difference; then the
@@ -628,6 +630,9 @@ serve(worker *w, tsr_error *err)
                 st = tsr_fail(err, TSR_EINVAL, "band %lld,%lld,%lld,%lld from rank 0 does not "
                               "fit this design", (long long)m.x, (long long)m.y,
                               (long long)m.w, (long long)m.h);
+            if (st == TSR_OK && ++w->jobs == w->fail_at)
+                st = tsr_fail(err, TSR_EIO, "band %llu: injected fault (TSR_DIST_FAULT)",
+                              (unsigned long long)w->jobs);
             if (st == TSR_OK)
                 st = wait_sent(req, false, err); /* the band before last used this buffer */
             if (st == TSR_OK)
@@ -675,6 +680,9 @@ tsr_dist_worker(const char *path, const tsr_engine_opts *opts)
 {
     tsr_error err = {0};
     worker w = {.req = {{MPI_REQUEST_NULL, MPI_REQUEST_NULL}, {MPI_REQUEST_NULL, MPI_REQUEST_NULL}}};
+    /* the test hook for a worker's failure in the middle of a job (tests/cli/mpi.sh) */
+    const char *fault = getenv("TSR_DIST_FAULT");
+    w.fail_at = fault ? strtoull(fault, NULL, 10) : 0;
     tsr_design *d = tsr_engine_load(path, &err);
     w.e = d ? tsr_engine_new(d, opts, &err) : NULL;
     tsr_status st = w.e ? serve(&w, &err) : err.status;

@@ -3,10 +3,11 @@
 # its bands on the CPU. Three ranks on this host give the bytes of one process for every example
 # (a crop of its rows) and every oracle design (whole, in bands of 8 rows so each worker gets
 # several, and the crop its `# rows:` comment names: raster and swath order, serpentine, every
-# start corner); a resume from a mid-band offset; a sink failure, a SIGTERM to rank 0 and a
-# worker killed with SIGKILL each end in a resumable abort whose rerun completes the same bytes;
-# a worker with another design (fingerprint) or a plan that does not fit ends the job before
-# its first byte, naming the rank. Skipped (exit 77) without mpirun or in a build without MPI.
+# start corner); a resume from a mid-band offset; a sink failure, a worker's error, a SIGTERM to
+# rank 0 and a worker killed with SIGKILL each end in a resumable abort whose rerun completes
+# the same bytes; a worker with another design (fingerprint) or a plan that does not fit ends
+# the job before its first byte, naming the rank. Skipped (exit 77) without mpirun or in a
+# build without MPI.
 set -uo pipefail
 : "${TESSERA:?}" "${SRC:?}"
 if [ "${TSR_HAVE_MPI:-ON}" != ON ]; then
@@ -90,13 +91,14 @@ rank_pid() {
     done
 }
 
-# abort NAME RANK SIGNAL FAULT LINE: a paced render (so it is mid-stream for a while) with
-# TSR_FAULT=FAULT gets SIGNAL at RANK once the output holds a few MB; rank 0 says LINE (a
-# pattern) and the resume offset, and the rerun completes the stream
+# abort NAME RANK SIGNAL FAULT HOW LINE: a paced render (so it is mid-stream for a while), with
+# FAULT (VAR=VALUE, or empty) in its environment, gets SIGNAL at RANK once the output holds a
+# few MB; rank 0 says LINE (a pattern) and "HOW at byte N; resume with --resume-at N", and the
+# rerun from N completes the stream
 abort() {
-    local name=$1 rank=$2 sig=$3 fault=$4 line=$5 waited=0 pid=
+    local name=$1 rank=$2 sig=$3 fault=$4 how=$5 line=$6 waited=0 pid=
     rm -f "$tmp/out"
-    TSR_FAULT=$fault "${MPI[@]}" "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --rate 20MB/s \
+    env ${fault:+"$fault"} "${MPI[@]}" "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --rate 20MB/s \
         --progress none 2>"$tmp/err" &
     mp=$!
     while [ "$(stat -c %s "$tmp/out" 2>/dev/null || echo 0)" -lt 4000000 ] && [ $waited -lt 300 ]; do
@@ -115,27 +117,30 @@ abort() {
     local rc=$?
     mp=
     local at
-    at=$(sed -n 's/.* at byte \([0-9]*\); resume with --resume-at \([0-9]*\)$/\2/p' "$tmp/err")
+    at=$(sed -n "s/^tessera: $how at byte \([0-9]*\); resume with --resume-at \1\$/\1/p" "$tmp/err")
     if [ -z "$pid" ] && [ "$sig" != 0 ]; then
         bad "$name: rank $rank not found"
     elif [ "$rc" -eq 0 ] || [ -z "$at" ] || [ "$at" -ge "$total" ]; then
-        bad "$name: exit $rc, $(grep -v '^-*$' "$tmp/err" | tail -n 4)"
+        bad "$name: exit $rc, no '$how at byte N' line: $(grep -v '^-*$' "$tmp/err" | tail -n 4)"
     elif ! grep -q "$line" "$tmp/err"; then
         bad "$name: no line '$line': $(grep -v '^-*$' "$tmp/err" | tail -n 4)"
     elif ! cmp -s -n "$at" "$tmp/out" "$tmp/ref" || [ "$(stat -c %s "$tmp/out")" -lt "$at" ]; then
         bad "$name: the first $at bytes differ"
     else
-        ok "$name: exit $rc, $(grep -m1 "$line" "$tmp/err")"
+        ok "$name: exit $rc, $(grep -m1 "$line" "$tmp/err" | head -c 90); $how at byte $at"
         resume "$name" "$at"
     fi
 }
 
 # a sink failure on rank 0 (the fault hook: EIO after 6 MB; signal 0: nothing is sent)
-abort "sink failure" 0 0 eio@6000000 "^tessera: stopped at byte [0-9]*; resume with"
-abort "SIGTERM to rank 0" 0 TERM "" "^tessera: interrupted at byte [0-9]*; resume with"
-# a worker killed: mpirun sends SIGTERM to the other ranks (SIGKILL 1 s later), and rank 0 stops
-# as for any SIGTERM
-abort "worker killed (SIGKILL)" 2 KILL "" "^tessera: interrupted at byte [0-9]*; resume with"
+abort "sink failure" 0 0 TSR_FAULT=eio@6000000 stopped "^tessera: .*/out: Input/output error"
+# a worker's error in the middle of the job (the hook fails every worker's 4th band, the 4th or
+# 8th band of the stream): rank 0 names it, then the offset
+abort "worker error" 0 0 TSR_DIST_FAULT=4 stopped "^tessera: rank [12]: band 4: injected fault"
+abort "SIGTERM to rank 0" 0 TERM "" interrupted "^tessera: stopping"
+# a worker killed: mpirun sends SIGCONT to the other ranks, SIGTERM and SIGKILL a second later;
+# rank 0 stops on the SIGCONT
+abort "worker killed (SIGKILL)" 2 KILL "" interrupted "^tessera: stopping"
 
 # ---- a worker that cannot serve: the job ends before its first byte, naming it ------------
 other="$SRC/designs/examples/blazed-grating.yaml"
