@@ -182,15 +182,15 @@ take_failure(tsr_error *err)
                  MPI_STATUS_IGNORE) != MPI_SUCCESS)
         snprintf(m.msg, sizeof m.msg, "failed (its message was lost)");
     m.msg[sizeof m.msg - 1] = '\0';
-    tsr_status st = m.status > TSR_OK && m.status <= TSR_EINTR ? (tsr_status)m.status : TSR_EIO;
+    tsr_status st = m.status > TSR_OK && m.status <= TSR_EINTERNAL ? (tsr_status)m.status : TSR_EIO;
     tsr_fail(err, st, "rank %d: %s", s.MPI_SOURCE, m.msg);
     return true;
 }
 
 /* Tell every worker STOP and take what they still send until each says BYE (DATA of bands
- * nobody waits for any more, into a scratch band, and FAIL or READY that came late). After a
- * stop (a signal: mpirun sends SIGTERM to every rank when one dies) a worker that stays silent
- * for a second is given up. */
+ * nobody waits for any more, into a scratch band, and FAIL or READY that came late): a worker
+ * computing a band finishes it first. After a stop (a signal: under mpirun, the SIGCONT of its
+ * teardown when a rank died) a worker silent for half a second is given up, and the job lost. */
 static void
 goodbye(uint64_t max_band)
 {
