@@ -143,25 +143,24 @@ abort "SIGTERM to rank 0" 0 TERM "" interrupted "^tessera: stopping"
 abort "worker killed (SIGKILL)" 2 KILL "" interrupted "^tessera: stopping"
 
 # ---- a worker that cannot serve: the job ends before its first byte, naming it ------------
-other="$SRC/designs/examples/blazed-grating.yaml"
-rm -f "$tmp/out"
-mpirun --oversubscribe -n 1 "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --progress none : \
-    -n 2 "$TESSERA" render "$other" "${ROWS[@]}" 2>"$tmp/err"
-rc=$?
-if [ $rc -eq 2 ] && grep -q "^tessera: rank [12]: the design differs from rank 0's (fingerprint)" "$tmp/err" &&
-    [ ! -e "$tmp/out" ]; then
-    ok "another design on a worker: exit 2, $(grep -m1 '^tessera: rank' "$tmp/err" | head -c 100)"
-else
-    bad "another design on a worker: exit $rc, $(tail -n 3 "$tmp/err"), output $([ -e "$tmp/out" ] && echo written)"
-fi
-mpirun --oversubscribe -n 1 "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --progress none : \
-    -n 2 "$TESSERA" render "$D" "${ROWS[@]}" --memory 1M 2>"$tmp/err"
-rc=$?
-if [ $rc -eq 2 ] && grep -q "^tessera: rank [12]: .*--memory" "$tmp/err" && [ ! -e "$tmp/out" ]; then
-    ok "a worker's plan does not fit: exit 2, $(grep -m1 '^tessera: rank' "$tmp/err" | head -c 100)"
-else
-    bad "a worker's plan does not fit: exit $rc, $(tail -n 3 "$tmp/err")"
-fi
+# refused NAME PATTERN WORKER_ARGS...: rank 0 renders $D, ranks 1 and 2 get WORKER_ARGS (MPMD);
+# exit 2, rank 0 names a worker with PATTERN, and no output file is made
+refused() {
+    local name=$1 pattern=$2
+    shift 2
+    rm -f "$tmp/out"
+    mpirun --oversubscribe -n 1 "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --progress none : \
+        -n 2 "$TESSERA" render "$@" 2>"$tmp/err"
+    local rc=$?
+    if [ $rc -eq 2 ] && grep -q "^tessera: rank [12]: $pattern" "$tmp/err" && [ ! -e "$tmp/out" ]; then
+        ok "$name: exit 2, $(grep -m1 '^tessera: rank' "$tmp/err" | head -c 100)"
+    else
+        bad "$name: exit $rc, $(tail -n 3 "$tmp/err"), output $([ -e "$tmp/out" ] && echo written)"
+    fi
+}
+refused "another design on a worker" "the design differs from rank 0's (fingerprint)" \
+    "$SRC/designs/examples/blazed-grating.yaml" "${ROWS[@]}"
+refused "a worker's plan does not fit" "memory plan: .*--memory" "$D" "${ROWS[@]}" --memory 1M
 
 # ---- one rank is the one-process render ---------------------------------------------------
 mpirun -n 1 "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --progress none 2>"$tmp/err"
