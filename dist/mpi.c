@@ -40,6 +40,7 @@ typedef struct band_msg {
 
 typedef struct fail_msg {
     int32_t status;
+    uint64_t band; /* the worker's band (1 = its first) that failed; 0: before any */
     char msg[sizeof(((tsr_error *)0)->msg)];
 } fail_msg;
 
@@ -155,27 +156,37 @@ band_done(MPI_Request req[2], tsr_status *st, tsr_error *err)
 
 typedef struct inflight {
     uint8_t *dst;
-    bool local; /* filled here (a periodic root): nothing to receive */
+    bool local;   /* filled here (a periodic root): nothing to receive */
+    int peer;     /* the worker computing it */
+    uint64_t nth; /* its number among that worker's bands, from 1 */
     MPI_Request req[2];
 } inflight;
+
+typedef struct peer {
+    uint64_t sent;   /* bands sent to it */
+    uint64_t failed; /* with `fail`: its band that failed (its earlier ones still come) */
+    tsr_error fail;  /* its FAIL (status TSR_OK: none) */
+} peer;
 
 typedef struct mpi_bk {
     inflight q[TSR_PIPE_MAX];
     size_t head, n;
     int64_t run;          /* bands per worker turn */
     uint64_t max_band;    /* bytes */
-    tsr_error failure;    /* the first failure (a worker's, a stop), once `failed` */
+    peer *peers;          /* per rank */
+    tsr_error failure;    /* what ended the stream (a worker's failure, a stop), once `failed` */
     bool failed;
 } mpi_bk;
 
-/* A worker's FAIL message into err: "rank N: what it said". True when there was one. */
-static bool
-take_failure(tsr_error *err)
+/* A worker's FAIL message into err ("rank N: what it said") and *band (its band that failed).
+ * Returns N, or 0 when there was none. */
+static int
+take_failure(tsr_error *err, uint64_t *band)
 {
     MPI_Status s;
     int flag = 0;
     if (MPI_Iprobe(MPI_ANY_SOURCE, T_FAIL, MPI_COMM_WORLD, &flag, &s) != MPI_SUCCESS || !flag)
-        return false;
+        return 0;
     fail_msg m;
     memset(&m, 0, sizeof m);
     if (MPI_Recv(&m, (int)sizeof m, MPI_BYTE, s.MPI_SOURCE, T_FAIL, MPI_COMM_WORLD,
@@ -184,7 +195,8 @@ take_failure(tsr_error *err)
     m.msg[sizeof m.msg - 1] = '\0';
     tsr_status st = m.status > TSR_OK && m.status <= TSR_EINTERNAL ? (tsr_status)m.status : TSR_EIO;
     tsr_fail(err, st, "rank %d: %s", s.MPI_SOURCE, m.msg);
-    return true;
+    *band = m.band;
+    return s.MPI_SOURCE;
 }
 
 /* Tell every worker STOP and take what they still send until each says BYE (DATA of bands
@@ -294,7 +306,8 @@ handshake(tsr_engine *e, mpi_bk *b, tsr_error *err)
     for (int ready = 0; ready < g.size - 1 && st == TSR_OK;) {
         int flag = 0;
         MPI_Status s;
-        if (take_failure(err))
+        uint64_t band;
+        if (take_failure(err, &band) > 0)
             return err->status;
         if (stopped())
             return tsr_fail(err, TSR_EINTR, "interrupted");
@@ -316,8 +329,11 @@ mpi_open(tsr_engine *e, tsr_error *err)
     if (!g.started || g.rank != 0 || g.size < 2)
         return tsr_fail(err, TSR_EINVAL, "the MPI backend runs on rank 0 of an mpirun job");
     mpi_bk *b = calloc(1, sizeof *b);
-    if (!b)
+    if (!b || !(b->peers = calloc((size_t)g.size, sizeof *b->peers))) {
+        free(b);
+        goodbye(0);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    }
     e->band_rows = e->plan.band_rows;
     b->max_band = max_band_bytes(e);
     tsr_status st = TSR_OK;
@@ -332,6 +348,7 @@ mpi_open(tsr_engine *e, tsr_error *err)
     }
     if (st != TSR_OK) {
         goodbye(b->max_band);
+        free(b->peers);
         free(b);
         return st;
     }
@@ -346,6 +363,7 @@ mpi_close(tsr_engine *e)
     if (!b)
         return;
     goodbye(b->max_band);
+    free(b->peers);
     free(b);
     e->bk = NULL;
 }
@@ -362,7 +380,8 @@ mpi_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
     if (st != TSR_OK)
         return st;
     if (!f->local) {
-        int peer = 1 + (int)((j->seq / (uint64_t)b->run) % (uint64_t)(g.size - 1));
+        int peer = f->peer = 1 + (int)((j->seq / (uint64_t)b->run) % (uint64_t)(g.size - 1));
+        f->nth = ++b->peers[peer].sent;
         band_msg m = {j->x, j->w, j->y, j->h, j->up};
         st = mpi_ok(MPI_Send(&m, (int)sizeof m, MPI_BYTE, peer, T_JOB, MPI_COMM_WORLD), "send",
                     err);
@@ -400,8 +419,10 @@ cancel_band(MPI_Request req[2])
     }
 }
 
-/* The oldest band's samples are in its dst; or a worker failed, or the stop came: then this
- * and every later band are dropped with that error. */
+/* The oldest band's samples are in its dst; or its worker failed at or before it, or the stop
+ * came: then this and every later band are dropped with that error. A worker serves its bands
+ * in order and says which one failed (its FAIL may overtake the samples of the band before), so
+ * the stream ends exactly at the first band that failed, and every band before it goes out. */
 static tsr_status
 mpi_complete(tsr_engine *e, tsr_error *err)
 {
@@ -414,12 +435,20 @@ mpi_complete(tsr_engine *e, tsr_error *err)
     long us = 20;
     while (!b->failed) {
         tsr_status st;
+        tsr_error fail;
+        uint64_t band;
+        int r;
+        const peer *p = &b->peers[f->peer];
         if (band_done(f->req, &st, &b->failure)) {
             if (st == TSR_OK)
                 return TSR_OK;
             b->failed = true;
-        } else if (take_failure(&b->failure)) {
+        } else if (p->fail.status != TSR_OK && f->nth >= p->failed) {
+            b->failure = p->fail;
             b->failed = true;
+        } else if ((r = take_failure(&fail, &band)) > 0) {
+            if (b->peers[r].fail.status == TSR_OK)
+                b->peers[r] = (peer){b->peers[r].sent, band, fail};
         } else if (stopped()) {
             tsr_fail(&b->failure, TSR_EINTR, "interrupted");
             b->failed = true;
@@ -564,7 +593,7 @@ typedef struct worker {
     MPI_Request req[2][2];
     uint64_t max_band;
     bool attached;
-    uint64_t jobs;    /* bands served */
+    uint64_t jobs;    /* bands received; after a failure, the one that failed */
     uint64_t fail_at; /* TSR_DIST_FAULT=N: the Nth band fails (a test hook), 0: none */
 } worker;
 
@@ -622,6 +651,7 @@ serve(worker *w, tsr_error *err)
             MPI_Request *req = w->req[k % 2];
             st = mpi_ok(MPI_Recv(&m, (int)sizeof m, MPI_BYTE, 0, T_JOB, MPI_COMM_WORLD,
                                  MPI_STATUS_IGNORE), "receive", err);
+            w->jobs++;
             int stop = 0; /* STOP overtakes the jobs queued before it: they are dropped */
             if (st == TSR_OK && MPI_Iprobe(0, T_STOP, MPI_COMM_WORLD, &stop, &s) == MPI_SUCCESS &&
                 stop)
@@ -630,11 +660,12 @@ serve(worker *w, tsr_error *err)
                 st = tsr_fail(err, TSR_EINVAL, "band %lld,%lld,%lld,%lld from rank 0 does not "
                               "fit this design", (long long)m.x, (long long)m.y,
                               (long long)m.w, (long long)m.h);
-            if (st == TSR_OK && ++w->jobs == w->fail_at)
+            if (st == TSR_OK && w->jobs == w->fail_at)
                 st = tsr_fail(err, TSR_EIO, "band %llu: injected fault (TSR_DIST_FAULT)",
                               (unsigned long long)w->jobs);
-            if (st == TSR_OK)
-                st = wait_sent(req, false, err); /* the band before last used this buffer */
+            /* the band before last used this buffer: if its send failed, the failure is its */
+            if (st == TSR_OK && (st = wait_sent(req, false, err)) != TSR_OK)
+                w->jobs = w->jobs > 2 ? w->jobs - 2 : 0;
             if (st == TSR_OK)
                 st = compute_band(w->e, &m, dst, err);
             if (st == TSR_OK)
@@ -651,13 +682,13 @@ serve(worker *w, tsr_error *err)
 /* After a failure: tell rank 0 (not after a stop: rank 0 has one too), then wait for its STOP,
  * dropping what comes before it. False when it did not come. */
 static bool
-await_stop(const tsr_error *err, bool stop)
+await_stop(const tsr_error *err, uint64_t band, bool stop)
 {
     if (!stop) {
         char host[256] = "?";
         gethostname(host, sizeof host);
         host[sizeof host - 1] = '\0';
-        fail_msg m = {.status = (int32_t)err->status};
+        fail_msg m = {.status = (int32_t)err->status, .band = band};
         snprintf(m.msg, sizeof m.msg, "%.700s (host %.200s, pid %ld)", err->msg, host,
                  (long)getpid());
         size_t len = offsetof(fail_msg, msg) + strlen(m.msg) + 1;
@@ -687,7 +718,7 @@ tsr_dist_worker(const char *path, const tsr_engine_opts *opts)
     w.e = d ? tsr_engine_new(d, opts, &err) : NULL;
     tsr_status st = w.e ? serve(&w, &err) : err.status;
     bool stop = st != TSR_OK && stopped();
-    g.lost = st != TSR_OK && !await_stop(&err, stop);
+    g.lost = st != TSR_OK && !await_stop(&err, w.jobs, stop);
     tsr_error ignore;
     if (!g.lost && (wait_sent(w.req[0], stop, &ignore) != TSR_OK ||
                     wait_sent(w.req[1], stop, &ignore) != TSR_OK))

@@ -97,6 +97,7 @@ rank_pid() {
 # rerun from N completes the stream
 abort() {
     local name=$1 rank=$2 sig=$3 fault=$4 how=$5 line=$6 waited=0 pid=
+    at= # global: the offset it stopped at
     rm -f "$tmp/out"
     env ${fault:+"$fault"} "${MPI[@]}" "$TESSERA" render "$D" "${ROWS[@]}" -o "$tmp/out" --rate 20MB/s \
         --progress none 2>"$tmp/err" &
@@ -116,7 +117,6 @@ abort() {
     wait "$mp"
     local rc=$?
     mp=
-    local at
     at=$(sed -n "s/^tessera: $how at byte \([0-9]*\); resume with --resume-at \1\$/\1/p" "$tmp/err")
     if [ -z "$pid" ] && [ "$sig" != 0 ]; then
         bad "$name: rank $rank not found"
@@ -134,9 +134,12 @@ abort() {
 
 # a sink failure on rank 0 (the fault hook: EIO after 6 MB; signal 0: nothing is sent)
 abort "sink failure" 0 0 TSR_FAULT=eio@6000000 stopped "^tessera: .*/out: Input/output error"
-# a worker's error in the middle of the job (the hook fails every worker's 4th band, the 4th or
-# 8th band of the stream): rank 0 names it, then the offset
-abort "worker error" 0 0 TSR_DIST_FAULT=4 stopped "^tessera: rank [12]: band 4: injected fault"
+# a worker's error in the middle of the job (the hook fails each worker's 4th band: rank 1's is
+# the stream's 4th, as bands go out in runs of 4): rank 0 names it, and every band before it
+# goes out whatever the timing, so the offset is exactly 3 bands (wafer-map-150 streams swaths
+# 8192 px wide: a band of rows 0:300 is one swath's 8192 x 300 bytes)
+abort "worker error" 0 0 TSR_DIST_FAULT=4 stopped "^tessera: rank 1: band 4: injected fault"
+[ "$at" = 7372800 ] || bad "worker error: stopped at byte $at, not after 3 bands (7372800)"
 abort "SIGTERM to rank 0" 0 TERM "" interrupted "^tessera: stopping"
 # a worker killed: mpirun sends SIGCONT to the other ranks, SIGTERM and SIGKILL a second later;
 # rank 0 stops on the SIGCONT
