@@ -162,18 +162,18 @@ typedef struct inflight {
     MPI_Request req[2];
 } inflight;
 
-typedef struct peer {
+typedef struct peer_state {
     uint64_t sent;   /* bands sent to it */
     uint64_t failed; /* with `fail`: its band that failed (its earlier ones still come) */
     tsr_error fail;  /* its FAIL (status TSR_OK: none) */
-} peer;
+} peer_state;
 
 typedef struct mpi_bk {
     inflight q[TSR_PIPE_MAX];
     size_t head, n;
     int64_t run;          /* bands per worker turn */
     uint64_t max_band;    /* bytes */
-    peer *peers;          /* per rank */
+    peer_state *peers;    /* per rank */
     tsr_error failure;    /* what ended the stream (a worker's failure, a stop), once `failed` */
     bool failed;
 } mpi_bk;
@@ -438,7 +438,7 @@ mpi_complete(tsr_engine *e, tsr_error *err)
         tsr_error fail;
         uint64_t band;
         int r;
-        const peer *p = &b->peers[f->peer];
+        const peer_state *p = &b->peers[f->peer];
         if (band_done(f->req, &st, &b->failure)) {
             if (st == TSR_OK)
                 return TSR_OK;
@@ -448,7 +448,7 @@ mpi_complete(tsr_engine *e, tsr_error *err)
             b->failed = true;
         } else if ((r = take_failure(&fail, &band)) > 0) {
             if (b->peers[r].fail.status == TSR_OK)
-                b->peers[r] = (peer){b->peers[r].sent, band, fail};
+                b->peers[r] = (peer_state){b->peers[r].sent, band, fail};
         } else if (stopped()) {
             tsr_fail(&b->failure, TSR_EINTR, "interrupted");
             b->failed = true;
