@@ -1,6 +1,7 @@
 /* tessera: the command line. Argument parsing and nothing else; the work is in engine/. */
 #include "cli/progress.h"
 #include "controller/controller.h"
+#include "dist/dist.h"
 #include "engine/engine.h"
 #include "engine/version.h"
 #include "gpu/gpu.h"
@@ -150,6 +151,9 @@ on_stop(int sig)
     /* Counted atomically: a process-directed signal may run this on any thread that does not
      * block it (the CUDA runtime starts threads of its own), so two signals can be handled at
      * once on two threads, where a test of g_stop would call both the first. */
+    if (sig == SIGCONT && atomic_load(&g_signals) > 0)
+        return; /* under mpirun: its warning (install_stop) comes again; only SIGINT and
+                 * SIGTERM escalate */
     if (atomic_fetch_add(&g_signals, 1) == 0) {
         g_stop = sig;
         say("tessera: stopping...\n");
@@ -173,10 +177,10 @@ on_stop(int sig)
     _exit(1);
 }
 
-/* SIGINT/SIGTERM request a clean stop; a second one exits at once (on_stop). No SA_RESTART:
- * a blocked call returns and sees the flag. */
+/* SIGINT/SIGTERM, and `also` when non-zero, request a clean stop; a second one exits at once
+ * (on_stop). No SA_RESTART: a blocked call returns and sees the flag. */
 static void
-install_stop(void)
+install_stop(int also)
 {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -184,8 +188,12 @@ install_stop(void)
     sigemptyset(&sa.sa_mask);
     sigaddset(&sa.sa_mask, SIGINT); /* one handler at a time: the first signal is counted */
     sigaddset(&sa.sa_mask, SIGTERM);
+    if (also)
+        sigaddset(&sa.sa_mask, also);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    if (also)
+        sigaction(also, &sa, NULL);
 }
 
 /* What a command printed to stdout must have arrived: flush it and look at the stream's error
@@ -1180,6 +1188,41 @@ cmd_help_version(const command *c, int n, char **operands)
     return stdout_done(0);
 }
 
+/* Load, plan and run a command on the engine (render, preview, profile, check). */
+static int
+run(args *a)
+{
+    tsr_error err = {0};
+    int rc;
+    a->eo.plan_only = strcmp(a->cmd, "check") == 0; /* no image decoded, no table built */
+    tsr_design *d = tsr_engine_load(a->design, &err);
+    if (!d)
+        return fail(&err);
+    if (a->fast && a->eo.tile == 0) /* the samples' own tiles cost less when small */
+        a->eo.tile = tsr_preview_fast_tile(d);
+    tsr_engine *e = tsr_engine_new(d, &a->eo, &err);
+    if (!e) {
+        tsr_design_free(d);
+        return fail(&err);
+    }
+    if (strcmp(a->cmd, "render") == 0)
+        rc = cmd_render(a, e);
+    else if (strcmp(a->cmd, "preview") == 0)
+        rc = cmd_preview(a, e, d);
+    else if (strcmp(a->cmd, "profile") == 0)
+        rc = stdout_done(cmd_profile(a, e, d));
+    else if (g_stop) { /* a stop while loading or planning */
+        fprintf(stderr, "tessera: interrupted\n");
+        rc = 1;
+    } else {
+        tsr_engine_print_check(e, stdout, a->tree);
+        rc = stdout_done(0);
+    }
+    tsr_engine_free(e);
+    tsr_design_free(d);
+    return rc;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1213,38 +1256,26 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     /* From here on SIGINT/SIGTERM stop cleanly (a stop during loading ends the render
      * before its first byte, still with the resume message). */
-    install_stop();
+    install_stop(0);
     a.eo.stop = &g_stop;
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
-    tsr_error err = {0};
-    a.eo.plan_only = strcmp(a.cmd, "check") == 0; /* no image decoded, no table built */
     /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */
     a.eo.direct = getenv("TSR_DIRECT") && strcmp(getenv("TSR_DIRECT"), "1") == 0;
-    tsr_design *d = tsr_engine_load(a.design, &err);
-    if (!d)
+    tsr_error err = {0};
+    /* mpirun -n K tessera render: rank 0 streams, the other ranks compute its bands (dist/) */
+    int rank = strcmp(a.cmd, "render") == 0 ? tsr_dist_start(&g_stop, &err) : 0;
+    if (rank < 0)
         return fail(&err);
-    if (a.fast && a.eo.tile == 0) /* the samples' own tiles cost less when small */
-        a.eo.tile = tsr_preview_fast_tile(d);
-    tsr_engine *e = tsr_engine_new(d, &a.eo, &err);
-    if (!e) {
-        tsr_design_free(d);
-        return fail(&err);
+    if (tsr_dist_ranks() > 1) {
+        /* Open MPI ends a job (a rank died, mpirun got SIGINT) with SIGCONT to every rank, then
+         * SIGTERM and SIGKILL a second later: the SIGCONT is the warning that leaves rank 0
+         * the time for its abort frame and resume offset (docs/scale-out.md) */
+        install_stop(SIGCONT);
     }
-    if (strcmp(a.cmd, "render") == 0)
-        rc = cmd_render(&a, e);
-    else if (strcmp(a.cmd, "preview") == 0)
-        rc = cmd_preview(&a, e, d);
-    else if (strcmp(a.cmd, "profile") == 0)
-        rc = stdout_done(cmd_profile(&a, e, d));
-    else if (g_stop) { /* a stop while loading or planning */
-        fprintf(stderr, "tessera: interrupted\n");
-        rc = 1;
-    } else {
-        tsr_engine_print_check(e, stdout, a.tree);
-        rc = stdout_done(0);
-    }
-    tsr_engine_free(e);
-    tsr_design_free(d);
-    return rc;
+    if (rank > 0)
+        return tsr_dist_end(tsr_dist_worker(a.design, &a.eo));
+    if (tsr_dist_ranks() > 1)
+        a.eo.ops = tsr_dist_backend;
+    return tsr_dist_end(run(&a));
 }

@@ -21,6 +21,10 @@ typedef struct tsr_band_job {
                              * the progress display; the pipeline accounts the rest */
 } tsr_band_job;
 
+/* Bands in flight at most (e->depth): the CPU asks for 1, the GPU up to 4, rank 0 of an MPI job
+ * a few per worker rank (dist/mpi.c: its reorder window). */
+#define TSR_PIPE_MAX 256
+
 typedef struct tsr_backend_ops {
     const char *name; /* "cpu", "gpu": for people (check, profile), never compared */
     /* Build the backend's state in e->bk; set e->band_rows and e->depth. */

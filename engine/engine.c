@@ -75,7 +75,9 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         e->opts = *opts;
     /* the backend: the one option spelled as a word, parsed once here */
     const char *be = e->opts.backend ? e->opts.backend : "auto";
-    if (strcmp(be, "cpu") == 0) {
+    if (e->opts.ops) {
+        e->ops = e->opts.ops;
+    } else if (strcmp(be, "cpu") == 0) {
         e->ops = &tsr_backend_cpu;
     } else if (strcmp(be, "gpu") == 0 || strcmp(be, "auto") == 0) {
         bool gpu = tsr_gpu_available();
@@ -431,7 +433,7 @@ tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn
 
 /* ---- the pipeline: bands submitted in order, completed in order, handed to the writer ----- */
 
-#define PIPE_MAX 8 /* bands in flight at most (backends ask for 1 to 4) */
+#define PIPE_MAX TSR_PIPE_MAX /* engine/backend.h */
 
 typedef struct pipe_slot {
     uint8_t *buf;

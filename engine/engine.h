@@ -39,6 +39,8 @@ typedef struct tsr_engine_opts {
                                   * (stream, render_rect, drain, preview) fails with TSR_EINTR
                                   * "interrupted" within about a tile's row. Once set it must
                                   * stay set until the call returns. */
+    const struct tsr_backend_ops *ops; /* NULL, or the backend to use whatever `backend` says:
+                                        * rank 0's of `mpirun tessera render` (dist/) */
 } tsr_engine_opts;
 
 /* The memory plan (DESIGN.md §1): what a run holds at most, in bytes. */

@@ -34,6 +34,8 @@ abort_reason(const tsr_render_opts *o, const tsr_error *err)
         return "interrupted by SIGTERM";
     if (*o->stop == SIGINT)
         return "interrupted by SIGINT";
+    if (*o->stop == SIGCONT) /* under mpirun: how Open MPI starts to end a job */
+        return "interrupted: mpirun is ending the job (a rank ended, or mpirun was stopped)";
     return "interrupted (stop requested)";
 }
 
