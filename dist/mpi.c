@@ -611,14 +611,22 @@ greet(worker *w, const hello *h, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "the design differs from rank 0's (fingerprint): "
                         "every rank must load the same design, images and --rows");
     w->max_band = h->max_band > 0 ? h->max_band : 1;
-    int64_t len;
-    if (w->max_band > INT64_MAX || !tsr_mul_checked((int64_t)w->max_band, 2, &len) ||
-        !(w->buf[0] = malloc((size_t)len)))
+    int64_t len, sub = 0;
+    /* A backend that attaches the pool (the GPU pins it) carves its device band buffers from
+     * it, one per writer buffer: each must hold one of this rank's own bands (compute_band),
+     * whatever rank 0's bands are. */
+    bool big = w->e->ops->attach &&
+               (!tsr_mul_checked(w->e->band_rows, w->e->d->root->w, &sub) ||
+                !tsr_mul_checked(sub, w->e->d->out.depth / 8, &sub) ||
+                !tsr_mul_checked(sub, w->e->writer_bufs, &sub));
+    if (w->max_band > INT64_MAX || !tsr_mul_checked((int64_t)w->max_band, 2, &len) || big ||
+        !(w->buf[0] = malloc((size_t)(len > sub ? len : sub))))
         return tsr_fail(err, TSR_ENOMEM, "out of memory (two bands of %llu bytes)",
                         (unsigned long long)w->max_band);
     w->buf[1] = w->buf[0] + w->max_band;
     if (w->e->ops->attach) {
-        if ((st = w->e->ops->attach(w->e, w->buf[0], (size_t)len, err)) != TSR_OK)
+        size_t pool = (size_t)(len > sub ? len : sub);
+        if ((st = w->e->ops->attach(w->e, w->buf[0], pool, err)) != TSR_OK)
             return st;
         w->attached = true;
     }

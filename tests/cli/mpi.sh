@@ -41,7 +41,7 @@ same() {
         return
     fi
     if ! "${MPI[@]}" "$TESSERA" render "$d" -o "$tmp/three" --progress none "$@" 2>"$tmp/err3"; then
-        bad "$name: mpirun -n 3: $(tail -n 5 "$tmp/err3")"
+        bad "$name: mpirun -n 3: $(grep -m 3 "tessera" "$tmp/err3" || tail -n 5 "$tmp/err3")"
     elif cmp -s "$tmp/one" "$tmp/three"; then
         ok "$name: mpirun -n 3 = one process ($(stat -c %s "$tmp/one") bytes)"
     else
