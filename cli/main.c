@@ -37,7 +37,7 @@ static const command commands[] = {
      "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
      "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
      "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
-     "                         [--stall-timeout S] [--gpu-memory M]\n"},
+     "                         [--stall-timeout S] [--gpu-memory M] [--gpus all|N]\n"},
     {"preview", C_PREVIEW, true,
      "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
      "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
@@ -46,7 +46,7 @@ static const command commands[] = {
     {"profile", C_PROFILE, false,
      "  tessera profile DESIGN [--region X,Y,W,H | --seconds S] [--backend cpu|gpu|auto]\n"
      "                         [--target 10MB/s] [--json] [--memory M] [--threads N]\n"
-     "                         [--tile T] [--gpu-memory M]\n"},
+     "                         [--tile T] [--gpu-memory M] [--gpus all|N]\n"},
     {"check", C_CHECK, false,
      "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"},
     {"controller", C_CONTROLLER, true,
@@ -324,7 +324,7 @@ check_out(const args *a)
 
 enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
        O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN, O_JOBS,
-       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST };
+       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS };
 
 /* Every long option and the commands it belongs to: the commands' usage lines, the README's
  * command block, tessera.1 and tessera.bash say the same (tests/cli/options.sh). */
@@ -336,6 +336,7 @@ static const struct {
     {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PREVIEW | C_PROFILE},
     {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE},
     {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE},
+    {{"gpus", required_argument, 0, O_GPUS}, C_RENDER | C_PROFILE},
     {{"threads", required_argument, 0, O_THREADS}, C_ENGINE},
     {{"tile", required_argument, 0, O_TILE}, C_ENGINE},
     {{"rows", required_argument, 0, O_ROWS}, C_RENDER},
@@ -452,6 +453,13 @@ parse_option(args *a, int opt, const char *val)
                                val);
         *(opt == O_MEMORY ? &a->eo.memory : &a->eo.gpu_memory) = v > 9e18 ? INT64_MAX
                                                                           : (int64_t)v;
+        break;
+    case O_GPUS:
+        if (strcmp(val, "all") == 0)
+            i = -1;
+        else if (!parse_i64(val, &i) || i < 1 || i > 64)
+            return usage_error(a->c, "--gpus %s: expected all or 1..64", val);
+        a->eo.gpus = (int)i;
         break;
     case O_THREADS:
         if (!parse_i64(val, &i) || i < 1 || i > 1024)

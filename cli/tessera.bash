@@ -35,11 +35,11 @@ _tessera()
     esac
     case $cmd in
         render) opts="-o --rate --backend --memory --threads --framed --deflate --resume-at
-                      --rows --progress --tile --stall-timeout --gpu-memory --help" ;;
+                      --rows --progress --tile --stall-timeout --gpu-memory --gpus --help" ;;
         preview) opts="--region --scale -o --depth --fast --force --progress --backend --memory --threads
                        --tile --gpu-memory --help" ;;
         profile) opts="--region --seconds --backend --target --json --memory --threads --tile
-                       --gpu-memory --help" ;;
+                       --gpu-memory --gpus --help" ;;
         check) opts="--tree --memory --threads --tile --help" ;;
         controller) opts="--listen --rate -o --jobs --stall-timeout --exit-on-abort --help" ;;
         *) return ;;

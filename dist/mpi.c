@@ -555,26 +555,11 @@ wait_sent(MPI_Request req[2], bool after_stop, tsr_error *err)
     return poll_until(sends_done, req, after_stop, err) ? TSR_OK : err->status;
 }
 
-/* Band m into dst with this rank's own engine, in bands of its own size (its plan counts
- * those): dst row 0 is the band's first row in stream order (its bottom one when up). */
+/* Band m into dst with this rank's own engine (engine/backend.h). */
 static tsr_status
 compute_band(tsr_engine *e, const band_msg *m, uint8_t *dst, tsr_error *err)
 {
-    int64_t bps = e->d->out.depth / 8, bh = e->band_rows;
-    if (e->band_bytes > 0) { /* a backend that sizes bands in bytes (tsr_engine_drain) */
-        bh = e->band_bytes / (m->w * bps);
-        bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
-    }
-    tsr_status st = TSR_OK;
-    for (int64_t i = 0; i < m->h && st == TSR_OK; i += bh) {
-        int64_t h = m->h - i < bh ? m->h - i : bh;
-        int64_t y = m->up ? m->y + m->h - i - h : m->y + i;
-        tsr_band_job j = {m->x, m->w, y, h, m->up != 0, bps, dst + i * m->w * bps, 0, NULL};
-        st = e->ops->submit(e, &j, err);
-        if (st == TSR_OK)
-            st = e->ops->complete(e, err);
-    }
-    return st;
+    return tsr_engine_band(e, m->x, m->w, m->y, m->h, m->up != 0, dst, err);
 }
 
 /* Whether band m lies inside the root and fits the buffers HELLO announced. */
@@ -611,22 +596,13 @@ greet(worker *w, const hello *h, tsr_error *err)
         return tsr_fail(err, TSR_EINVAL, "the design differs from rank 0's (fingerprint): "
                         "every rank must load the same design, images and --rows");
     w->max_band = h->max_band > 0 ? h->max_band : 1;
-    int64_t len, sub = 0;
-    /* A backend that attaches the pool (the GPU pins it) carves its device band buffers from
-     * it, one per writer buffer: each must hold one of this rank's own bands (compute_band),
-     * whatever rank 0's bands are. */
-    bool big = w->e->ops->attach &&
-               (!tsr_mul_checked(w->e->band_rows, w->e->d->root->w, &sub) ||
-                !tsr_mul_checked(sub, w->e->d->out.depth / 8, &sub) ||
-                !tsr_mul_checked(sub, w->e->writer_bufs, &sub));
-    if (w->max_band > INT64_MAX || !tsr_mul_checked((int64_t)w->max_band, 2, &len) || big ||
-        !(w->buf[0] = malloc((size_t)(len > sub ? len : sub))))
+    int64_t len = w->max_band > INT64_MAX ? -1 : tsr_engine_band_pool(w->e, (int64_t)w->max_band);
+    if (len < 0 || !(w->buf[0] = malloc((size_t)len)))
         return tsr_fail(err, TSR_ENOMEM, "out of memory (two bands of %llu bytes)",
                         (unsigned long long)w->max_band);
     w->buf[1] = w->buf[0] + w->max_band;
     if (w->e->ops->attach) {
-        size_t pool = (size_t)(len > sub ? len : sub);
-        if ((st = w->e->ops->attach(w->e, w->buf[0], pool, err)) != TSR_OK)
+        if ((st = w->e->ops->attach(w->e, w->buf[0], (size_t)len, err)) != TSR_OK)
             return st;
         w->attached = true;
     }

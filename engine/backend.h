@@ -53,6 +53,22 @@ tsr_engine_swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, in
 
 extern const tsr_backend_ops tsr_backend_cpu;
 extern const tsr_backend_ops tsr_backend_gpu;
+extern const tsr_backend_ops tsr_backend_multi; /* --gpus: bands on several engines */
+
+/* Band (x, w, y, h; bottom row first when up) into dst (w * h * bps bytes), computed by e's
+ * backend synchronously in bands of e's own size (its plan counts those), whoever cut the
+ * band: a worker of another engine's stream (dist/mpi.c, engine/multi.c). For a backend that
+ * attaches a pool (the GPU), dst lies in the pool attached, of at least
+ * tsr_engine_band_pool(e, bytes of the largest band) bytes. */
+tsr_status
+tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool up,
+                uint8_t *dst, tsr_error *err);
+
+/* The pool tsr_engine_band needs for bands of up to max_band bytes: twice that (one band
+ * computing, one being handed on), and for an attaching backend at least one of e's own bands
+ * per writer buffer (its device band buffers are carved from the pool). -1 on overflow. */
+int64_t
+tsr_engine_band_pool(const tsr_engine *e, int64_t max_band);
 
 /* Shared by both backends: a periodic root's band by row copies of its converted period
  * (engine.c), true when the root is periodic over its whole rect (then the band is filled,

@@ -75,16 +75,26 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         e->opts = *opts;
     /* the backend: the one option spelled as a word, parsed once here */
     const char *be = e->opts.backend ? e->opts.backend : "auto";
+    const char *mc = getenv("TSR_MULTI_CPU"); /* engine/multi.c: its tests without a GPU */
+    bool multi_cpu = mc && strcmp(mc, "1") == 0;
+    int gpus = e->opts.gpus < 0 ? tsr_gpu_count() : e->opts.gpus; /* --gpus all|N */
+    if (e->opts.gpus != 0 && strcmp(be, "cpu") == 0) {
+        tsr_fail(err, TSR_EINVAL, "--gpus: needs the GPU backend, not --backend cpu");
+        goto fail;
+    }
     if (e->opts.ops) {
         e->ops = e->opts.ops;
+    } else if (gpus > 1 || (e->opts.gpus != 0 && multi_cpu)) {
+        e->ops = &tsr_backend_multi;
     } else if (strcmp(be, "cpu") == 0) {
         e->ops = &tsr_backend_cpu;
     } else if (strcmp(be, "gpu") == 0 || strcmp(be, "auto") == 0) {
         bool gpu = tsr_gpu_available();
-        if (!gpu && strcmp(be, "gpu") == 0) {
+        if (!gpu && (strcmp(be, "gpu") == 0 || e->opts.gpus != 0)) {
             char why[256];
             tsr_gpu_describe(why, sizeof why);
-            tsr_fail(err, TSR_EINVAL, "--backend gpu: no usable GPU (%s); use --backend cpu", why);
+            tsr_fail(err, TSR_EINVAL, "--%s: no usable GPU (%s); use --backend cpu",
+                     e->opts.gpus != 0 ? "gpus" : "backend gpu", why);
             goto fail;
         }
         e->ops = gpu ? &tsr_backend_gpu : &tsr_backend_cpu;
@@ -131,8 +141,8 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     if (e->ops->open(e, err) != TSR_OK) {
         /* `auto` takes the CPU for a design the device's memory plan cannot hold (a band of a
          * 2^40 px wide root); `--backend gpu` says why instead */
-        bool fallback = e->ops == &tsr_backend_gpu && strcmp(be, "auto") == 0 && err &&
-                        err->status == TSR_EPLAN;
+        bool fallback = e->ops == &tsr_backend_gpu && strcmp(be, "auto") == 0 &&
+                        e->opts.gpus == 0 && err && err->status == TSR_EPLAN;
         e->ops = fallback ? &tsr_backend_cpu : NULL; /* NULL: nothing to close */
         if (!fallback || e->ops->open(e, err) != TSR_OK) {
             e->ops = NULL;
@@ -429,6 +439,42 @@ tsr_engine_stream(tsr_engine *e, tsr_sink *sink, uint64_t start, tsr_progress_fn
 {
     tsr_stream_opts o = {start, progress, ctx, NULL, NULL};
     return tsr_engine_stream_ex(e, sink, &o, err);
+}
+
+/* ---- bands for another engine's stream (backend.h) ------------------------------------ */
+
+tsr_status
+tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool up,
+                uint8_t *dst, tsr_error *err)
+{
+    int64_t bps = e->d->out.depth / 8, bh = e->band_rows;
+    if (e->band_bytes > 0) { /* a backend that sizes bands in bytes (tsr_engine_drain) */
+        bh = e->band_bytes / (w * bps);
+        bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
+    }
+    tsr_status st = TSR_OK;
+    for (int64_t i = 0; i < h && st == TSR_OK; i += bh) {
+        int64_t n = h - i < bh ? h - i : bh;
+        int64_t y0 = up ? y + h - i - n : y + i;
+        tsr_band_job j = {x, w, y0, n, up, bps, dst + i * w * bps, 0, NULL};
+        st = e->ops->submit(e, &j, err);
+        if (st == TSR_OK)
+            st = e->ops->complete(e, err);
+    }
+    return st;
+}
+
+int64_t
+tsr_engine_band_pool(const tsr_engine *e, int64_t max_band)
+{
+    int64_t len, own = 0;
+    if (!tsr_mul_checked(max_band > 0 ? max_band : 1, 2, &len))
+        return -1;
+    if (e->ops->attach && (!tsr_mul_checked(e->band_rows, e->d->root->w, &own) ||
+                           !tsr_mul_checked(own, e->d->out.depth / 8, &own) ||
+                           !tsr_mul_checked(own, e->writer_bufs, &own)))
+        return -1;
+    return len > own ? len : own;
 }
 
 /* ---- the pipeline: bands submitted in order, completed in order, handed to the writer ----- */

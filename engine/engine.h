@@ -27,6 +27,10 @@ typedef struct tsr_engine_opts {
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
     int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */
     int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
+    int gpu_device;      /* the CUDA device of the GPU backend (0 .. count - 1) */
+    int gpus;            /* --gpus: 0 or 1 one backend; N > 1 bands on N GPU backends (one per
+                          * device, round robin over the devices there are: engine/multi.c);
+                          * -1 every device */
     bool direct;         /* compute every node directly, never copying a period (plan.c):
                           * the reference the periodic shortcut is tested against */
     bool plan_only;      /* plan, and refuse what does not fit, but decode no image and build

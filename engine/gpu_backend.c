@@ -481,6 +481,7 @@ static tsr_status
 gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
 {
     gpu_state *s = e->bk;
+    tsr_gpu_bind(s->g); /* the thread that calls may not be the one that opened it */
     tsr_status rs = ensure_resident(e, s, err);
     if (rs != TSR_OK)
         return rs;
@@ -506,6 +507,7 @@ static tsr_status
 gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
 {
     gpu_state *s = e->bk;
+    tsr_gpu_bind(s->g);
     size_t at = (s->phead + s->pn) % (DEPTH + 1);
     bool done;
     tsr_status st = tsr_engine_fill_periodic(e, j, &done, err);
@@ -559,6 +561,7 @@ static tsr_status
 gpu_complete(tsr_engine *e, tsr_error *err)
 {
     gpu_state *s = e->bk;
+    tsr_gpu_bind(s->g);
     if (s->pn == 0)
         return TSR_OK;
     bool copy = s->pend[s->phead].copy;
@@ -573,6 +576,7 @@ static void
 gpu_detach(tsr_engine *e, uint8_t *mem)
 {
     gpu_state *s = e->bk;
+    tsr_gpu_bind(s->g);
     if (!s->att_mem)
         return;
     (void)tsr_gpu_sync(s->g, NULL);
@@ -590,6 +594,7 @@ static tsr_status
 gpu_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
 {
     gpu_state *s = e->bk;
+    tsr_gpu_bind(s->g);
     s->phead = s->pn = 0;
     if (s->att_mem == mem && s->att_len == len)
         return TSR_OK; /* the band buffers' copies were all waited for by the last stream */
@@ -620,6 +625,7 @@ gpu_close(tsr_engine *e)
     gpu_state *s = e->bk;
     if (!s)
         return;
+    tsr_gpu_bind(s->g);
     tsr_cache_free(s->dc); /* its tiles' blocks go back to freeb first */
     tsr_gpu_close(s->g);
     free(s->btile);
@@ -895,7 +901,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
 
     size_t freeb = 0, total = 0;
-    tsr_status st = tsr_gpu_meminfo(&freeb, &total, err);
+    tsr_status st = tsr_gpu_meminfo(e->opts.gpu_device, &freeb, &total, err);
     if (st != TSR_OK) {
         gpu_close(e);
         return st;
@@ -936,7 +942,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
     uint64_t t1 = tsr_now_ns();
     s->arena = arena;
-    s->g = tsr_gpu_open((size_t)arena, err);
+    s->g = tsr_gpu_open(e->opts.gpu_device, (size_t)arena, err);
     if (!s->g) {
         gpu_close(e);
         return err ? err->status : TSR_EIO;

@@ -78,19 +78,37 @@ tsr_gpu_fill_test(float *out, size_t n, float v, tsr_error *err)
     return TSR_OK;
 }
 
+extern "C" int
+tsr_gpu_count(void)
+{
+    int n = 0;
+    if (!tsr_gpu_available() || cudaGetDeviceCount(&n) != cudaSuccess)
+        return 0;
+    return n;
+}
+
 extern "C" tsr_status
-tsr_gpu_meminfo(size_t *free_bytes, size_t *total_bytes, tsr_error *err)
+tsr_gpu_meminfo(int device, size_t *free_bytes, size_t *total_bytes, tsr_error *err)
 {
     if (!tsr_gpu_available())
         return tsr_fail(err, TSR_EINVAL, "gpu: %s", why);
+    TSR_CUDA_TRY(cudaSetDevice(device), err);
     TSR_CUDA_TRY(cudaMemGetInfo(free_bytes, total_bytes), err);
     return TSR_OK;
+}
+
+extern "C" void
+tsr_gpu_bind(const tsr_gpu *g)
+{
+    int cur = -1;
+    if (g && (cudaGetDevice(&cur) != cudaSuccess || cur != g->device))
+        cudaSetDevice(g->device);
 }
 
 #define NEV 64 /* copy tickets in flight at most (a band each) */
 
 extern "C" tsr_gpu *
-tsr_gpu_open(size_t arena, tsr_error *err)
+tsr_gpu_open(int device, size_t arena, tsr_error *err)
 {
     if (!tsr_gpu_available()) {
         tsr_fail(err, TSR_EINVAL, "gpu: %s", why);
@@ -101,7 +119,8 @@ tsr_gpu_open(size_t arena, tsr_error *err)
         tsr_fail(err, TSR_ENOMEM, "out of memory");
         return NULL;
     }
-    cudaError_t e = cudaSetDevice(0);
+    g->device = device;
+    cudaError_t e = cudaSetDevice(device);
     if (e == cudaSuccess)
         e = cudaStreamCreateWithFlags(&g->compute, cudaStreamNonBlocking);
     if (e == cudaSuccess)

@@ -45,14 +45,24 @@ tsr_gpu_fill_test(float *out, size_t n, float v, tsr_error *err);
 
 typedef struct tsr_gpu tsr_gpu;
 
-/* Free and total device memory now (bytes). TSR_EINVAL without a device. */
-tsr_status
-tsr_gpu_meminfo(size_t *free_bytes, size_t *total_bytes, tsr_error *err);
+/* CUDA devices present (0 without a usable one, as tsr_gpu_available says). */
+int
+tsr_gpu_count(void);
 
-/* Open a context on device 0 with an arena of `arena` bytes (one cudaMalloc). NULL on failure
- * (no device: TSR_EINVAL; the arena cannot be had: TSR_ENOMEM naming the bytes). */
+/* Free and total memory of device `device` now (bytes). TSR_EINVAL without a device. */
+tsr_status
+tsr_gpu_meminfo(int device, size_t *free_bytes, size_t *total_bytes, tsr_error *err);
+
+/* Open a context on device `device` (0 .. tsr_gpu_count() - 1) with an arena of `arena` bytes
+ * (one cudaMalloc). NULL on failure (no device: TSR_EINVAL; the arena cannot be had:
+ * TSR_ENOMEM naming the bytes). */
 tsr_gpu *
-tsr_gpu_open(size_t arena, tsr_error *err);
+tsr_gpu_open(int device, size_t arena, tsr_error *err);
+
+/* Make g's device the calling thread's current one: a context is used by one thread at a
+ * time, but not always the one that opened it (--gpus: a thread per device). Cheap. */
+void
+tsr_gpu_bind(const tsr_gpu *g);
 
 /* Wait for all work, free everything the context holds (arena, uploads, streams, events,
  * host registrations). NULL is fine. */

@@ -43,6 +43,7 @@ struct tsr_gpu_timer {
 };
 
 struct tsr_gpu {
+    int device;            /* the CUDA device (tsr_gpu_bind) */
     cudaStream_t compute;  /* every kernel, in order */
     cudaStream_t copy;     /* device-to-host copies of bands */
     char *arena;           /* one cudaMalloc, carved by `used` */

@@ -25,19 +25,32 @@ tsr_gpu_fill_test(float *out, size_t n, float v, tsr_error *err)
     return NO_CUDA(err);
 }
 
-tsr_status
-tsr_gpu_meminfo(size_t *free_bytes, size_t *total_bytes, tsr_error *err)
+int
+tsr_gpu_count(void)
 {
+    return 0;
+}
+
+tsr_status
+tsr_gpu_meminfo(int device, size_t *free_bytes, size_t *total_bytes, tsr_error *err)
+{
+    (void)device;
     *free_bytes = *total_bytes = 0;
     return NO_CUDA(err);
 }
 
 tsr_gpu *
-tsr_gpu_open(size_t arena, tsr_error *err)
+tsr_gpu_open(int device, size_t arena, tsr_error *err)
 {
-    (void)arena;
+    (void)device, (void)arena;
     NO_CUDA(err);
     return NULL;
+}
+
+void
+tsr_gpu_bind(const tsr_gpu *g)
+{
+    (void)g;
 }
 
 void
