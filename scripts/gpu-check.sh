@@ -5,7 +5,7 @@
 # and results go to $OUT (default out/gpu). One call does it all: device time is scarce.
 #   GPU_CHECK_STEPS="build test sanitize bench" (default: all), or "quick": only what the GPU
 #   changes (tessera and the GPU-facing suites: test_gpu, test_gpu_math, test_job), when device
-#   time is short
+#   time is short; test_multi's GPU test runs two engines on the one device (--gpus 2)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu}
@@ -25,9 +25,9 @@ rc=0
 if has quick; then
   cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$PREFIX/usr" \
       >"$OUT/cmake.log" 2>&1 && cmake --build build-gpu -j "$(nproc)" --target tessera test_gpu \
-      test_gpu_math test_job >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/cmake.log"; exit 1; }
+      test_gpu_math test_job test_multi >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log" "$OUT/cmake.log"; exit 1; }
   grep -h "tessera:" "$OUT/cmake.log"
-  for t in test_gpu test_gpu_math test_job; do
+  for t in test_gpu test_gpu_math test_job test_multi; do
     (cd build-gpu && timeout 300 "./tests/$t" --jobs 4 >"$OUT/$t.log" 2>&1) || rc=1
     echo "$t: $(grep -E "Synthesis" "$OUT/$t.log")"
     grep -E "^\[(FAIL|SKIP)|Assertion" -A2 "$OUT/$t.log" | head -20
@@ -50,6 +50,8 @@ if has test; then
   grep -E "^\[(FAIL|SKIP)|Synthesis" "$OUT/test_gpu.log"
   ./build-gpu/tests/test_gpu_math >"$OUT/test_gpu_math.log" 2>&1 || rc=1
   tail -1 "$OUT/test_gpu_math.log"
+  ./build-gpu/tests/test_multi --jobs 2 >"$OUT/test_multi.log" 2>&1 || rc=1
+  echo "test_multi (--gpus: two GPU engines on this device): $(tail -1 "$OUT/test_multi.log")"
   (cd build-gpu && timeout 420 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss' \
       2>&1) >"$OUT/ctest-cli-gpu.log"
   echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"
