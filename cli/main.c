@@ -1031,6 +1031,12 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
     }
     else
         fprintf(f, "\"device\":null,");
+    fprintf(f, "\"engines\":[");
+    for (int i = 0; i < st.nengines; i++)
+        fprintf(f, "%s{\"device\":%d,\"bytes\":%llu,\"busy_seconds\":%.6f}", i ? "," : "",
+                st.engines[i].device, (unsigned long long)st.engines[i].bytes,
+                st.engines[i].busy_seconds);
+    fprintf(f, "],");
     fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
                "\"projected_seconds_slowest\":%.3f,\"samples\":[",
             slow / 1e6, fast / 1e6, total / slow);
@@ -1121,6 +1127,13 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
             fprintf(f, "; host nodes %.3f s on the CPU", st.gpu_host_seconds);
         fputc('\n', f);
     }
+    for (int i = 0; i < st.nengines; i++) /* --gpus */
+        fprintf(f, "engine %-4d device %d: %.1f MB of bands in %.3f s computing them = %.0f MB/s\n",
+                i, st.engines[i].device, (double)st.engines[i].bytes / 1e6,
+                st.engines[i].busy_seconds,
+                st.engines[i].busy_seconds > 0
+                    ? (double)st.engines[i].bytes / st.engines[i].busy_seconds / 1e6
+                    : 0.0);
     if (st.busy_seconds > 0 && secs > 0) /* the CPU backend's team */
         fprintf(f, "busy        %.2f thread-s in %.3f s: %.2f of %d threads busy on average "
                 "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,

@@ -73,6 +73,14 @@ typedef struct tsr_engine_stats {
     int64_t dev_cache_bytes, dev_cache_budget, dev_arena, dev_arena_peak;
     double gpu_stage_seconds[8]; /* device time per stage (gpu/gpu.h TSR_GPU_BASE ...) */
     double gpu_host_seconds;     /* the CPU's time on nodes of class host */
+    /* --gpus (engine/multi.c): each engine's device, the bytes of the bands it computed and
+     * its time computing them; nengines 0 otherwise */
+    int nengines;
+    struct {
+        int device;
+        uint64_t bytes;
+        double busy_seconds;
+    } engines[64];
 } tsr_engine_stats;
 
 /* Load and validate a design, reading only its images' headers: tsr_engine_new decodes them

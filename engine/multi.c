@@ -28,7 +28,7 @@
 #include <string.h>
 
 #define RUN 4 /* consecutive bands per engine, and bands in flight per engine */
-#define MULTI_MAX 64
+#define MULTI_MAX 64 /* tsr_engine_stats.engines */
 
 typedef struct mjob {
     tsr_band_job j;
@@ -49,6 +49,9 @@ typedef struct mworker {
     bool attached;
     pthread_t thread;
     bool running;
+    int device;
+    uint64_t bytes;   /* of the bands it computed (under the mutex) */
+    uint64_t busy_ns; /* computing them */
 } mworker;
 
 struct multi {
@@ -87,10 +90,14 @@ worker_main(void *arg)
         tsr_band_job j = job->j;
         pthread_mutex_unlock(&m->mu);
         tsr_error err = {TSR_OK, ""};
+        uint64_t t0 = tsr_now_ns();
         tsr_status st = tsr_engine_band(w->e, j.x, j.w, j.y, j.h, j.up, w->pool, &err);
         if (st == TSR_OK)
             memcpy(j.dst, w->pool, (size_t)(j.w * j.h * j.bps));
+        uint64_t t1 = tsr_now_ns();
         pthread_mutex_lock(&m->mu);
+        w->busy_ns += t1 - t0;
+        w->bytes += st == TSR_OK ? (uint64_t)(j.w * j.h * j.bps) : 0;
         job->st = st;
         job->err = err;
         job->done = true;
@@ -138,6 +145,7 @@ open_engine(tsr_engine *e, multi *m, int i, int devices, bool cpu, tsr_error *er
     o.ops = NULL;
     o.gpu_device = devices > 0 ? i % devices : 0;
     o.backend = cpu ? "cpu" : "gpu";
+    w->device = o.gpu_device;
     w->e = tsr_engine_new(e->d, &o, err);
     return w->e ? TSR_OK : (err ? err->status : TSR_EINVAL);
 }
@@ -271,6 +279,14 @@ static void
 multi_stats(tsr_engine *e, tsr_engine_stats *st)
 {
     multi *m = e->bk;
+    pthread_mutex_lock(&m->mu);
+    st->nengines = m->n;
+    for (int i = 0; i < m->n; i++) {
+        st->engines[i].device = m->w[i].device;
+        st->engines[i].bytes = m->w[i].bytes;
+        st->engines[i].busy_seconds = (double)m->w[i].busy_ns * 1e-9;
+    }
+    pthread_mutex_unlock(&m->mu);
     for (int i = 0; i < m->n; i++) {
         tsr_engine_stats s = tsr_engine_get_stats(m->w[i].e);
         st->dev_hits += s.dev_hits;

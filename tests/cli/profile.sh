@@ -35,9 +35,22 @@ assert [n["trait"] for n in p["nodes"] if n["name"] == "root"] == ["distance"]
 assert 0 < p["busy_thread_seconds"] <= 2 * p["seconds"] * 1.05 + 0.01, (p["busy_thread_seconds"], p["seconds"])
 assert p["cpu_seconds"] >= 0, p["cpu_seconds"]  # may read 0: the kernel counts in ticks
 assert p["device"] is None, p["device"]  # the GPU backend's figures, on the CPU none
+assert p["engines"] == [], p["engines"]  # --gpus only
 PY
 then pass=$((pass + 1)); echo "ok   JSON fields and values"
 else fail=$((fail + 1)); echo "FAIL JSON fields"; fi
+# --gpus: each engine's share (here CPU engines, TSR_MULTI_CPU=1: the same hand-out of bands)
+if TSR_MULTI_CPU=1 "$TESSERA" profile "$d" --gpus 2 --threads 1 --tile 16 --region 0,0,400,600 \
+    --json >"$tmp/m.json" 2>"$tmp/err" && "$py" - "$tmp/m.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+eng = p["engines"]
+assert p["backend"] == "gpus" and len(eng) == 2, p["backend"]
+assert sum(e["bytes"] for e in eng) == p["bytes"] == 400 * 600, (eng, p["bytes"])
+assert all(e["bytes"] > 0 and e["busy_seconds"] > 0 for e in eng), eng
+PY
+then pass=$((pass + 1)); echo "ok   --gpus: each engine's bytes and time, summing to the profile's"
+else fail=$((fail + 1)); echo "FAIL --gpus engines: $(head -c 400 "$tmp/m.json") $(cat "$tmp/err")"; fi
 # On a GPU: the device's memory plan, its tile cache and its time per stage (the root's
 # distance is the work; skipped, not passed, without a device)
 if "$TESSERA" profile "$d" --backend gpu --region 0,0,3000,2000 --json >"$tmp/g.json" 2>"$tmp/err"; then
