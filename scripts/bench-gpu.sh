@@ -70,3 +70,25 @@ for f in designs/bench/lens-blur.yaml designs/examples/lens-lattice-dose.yaml \
     echo
   done
 done
+
+echo
+echo "16-bit output, and repeat without the host's shortcut (the designs made 200000 wide; profile"
+echo "  --region 0,0,200000,10240; the fraction is of the link in bytes)"
+sed 's/size: \[10240, 10240\]/size: [200000, 10240]/; s/depth: 8/depth: 16/' designs/bench/blur4.yaml \
+    >"$OUT/blur4-16.yaml"
+sed 's/size: \[10240, 10240\]/size: [200000, 10240]/; s/depth: 8/depth: 16/' designs/bench/repeat.yaml \
+    >"$OUT/repeat-16.yaml"
+# a gradient under the lattice: the root no longer repeats, so the device computes every band
+awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
+    designs/bench/repeat.yaml | sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' >"$OUT/repeat-grad.yaml"
+for f in blur4-16 repeat-16 repeat-grad; do
+  "$T" profile "$OUT/$f.yaml" --backend gpu --region 0,0,200000,10240 --json 2>>"$OUT/err.txt" |
+      python3 -c "
+import json, sys
+p = json.load(sys.stdin)
+print('  %-12s %8.0f MB/s = %5.1f%% of the %s GB/s link' % ('$f', p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, '$d2h'))"
+done
+echo
+echo "sinks behind the GPU (gpu-fill.yaml, 16384 rows = 2.1 GB; scripts/bench-sinks.sh):"
+TSR_SINK_DESIGN=designs/bench/gpu-fill.yaml TSR_SINK_WIDTH=131072 TSR_SINK_ARGS="--backend gpu" \
+    bash scripts/bench-sinks.sh "$T" 16384 2

@@ -6,16 +6,18 @@
 # reference controller. Prints a markdown table of MB/s (wall clock of the whole command,
 # start-up included, best of RUNS); the null sink's row is the renderer's own rate. Usage:
 #   scripts/bench-sinks.sh [build/tessera] [rows] [runs]
+# TSR_SINK_DESIGN, TSR_SINK_WIDTH (its root's width) and TSR_SINK_ARGS (say --backend gpu) pick
+# another design and engine: bench-gpu.sh measures the sinks behind the GPU with gpu-fill.yaml.
 set -euo pipefail
 tessera=${1:-build/tessera}
 rows=${2:-8192}
 runs=${3:-3}
-design=designs/examples/microlens-array.yaml
+design=${TSR_SINK_DESIGN:-designs/examples/microlens-array.yaml}
 tmp=$(mktemp -d)
 cpid=
 cleanup() { [ -n "$cpid" ] && kill "$cpid" 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
-bytes=$((200000 * rows))
+bytes=$((${TSR_SINK_WIDTH:-200000} * rows))
 now() { date +%s.%N; }
 # best SECONDS of `runs` runs of a command line (eval'd)
 best() {
@@ -29,7 +31,7 @@ best() {
     echo "$b"
 }
 row() { awk -v n="$1" -v t="$2" -v by="$bytes" 'BEGIN { printf "| %s | %.0f |\n", n, by / t / 1e6 }'; }
-r="$tessera render $design --rows 0:$rows --progress none"
+r="$tessera render $design --rows 0:$rows --progress none ${TSR_SINK_ARGS:-}"
 echo "design: $design, rows 0:$rows ($bytes sample bytes), best of $runs, $(nproc) cores"
 echo
 printf '| sink | MB/s |\n| --- | ---: |\n'
