@@ -419,6 +419,64 @@ Test(writer, many_buffers_are_written_in_submission_order)
     free(got);
 }
 
+/* A writer over memory it borrows (tsr_writer_mem: what a pinning backend keeps for the
+ * engine's life): its buffers lie in that memory, it writes them in order, and it leaves the
+ * memory (mapped, contents kept) for the next writer. */
+Test(writer, a_borrowed_pool_serves_one_writer_after_another_and_outlives_them)
+{
+    tsr_writer_mem m;
+    cr_assert(tsr_writer_mem_new(&m, 3, 5000));
+    cr_assert(m.mem && m.memlen >= 3 * 5000 && m.nbuf == 3 && m.cap == 5000);
+    const char *path = th_in_dir("borrowed.raw");
+    tsr_error err = {0};
+    for (int round = 0; round < 2; round++) {
+        tsr_sink *s = tsr_sink_open(path, &err);
+        cr_assert_not_null(s, "%s", err.msg);
+        tsr_writer *w = tsr_writer_new_in(s, &m, 4000 + (size_t)round);
+        cr_assert_not_null(w);
+        uint8_t *mine[5];
+        for (size_t k = 0; k < 5; k++) {
+            uint8_t *b = mine[k] = tsr_writer_acquire(w);
+            cr_assert(b >= m.mem && b + 4000 <= m.mem + m.memlen, "buffer %zu outside the pool", k);
+            for (size_t i = 0; i < 4000; i++)
+                b[i] = pattern(k + (size_t)round, i);
+            tsr_writer_submit(w, b, 4000);
+        }
+        cr_assert_eq(tsr_writer_finish(w, &err), TSR_OK, "%s", err.msg);
+        cr_assert_eq(tsr_sink_close(s, &err), TSR_OK);
+        size_t n;
+        uint8_t *got = slurp(path, &n);
+        cr_assert_eq(n, 5 * 4000);
+        for (size_t k = 0; k < 5; k++)
+            for (size_t i = 0; i < 4000; i++)
+                cr_assert_eq(got[k * 4000 + i], pattern(k + (size_t)round, i));
+        free(got);
+        /* the last buffer's bytes are still there: written by copy, never donated away */
+        cr_assert_eq(mine[4][3999], pattern(4 + (size_t)round, 3999));
+    }
+    tsr_writer_mem_free(&m);
+    cr_assert_null(m.mem);
+    tsr_writer_mem_free(&m); /* zeroed memory is fine */
+}
+
+Test(writer, a_borrowed_pool_refuses_what_it_cannot_hold)
+{
+    tsr_writer_mem m;
+    cr_assert_not(tsr_writer_mem_new(&m, 0, 100));
+    cr_assert_null(m.mem);
+    cr_assert_not(tsr_writer_mem_new(&m, 2, 0));
+    cr_assert_not(tsr_writer_mem_new(&m, (size_t)1 << 40, (size_t)1 << 40)); /* overflow */
+    cr_assert(tsr_writer_mem_new(&m, 2, 100));
+    tsr_error err = {0};
+    tsr_sink *s = tsr_sink_open("null", &err);
+    cr_assert_null(tsr_writer_new_in(s, &m, 101), "buffers bigger than the pool's");
+    cr_assert_null(tsr_writer_new_in(s, &m, 0));
+    cr_assert_null(tsr_writer_new_in(s, NULL, 10));
+    cr_assert_null(tsr_writer_new_in(NULL, &m, 10));
+    tsr_sink_close(s, NULL);
+    tsr_writer_mem_free(&m);
+}
+
 Test(writer, producer_may_stop_early_without_deadlock)
 {
     tsr_error err = {0};
