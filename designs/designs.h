@@ -81,8 +81,9 @@ typedef struct tsr_design_opts {
 /* Load the design file at `path` (borrowed; it names the file in messages and images are
  * resolved against its folder). `opts` may be NULL (= all defaults). Returns a prepared design
  * the caller frees with tsr_design_free, or NULL with `err` (may be NULL) filled:
- * TSR_EIO when the file cannot be read, TSR_EINVAL for an invalid design (exit 2) or one
- * larger than TSR_DESIGN_MAX_BYTES,
+ * TSR_EINVAL for a file that cannot be opened or is a folder (bad input, exit 2: "PATH: cannot
+ * open: ..."), for an invalid design or one larger than TSR_DESIGN_MAX_BYTES; TSR_EIO for a
+ * read that fails after the open;
  * TSR_ENOMEM, or whatever status opts->read_image returned for an image. */
 tsr_design *
 tsr_design_load(const char *path, const tsr_design_opts *opts, tsr_error *err);
