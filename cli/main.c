@@ -1016,21 +1016,21 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
             (unsigned long long)st.overflow, (long long)st.cache_bytes,
             (long long)st.cache_peak, st.busy_seconds, cpu);
-    if (st.dev_arena > 0) /* the GPU backend */
+    if (st.dev_arena > 0) { /* the GPU backend */
         fprintf(f, "\"device\":{\"arena_bytes\":%lld,\"arena_peak_bytes\":%lld,\"cache\":{"
                    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"bytes\":%lld,"
-                   "\"budget\":%lld},", (long long)st.dev_arena, (long long)st.dev_arena_peak,
+                   "\"budget\":%lld},\"stage_seconds\":{",
+                (long long)st.dev_arena, (long long)st.dev_arena_peak,
                 (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
                 (unsigned long long)st.dev_evictions, (long long)st.dev_cache_bytes,
                 (long long)st.dev_cache_budget);
-    if (st.dev_arena > 0) {
-        fprintf(f, "\"stage_seconds\":{");
         for (int k = 0; k < TSR_GPU_STAGES; k++)
-            fprintf(f, "%s\"%s\":%.6f", k ? "," : "", tsr_gpu_stage_name(k), st.gpu_stage_seconds[k]);
+            fprintf(f, "%s\"%s\":%.6f", k ? "," : "", tsr_gpu_stage_name(k),
+                    st.gpu_stage_seconds[k]);
         fprintf(f, "},\"host_node_seconds\":%.6f},", st.gpu_host_seconds);
-    }
-    else
+    } else {
         fprintf(f, "\"device\":null,");
+    }
     fprintf(f, "\"engines\":[");
     for (int i = 0; i < st.nengines; i++)
         fprintf(f, "%s{\"device\":%d,\"bytes\":%llu,\"busy_seconds\":%.6f}", i ? "," : "",
@@ -1111,14 +1111,13 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     if (cpu > 0)
         fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %.0f MB "
                 "per CPU-second\n", cpu, (double)bytes / cpu / 1e6);
-    if (st.dev_arena > 0) /* the GPU backend */
+    if (st.dev_arena > 0) { /* the GPU backend */
         fprintf(f, "device      arena %.1f MiB (at most %.1f MiB in use); tile cache %llu hits, "
                 "%llu misses, %llu evictions, %.1f of %.1f MiB\n",
                 (double)st.dev_arena / 1048576.0, (double)st.dev_arena_peak / 1048576.0,
                 (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
                 (unsigned long long)st.dev_evictions, (double)st.dev_cache_bytes / 1048576.0,
                 (double)st.dev_cache_budget / 1048576.0);
-    if (st.dev_arena > 0) {
         fprintf(f, "gpu time   ");
         for (int k = 0; k < TSR_GPU_STAGES; k++)
             if (st.gpu_stage_seconds[k] > 0)

@@ -555,13 +555,6 @@ wait_sent(MPI_Request req[2], bool after_stop, tsr_error *err)
     return poll_until(sends_done, req, after_stop, err) ? TSR_OK : err->status;
 }
 
-/* Band m into dst with this rank's own engine (engine/backend.h). */
-static tsr_status
-compute_band(tsr_engine *e, const band_msg *m, uint8_t *dst, tsr_error *err)
-{
-    return tsr_engine_band(e, m->x, m->w, m->y, m->h, m->up != 0, dst, err);
-}
-
 /* Whether band m lies inside the root and fits the buffers HELLO announced. */
 static bool
 band_fits(const tsr_engine *e, const band_msg *m, uint64_t max_band)
@@ -651,7 +644,7 @@ serve(worker *w, tsr_error *err)
             if (st == TSR_OK && (st = wait_sent(req, false, err)) != TSR_OK)
                 w->jobs = w->jobs > 2 ? w->jobs - 2 : 0;
             if (st == TSR_OK)
-                st = compute_band(w->e, &m, dst, err);
+                st = tsr_engine_band(w->e, m.x, m.w, m.y, m.h, m.up != 0, dst, err);
             if (st == TSR_OK)
                 st = post_band(dst, (uint64_t)(m.w * m.h * (w->e->d->out.depth / 8)), 0, true,
                                req, err);

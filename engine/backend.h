@@ -55,6 +55,11 @@ extern const tsr_backend_ops tsr_backend_cpu;
 extern const tsr_backend_ops tsr_backend_gpu;
 extern const tsr_backend_ops tsr_backend_multi; /* --gpus: bands on several engines */
 
+/* TSR_MULTI_CPU=1: --gpus makes CPU engines (engine/multi.c's tests on machines without a
+ * GPU: the same hand-out and reorder path). */
+bool
+tsr_multi_cpu(void);
+
 /* Band (x, w, y, h; bottom row first when up) into dst (w * h * bps bytes), computed by e's
  * backend synchronously in bands of e's own size (its plan counts those), whoever cut the
  * band: a worker of another engine's stream (dist/mpi.c, engine/multi.c). For a backend that

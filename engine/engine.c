@@ -75,8 +75,7 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         e->opts = *opts;
     /* the backend: the one option spelled as a word, parsed once here */
     const char *be = e->opts.backend ? e->opts.backend : "auto";
-    const char *mc = getenv("TSR_MULTI_CPU"); /* engine/multi.c: its tests without a GPU */
-    bool multi_cpu = mc && strcmp(mc, "1") == 0;
+    bool multi_cpu = tsr_multi_cpu();
     int gpus = e->opts.gpus < 0 ? tsr_gpu_count() : e->opts.gpus; /* --gpus all|N */
     if (e->opts.gpus != 0 && strcmp(be, "cpu") == 0) {
         tsr_fail(err, TSR_EINVAL, "--gpus: needs the GPU backend, not --backend cpu");
@@ -489,7 +488,6 @@ typedef struct pipe_slot {
 typedef struct pipeline {
     tsr_engine *e;
     tsr_writer *wr;
-    uint8_t *pool;      /* the writer's pool, attached to the backend (or NULL) */
     pipe_slot q[PIPE_MAX];
     size_t head, n, depth;
     uint64_t seq;
@@ -537,10 +535,7 @@ pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t row
     if (st != TSR_OK)
         return st;
     p->wr = tsr_writer_new_in(sink, &e->wmem, cap); /* never donates its (pinned) pages */
-    if (!p->wr)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
-    p->pool = e->wmem.mem;
-    return TSR_OK;
+    return p->wr ? TSR_OK : tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
 }
 
 /* Complete the oldest band and give it to the writer. */

@@ -145,17 +145,25 @@ period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, t
     return TSR_OK;
 }
 
-/* The child rect an edge's kernel reads over parent rect r: the bounding box of need()'s
- * rects, or a small repeated motif whole, without walking its copies (need() visits each copy
- * that meets the rect, which for a tiny motif over a big chunk is millions). Empty when the
- * layer misses r. */
-static tsr_rect
-child_region(const tsr_edge *ed, tsr_rect r)
+/* Whether edge ed's kernel reads its child whole over any parent rect: a small repeated
+ * motif, taken whole without walking its copies (need() visits each copy that meets the rect,
+ * which for a tiny motif over a big chunk is millions). */
+static bool
+reads_whole(const tsr_edge *ed)
 {
     const tsr_node *c = ed->child;
     tsr_trait_id id = tsr_trait_id_of(ed->trait);
-    if ((id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector) && c->w <= SMALL_CHILD_PX / c->h)
-        return tsr_rect_make(0, 0, c->w, c->h);
+    return (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector) &&
+           c->w <= SMALL_CHILD_PX / c->h;
+}
+
+/* The child rect an edge's kernel reads over parent rect r: the bounding box of need()'s
+ * rects, or the whole child (reads_whole). Empty when the layer misses r. */
+static tsr_rect
+child_region(const tsr_edge *ed, tsr_rect r)
+{
+    if (reads_whole(ed))
+        return tsr_rect_make(0, 0, ed->child->w, ed->child->h);
     tsr_rect want[TSR_NEED_MAX], u = {0, 0, 0, 0};
     size_t nw = ed->trait->need(ed, r, want);
     for (size_t i = 0; i < nw; i++)
@@ -335,8 +343,8 @@ block_back(void *ctx, tsr_tile *t)
 static tsr_tile *
 block_get(gpu_state *s, tsr_rect r)
 {
-    if (s->nfree == 0 && !tsr_cache_evict_lru(s->dc))
-        return NULL;
+    if (s->nfree == 0)
+        (void)tsr_cache_evict_lru(s->dc); /* its block comes back through block_back */
     if (s->nfree == 0)
         return NULL;
     tsr_tile *t = &s->btile[s->freeb[--s->nfree]];
@@ -697,15 +705,17 @@ dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
 }
 
 /* The share of an edge's child that a chunk computes again because its neighbours read it
- * too, for chunks of cw x ch root pixels: a small repeated motif read whole (child_region)
- * is computed again by every chunk; a halo h around the chunk adds its ring. */
+ * too, for chunks of cw x ch root pixels: a motif read whole (reads_whole) is computed again
+ * by every chunk; a halo h around the chunk adds its ring; a bigger repeated child is read
+ * where its copies land, apart. */
 static double
 recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
 {
     tsr_trait_id id = tsr_trait_id_of(ed->trait);
-    const tsr_node *c = ed->child;
+    if (reads_whole(ed))
+        return 1e9;
     if (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector)
-        return c->w <= SMALL_CHILD_PX / c->h ? 1e9 : 0.0;
+        return 0.0;
     int64_t h[2] = {0, 0};
     if (ed->trait->halo)
         ed->trait->halo(ed, h);
@@ -722,9 +732,9 @@ recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
  * distance below it, or the host computes it) of which chunks compute a large share again
  * (recompute_share) for bands of e->band_rows rows across `sw` columns; and a motif with
  * layers of its own that a repeat reads whole, which every chunk would compute again
- * (fresnel-lens-array's 4 Mpx lens of 57 rings: 3.1 s of base launches in a profile). TSR_GPU_CACHE=all
- * caches every one (tests: the cache's paths on every design), =off none (measurements).
- * False on out of memory. */
+ * (fresnel-lens-array's 4 Mpx lens of 57 rings: 3.1 s of base launches in a profile).
+ * TSR_GPU_CACHE=all caches every one (tests: the cache's paths on every design), =off none
+ * (measurements). False on out of memory. */
 static bool
 choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
 {

@@ -173,13 +173,19 @@ start_worker(multi *m, int i, tsr_error *err)
     return TSR_OK;
 }
 
+bool
+tsr_multi_cpu(void)
+{
+    const char *env = getenv("TSR_MULTI_CPU");
+    return env && strcmp(env, "1") == 0;
+}
+
 static tsr_status
 multi_open(tsr_engine *e, tsr_error *err)
 {
     const tsr_design *d = e->d;
     int devices = tsr_gpu_count();
-    const char *env = getenv("TSR_MULTI_CPU");
-    bool cpu = env && strcmp(env, "1") == 0;
+    bool cpu = tsr_multi_cpu();
     int n = e->opts.gpus < 0 ? devices : e->opts.gpus;
     if (!cpu && devices == 0) {
         char why[256];

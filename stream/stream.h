@@ -226,8 +226,10 @@ void
 tsr_writer_mem_free(tsr_writer_mem *m);
 
 /* A writer over m's buffers (borrowed: m must outlive it and serve one writer at a time), with
- * buffers of `cap` <= m->cap bytes. Its pages are never donated (as after
- * tsr_writer_keep_pages): the next writer reuses them. NULL as tsr_writer_new. */
+ * buffers of `cap` <= m->cap bytes. It writes them by copy and never donates their pages
+ * (tsr_sink_write, not tsr_sink_write_donate): the next writer reuses them, and a pinned page
+ * (cudaHostRegister) donated to a pipe silently takes later DMA away from the process. NULL
+ * as tsr_writer_new. */
 tsr_writer *
 tsr_writer_new_in(tsr_sink *sink, const tsr_writer_mem *m, size_t cap);
 
@@ -239,17 +241,6 @@ tsr_writer_acquire(tsr_writer *w);
 /* Queue `len` bytes of a buffer from tsr_writer_acquire for writing. */
 void
 tsr_writer_submit(tsr_writer *w, uint8_t *buf, size_t len);
-
-/* The pool: every buffer lies in [*mem, *mem + *len) (page-aligned anonymous memory), so a
- * GPU backend can pin it once for its copies. Valid until tsr_writer_finish. */
-void
-tsr_writer_pool(tsr_writer *w, uint8_t **mem, size_t *len);
-
-/* From now on, write buffers by copy and never donate their pages (tsr_sink_write instead of
- * tsr_sink_write_donate): required when the pool is pinned (cudaHostRegister), since a donated
- * pinned page silently takes later DMA away from the process. Call before the first submit. */
-void
-tsr_writer_keep_pages(tsr_writer *w);
 
 /* Wait until everything queued is written, stop the thread, free the writer; returns the
  * first write error. NULL is fine. */

@@ -44,7 +44,7 @@ struct tsr_writer {
     bool stop;            /* finish was called: drain the queue and exit */
     bool failed;          /* a write failed: acquire returns NULL, queued buffers are dropped */
     bool wrote;           /* at least one buffer went out: a later wait is an underrun */
-    bool keep_pages;      /* write by copy, never donate (the pool is pinned for DMA) */
+    bool keep_pages;      /* write by copy, never donate (borrowed pages: tsr_writer_new_in) */
     tsr_error first;      /* the first failure */
     pthread_mutex_t mu;   /* guards everything above except sink/mem/geometry */
     pthread_cond_t freed; /* a buffer became free, or the writer failed */
@@ -120,21 +120,6 @@ writer_main(void *arg)
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
-}
-
-void
-tsr_writer_pool(tsr_writer *w, uint8_t **mem, size_t *len)
-{
-    *mem = w->mem;
-    *len = w->memlen;
-}
-
-void
-tsr_writer_keep_pages(tsr_writer *w)
-{
-    pthread_mutex_lock(&w->mu);
-    w->keep_pages = true;
-    pthread_mutex_unlock(&w->mu);
 }
 
 static void

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static uint8_t *stream_file(tsr_engine *e, uint64_t start, size_t *n);
 
 static void
 need_gpu(void)
@@ -178,7 +177,7 @@ stream_cached(int64_t gpu_memory, tsr_engine_stats *st)
     cr_assert_str_eq(tsr_engine_gpu_class(e, d->root->edges[0].child), "device, cached");
     size_t nref, n;
     uint8_t *ref = th_stream(d, 512, 2, &nref);
-    uint8_t *got = stream_file(e, 0, &n);
+    uint8_t *got = th_stream_engine(e, 0, &n);
     cr_assert(n == nref && memcmp(ref, got, n) == 0, "the GPU's stream differs (--gpu-memory %lld)",
               (long long)gpu_memory);
     *st = tsr_engine_get_stats(e);
@@ -370,7 +369,7 @@ Test(gpu, random_designs_give_the_cpu_floats_and_bytes, .timeout = 600)
         size_t nref, n;
         uint8_t *ref = th_stream(d, 64, 2, &nref);
         tsr_engine *e = gpu_engine(d, 1000, NULL);
-        uint8_t *got = stream_file(e, 0, &n);
+        uint8_t *got = th_stream_engine(e, 0, &n);
         cr_assert(n == nref && memcmp(ref, got, n) == 0, "%s: stream differs", name);
         free(ref);
         free(got);
@@ -380,25 +379,6 @@ Test(gpu, random_designs_give_the_cpu_floats_and_bytes, .timeout = 600)
     cr_assert(loaded >= 100, "only %zu of 150 random designs loaded", loaded);
 }
 
-/* A whole stream from byte `start` with the given crop, to a file; malloc'd bytes. */
-static uint8_t *
-stream_file(tsr_engine *e, uint64_t start, size_t *n)
-{
-    tsr_error err = {0};
-    char path[] = "/tmp/tsr-gpu-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    tsr_sink *s = tsr_sink_open(path, &err);
-    cr_assert(s != NULL, "sink: %s", err.msg);
-    tsr_stream_opts o = {.start = start};
-    cr_assert_eq(tsr_engine_stream_ex(e, s, &o, &err), TSR_OK, "stream: %s", err.msg);
-    cr_assert_eq(tsr_sink_close(s, &err), TSR_OK, "close: %s", err.msg);
-    uint8_t *b = th_read_file(path, n);
-    unlink(path);
-    cr_assert(b != NULL);
-    return b;
-}
 
 /* Every order, corner and depth of the oracle designs: the GPU's stream equals the CPU's,
  * whole, cropped to a few rows and resumed from an odd offset. */
@@ -415,12 +395,12 @@ assert_design_stream(const char *path)
     const int64_t chunks[] = {0, 37 * 53};
     for (size_t c = 0; c < 2; c++) {
         tsr_engine *e = gpu_engine(d, chunks[c], NULL);
-        uint8_t *got = stream_file(e, 0, &n);
+        uint8_t *got = th_stream_engine(e, 0, &n);
         cr_assert(n == nref && memcmp(ref, got, n) == 0, "%s: GPU stream differs (chunk %lld)",
                   path, (long long)chunks[c]);
         free(got);
         uint64_t start = nref / 3 + 1;
-        got = stream_file(e, start, &n);
+        got = th_stream_engine(e, start, &n);
         cr_assert(n == nref - start && memcmp(ref + start, got, n) == 0,
                   "%s: GPU stream resumed at %llu differs", path, (unsigned long long)start);
         free(got);
@@ -434,9 +414,9 @@ assert_design_stream(const char *path)
         tsr_engine_opts o = {.backend = "cpu", .rows = {rows[0], rows[1]}};
         tsr_engine *cpu = tsr_engine_new(d, &o, &err);
         cr_assert(cpu != NULL, "%s", err.msg);
-        uint8_t *a = stream_file(cpu, 0, &nref);
+        uint8_t *a = th_stream_engine(cpu, 0, &nref);
         tsr_engine *gpu = gpu_engine(d, 0, rows);
-        uint8_t *b = stream_file(gpu, 0, &n);
+        uint8_t *b = th_stream_engine(gpu, 0, &n);
         cr_assert(n == nref && memcmp(a, b, n) == 0, "%s: cropped GPU stream differs", path);
         free(a);
         free(b);

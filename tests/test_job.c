@@ -65,17 +65,7 @@ engine_bytes(const char *yaml, const tsr_job_opts *jo, size_t *n)
                          .rows = {jo->rows[0], jo->rows[1]}};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
     cr_assert_not_null(e, "%s", err.msg);
-    char path[] = "/tmp/tsr-job-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    tsr_sink *s = tsr_sink_open(path, &err);
-    cr_assert_not_null(s, "%s", err.msg);
-    cr_assert_eq(tsr_engine_stream(e, s, 0, NULL, NULL, &err), TSR_OK, "%s", err.msg);
-    cr_assert_eq(tsr_sink_close(s, &err), TSR_OK, "%s", err.msg);
-    uint8_t *b = th_read_file(path, n);
-    unlink(path);
-    cr_assert_not_null(b);
+    uint8_t *b = th_stream_engine(e, 0, n);
     cr_assert_eq(*n, tsr_engine_stream_bytes(e));
     tsr_engine_free(e);
     tsr_design_free(d);

@@ -69,20 +69,28 @@ th_stream_opts(const tsr_design *d, const tsr_engine_opts *o, size_t *n)
     tsr_error err = {0};
     tsr_engine *e = tsr_engine_new(d, o, &err);
     cr_assert(e != NULL, "engine: %s", err.msg);
+    uint8_t *b = th_stream_engine(e, 0, n);
+    cr_assert(*n == tsr_engine_stream_bytes(e), "stream length %zu", *n);
+    tsr_engine_free(e);
+    return b;
+}
+
+uint8_t *
+th_stream_engine(tsr_engine *e, uint64_t start, size_t *n)
+{
+    tsr_error err = {0};
     char path[] = "/tmp/tsr-test-XXXXXX";
     int fd = mkstemp(path);
     cr_assert(fd >= 0);
     close(fd);
     tsr_sink *s = tsr_sink_open(path, &err);
     cr_assert(s != NULL, "sink: %s", err.msg);
-    tsr_status st = tsr_engine_stream(e, s, 0, NULL, NULL, &err);
-    cr_assert(st == TSR_OK, "stream: %s", err.msg);
+    tsr_stream_opts o = {.start = start};
+    cr_assert_eq(tsr_engine_stream_ex(e, s, &o, &err), TSR_OK, "stream: %s", err.msg);
     cr_assert(tsr_sink_close(s, &err) == TSR_OK, "close: %s", err.msg);
     uint8_t *b = th_read_file(path, n);
     unlink(path);
     cr_assert(b != NULL);
-    cr_assert(*n == tsr_engine_stream_bytes(e), "stream length %zu", *n);
-    tsr_engine_free(e);
     return b;
 }
 

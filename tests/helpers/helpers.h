@@ -31,6 +31,9 @@ uint8_t *th_stream(const tsr_design *d, int64_t tile, int threads, size_t *n);
 /* The same with any engine options (a crop, TSR_DIRECT's `direct`, ...). */
 uint8_t *th_stream_opts(const tsr_design *d, const tsr_engine_opts *o, size_t *n);
 
+/* Engine e's stream from byte `start` to its end, through a file sink; malloc'd bytes. */
+uint8_t *th_stream_engine(tsr_engine *e, uint64_t start, size_t *n);
+
 /* Root floats of rect r with the given tile size and threads. malloc'd. */
 float *th_rect(const tsr_design *d, tsr_rect r, int64_t tile, int threads);
 
