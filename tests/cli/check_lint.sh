@@ -2,13 +2,7 @@
 # tessera check as a linter (issue 14 item 5): the summary comes first, the node tree only on
 # --tree, inline nodes carry readable names, and legal designs that are almost certainly not
 # meant get a warning each (a clean design gets none).
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 
 cat >"$tmp/lint.yaml" <<'Y'
 tessera: 1
@@ -59,5 +53,4 @@ for ex in "$SRC"/designs/examples/*.yaml; do
 done
 "$TESSERA" render "$tmp/lint.yaml" --tree -o null >/dev/null 2>"$tmp/err"
 [ $? -eq 2 ] && ok "--tree is a check option" || bad "--tree on render accepted"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # CLI error paths: every bad input exits 2 (usage, design, memory plan) or 1 (I/O), with a
 # message naming what is wrong, and leaves no half-written output behind.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+. "${SRC:?}/tests/cli/lib/common.sh"
 good="$SRC/designs/examples/microlens-array.yaml"
 
 # expect RC PATTERN -- ARGS...: run tessera, check the exit status and a stderr substring
@@ -118,5 +114,4 @@ else fail=$((fail + 1)); echo "FAIL a failed preview left $tmp/none.png"; fi
 "$TESSERA" render "$tmp/small.yaml" -o "$tmp/ok.raw" && [ "$(stat -c %s "$tmp/ok.raw")" -eq $((64 * 48)) ] \
     && { pass=$((pass + 1)); echo "ok   good render"; } || { fail=$((fail + 1)); echo "FAIL good render"; }
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

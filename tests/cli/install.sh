@@ -5,14 +5,9 @@
 # `pkg-config --cflags --libs tessera` (and statically through --static), and the bytes it
 # pulls through the library equal `tessera render -o FILE`'s, also after a resume at a random
 # offset. $BUILD is the build tree, $CC the compiler, $TSR_CFLAGS the build's sanitizer flags.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}" "${BUILD:?}"
+. "${SRC:?}/tests/cli/lib/common.sh"
+: "${BUILD:?}"
 CC=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 prefix=$tmp/prefix
 if ! cmake --install "$BUILD" --prefix "$prefix" >"$tmp/install.log" 2>&1; then
@@ -128,5 +123,4 @@ words=$(bash -c 'source "$1"; COMP_WORDS=(tessera check --t); COMP_CWORD=2; _tes
 [ "$words" = "--tree --threads --tile" ] && ok "completion: check --t -> $words" ||
     bad "completion: '$words'"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

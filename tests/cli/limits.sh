@@ -3,15 +3,8 @@
 # 10000 children, broken PNGs, YAML bombs. Each is a correct run (exit 0, the bytes it should
 # write) or a clear error (exit 2, file:line:col and key path). Pixel values are checked in
 # tests/test_limits.c; here the commands, exit codes, messages and sizes.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+. "${SRC:?}/tests/cli/lib/common.sh"
 L="$SRC/tests/designs/limits"
-
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 # expect RC PATTERN -- ARGS...: exit status and a substring of stderr (stdout for rc 0)
 expect() {
@@ -100,5 +93,4 @@ for cut in 0 7 8 20 33 40 60 $((size / 2)) $((size - 13)) $((size - 1)); do
 done
 [ $bad_cuts -eq 0 ] && ok "truncated PNGs: exit 2 with the position" || bad "$bad_cuts truncated PNGs"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

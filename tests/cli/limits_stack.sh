@@ -8,14 +8,7 @@
 # repeat, which the main thread would compute once as the root's period), so both threads
 # compute chain tiles; several runs each, since which thread computes which tile is a race.
 # `--backend cpu`: on a GPU machine `auto` would compute the chain on the device, no recursion.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 
 # chain NODES STEP: n0 = 0, each level adds STEP, the root places the last. 999 x 2^-10 and
 # 1998 x 2^-11 are both 0.9755859375, exact in float: the same bytes as a root filled with it.
@@ -72,5 +65,4 @@ stack 512 1
 for run in 1 2 3; do
     stack 512 2
 done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,13 +3,7 @@
 # cost of the binary (the peak RSS of a trivial render, measured here) on wide designs, small
 # tiles and big children; a budget below the plan is refused before anything is written, and
 # before any image is decoded or table built; images of nodes nobody refs are never decoded.
-set -uo pipefail
-: "${TESSERA:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 # wide W H [OUTPUT]: a W x H root of repeated dots, with a blur and a distance of a W x H
 # field: every band reads whole rows of big child tiles
 wide() {
@@ -129,5 +123,4 @@ if "$TESSERA" render "$tmp/wide.yaml" --memory 8M -o "$tmp/none.raw" 2>"$tmp/err
 elif [ $? -eq 2 ] && grep -q "needs at least" "$tmp/err" && [ ! -s "$tmp/none.raw" ]; then
     ok "--memory 8M refused with the minimum, nothing written"
 else bad "--memory 8M: $(cat "$tmp/err")"; fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # Messages a new user meets (issue 14 item 6): each names what is wrong, the value given and
 # the way out, and exits 2 before anything is written.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
+. "${SRC:?}/tests/cli/lib/common.sh"
 good="$SRC/designs/examples/microlens-array.yaml"
 
 # expect RC PATTERN -- ARGS...: exit status and a stderr substring
@@ -80,5 +76,4 @@ expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16385,16384 -o "$tmp/bi
 expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16384,16384 --depth 16 -o "$tmp/big.png"
 expect 2 "--force is not an option of render, but of preview" -- render "$big" --force -o null
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

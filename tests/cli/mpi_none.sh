@@ -4,17 +4,11 @@
 # whole stream to the same output: exit 2, naming the remedy, nothing written. One rank (or the
 # launcher's variables absent) is the ordinary render. The launch is simulated by the variables
 # mpirun sets. In a build with MPI this skips (exit 77): cli_mpi runs the real thing.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
+. "${SRC:?}/tests/cli/lib/common.sh"
 if [ "${TSR_HAVE_MPI:-ON}" = ON ]; then
     echo "skip: this tessera has MPI (cli_mpi tests it)"
     exit 77
 fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 D="$SRC/tests/oracle/designs/swath_tl_serp.yaml"
 
 for var in OMPI_COMM_WORLD_SIZE PMI_SIZE; do
@@ -33,5 +27,4 @@ rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/ref" && ok "one rank: the ordinary render" ||
     bad "one rank: exit $rc $(cat "$tmp/err")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

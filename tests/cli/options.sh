@@ -3,13 +3,7 @@
 # the README's command block, tessera.1's synopsis and the bash completion list the same ones;
 # any other option is a usage error naming the option and the command; --help, -h and
 # help [COMMAND] print a command's usage on stdout and exit 0.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $1"; }
-bad() { fail=$((fail + 1)); echo "FAIL $1"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 cmds="render preview profile check controller"
 none="$tmp/none.yaml" # no such design: an accepted option fails later, never runs a job
 
@@ -111,5 +105,4 @@ refuse "tessera help: --json is not an option of help" help --json
 refuse "tessera: frob: unknown command (see tessera --help)" frob
 refuse "tessera version: x: takes no arguments" --version x
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -4,13 +4,7 @@
 # a device (checked on private nodes made with mknod in the scratch folder when running as root,
 # never the system's /dev/null or /dev/full). `-o -` is stdout. Closed descriptors 0-2 never
 # turn into the output, of a render or of a controller (issue 10, items 2 and 3).
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 
 cat >"$tmp/small.yaml" <<'Y'
 tessera: 1
@@ -132,5 +126,4 @@ rc=$?
     ok "controller 2>&-: the output holds exactly the samples" ||
     bad "controller 2>&-: sent $sent, exit $rc, $(cmp "$tmp/ctl.raw" "$tmp/ref.raw" 2>&1)"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

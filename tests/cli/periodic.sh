@@ -3,13 +3,7 @@
 # periodic inside a border and where; TSR_DIRECT=1 (the kernel benchmarks' switch) turns every
 # periodic shortcut off, and the bytes are the same either way, in the design's swath order
 # and through a crop that cuts the border.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 
 d="$SRC/designs/examples/lens-lattice-dose.yaml"
 "$TESSERA" check "$d" --tree >"$tmp/tree" 2>&1
@@ -38,5 +32,4 @@ done
 if [ -s "$tmp/r0.raw" ] && cmp -s "$tmp/r0.raw" "$tmp/r1.raw"; then
     ok "the same $(stat -c %s "$tmp/r0.raw") bytes with and without the periodic shortcuts"
 else bad "the bytes differ with TSR_DIRECT=1"; fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -7,13 +7,7 @@
 # within 1 (the reference itself is rounded to 16 bits). K dividing the region or not, a
 # design whose fast engine gets small tiles (the wafer) and one that keeps its own (a
 # distance). K = 1 is the exact preview byte for byte. No timing is asserted.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 PY=""
 for cand in ${PYTHON:-} python3 /usr/bin/python3; do
   if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then
@@ -112,5 +106,4 @@ else bad "--fast at --scale 1, 20000 x 3: differs from the exact preview"; fi
 if [ $? -eq 2 ] && grep -q -- "--fast is not an option of render, but of preview" "$tmp/err"; then ok "render --fast: exit 2"
 else bad "render --fast: $(cat "$tmp/err")"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

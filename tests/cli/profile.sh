@@ -1,12 +1,8 @@
 #!/usr/bin/env bash
 # tessera profile --json: one JSON object with the fields DESIGN.md §4 and issue 5 name, whose
 # byte count is the region's, and the same figures in the human-readable form.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "${SRC:?}/tests/cli/lib/common.sh"
 py=/usr/bin/python3
-pass=0 fail=0
 d="$SRC/designs/examples/microlens-sphere.yaml"
 if "$TESSERA" profile "$d" --backend cpu --region 100,200,700,300 --threads 2 --json >"$tmp/p.json" 2>"$tmp/err"; then
     pass=$((pass + 1)); echo "ok   profile --json exits 0"
@@ -128,5 +124,4 @@ for bad in "--seconds 0" "--seconds x" "--seconds 1 --region 0,0,10,10"; do
     [ $? -eq 2 ] && grep -q -- "--seconds" "$tmp/err" && { pass=$((pass + 1)); echo "ok   $bad refused"; } ||
         { fail=$((fail + 1)); echo "FAIL $bad: $(cat "$tmp/err")"; }
 done
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

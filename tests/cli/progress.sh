@@ -6,13 +6,7 @@
 # progress too (JSON when asked, nothing off a terminal by default). The slow design: one band
 # of 64 rows of a root with 40000 layers, 64 root tiles wide (~2.5 s on 2 cores, more under
 # the sanitizers). Nothing here is timed: only the order of events.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
 check() {
   local name=$1
   shift
@@ -116,5 +110,4 @@ fi
 "$TESSERA" check "$tmp/poly.yaml" --progress json >/dev/null 2>"$tmp/err"
 check "check --progress: exit 2" test $? -eq 2
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -4,11 +4,8 @@
 # (and each of those is exported); every global symbol of the static libtessera.a is tsr_-named
 # too (nvcc's C++ objects mangle theirs: _Z<len>tsr_...), so linking it into a program cannot
 # clash with the program's own names. (Under ASan every global gets an __odr_asan.NAME twin.)
-set -uo pipefail
-: "${SRC:?}" "${BUILD:?}"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+. "${SRC:?}/tests/cli/lib/common.sh"
+: "${BUILD:?}"
 
 header=$SRC/include/tessera.h
 declared=$(grep -oE '^tsr_[a-z0-9_]+\(' "$header" | tr -d '(' | sort -u)
@@ -31,5 +28,4 @@ strays=$(nm -g --defined-only "$BUILD/lib/libtessera.a" | awk 'NF == 3 {print $3
 [ -z "$strays" ] && ok "libtessera.a: every global symbol is tsr_" ||
     bad "libtessera.a defines globals without tsr_: $(echo $strays)"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
