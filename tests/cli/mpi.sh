@@ -8,8 +8,9 @@
 # the same bytes; a worker with another design (fingerprint) or a plan that does not fit ends
 # the job before its first byte, naming the rank. Skipped (exit 77) without mpirun or in a
 # build without MPI.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
+. "${SRC:?}/tests/cli/lib/common.sh"
+mp=
+trap '[ -n "$mp" ] && kill -KILL "$mp" 2>/dev/null; rm -rf "$tmp"' EXIT
 if [ "${TSR_HAVE_MPI:-ON}" != ON ]; then
     echo "skip: this tessera was built without MPI (TSR_MPI=OFF or no MPI found)"
     exit 77
@@ -25,12 +26,6 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export OMPI_MCA_plm=isolated OMPI_MCA_btl_base_warn_component_unused=0
 MPI=(mpirun --oversubscribe -n 3)
-tmp=$(mktemp -d)
-mp=
-trap '[ -n "$mp" ] && kill -KILL "$mp" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 # same NAME DESIGN ARGS...: one process and three ranks give the same bytes
 same() {
@@ -171,5 +166,4 @@ rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/out" "$tmp/ref" && ok "mpirun -n 1: the one-process render" ||
     bad "mpirun -n 1: exit $rc $(tail -n 3 "$tmp/err")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -9,18 +9,8 @@ set -euo pipefail
 : "${TESSERA:?TESSERA must name the tessera binary}"
 : "${SRC:?SRC must name the source tree}"
 
-# a python3 that has numpy and yaml (Debian's, when a pyenv/venv one shadows it)
-PY=""
-for cand in ${PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy, yaml' 2>/dev/null; then
-    PY=$cand
-    break
-  fi
-done
-if [ -z "$PY" ]; then
-  echo "FAIL: no python3 with numpy and yaml (install python3-numpy python3-yaml)" >&2
-  exit 1
-fi
+. "$SRC/tests/cli/lib/python.sh"
+find_python numpy yaml
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/tessera_oracle.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT

@@ -8,14 +8,8 @@
 # design whose fast engine gets small tiles (the wafer) and one that keeps its own (a
 # distance). K = 1 is the exact preview byte for byte. No timing is asserted.
 . "${SRC:?}/tests/cli/lib/common.sh"
-PY=""
-for cand in ${PYTHON:-} python3 /usr/bin/python3; do
-  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import numpy' 2>/dev/null; then
-    PY=$cand
-    break
-  fi
-done
-[ -n "$PY" ] || { echo "FAIL: no python3 with numpy"; exit 1; }
+. "$SRC/tests/cli/lib/python.sh"
+find_python numpy
 
 # sampled REF FAST K: FAST is REF (a 16-bit --scale 1 PNG) at the scattered samples
 sampled() {

@@ -6,14 +6,9 @@
 # fill). The first signal prints "stopping..." at once; the second exits at once with the resume offset, which resumes to
 # the same bytes. The bound here is a hang guard (20 s), not a timing assertion; the measured
 # latencies are in docs/reliability.md.
-set -uo pipefail
-: "${TESSERA:?}" "${SRC:?}"
-tmp=$(mktemp -d)
+. "${SRC:?}/tests/cli/lib/common.sh"
 pid=
 trap '[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL $*"; }
 
 # A comb of 8000 teeth (a 16000-point polygon) with 4x4 anti-aliasing: every sub-sample row
 # crosses all 16000 edges, so the render takes ~16 s here (a 4000-point star was enough while
@@ -116,5 +111,4 @@ else
     bad "a second signal: exit $rc: $(head -c 300 "$tmp/err")"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
