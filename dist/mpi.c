@@ -261,11 +261,8 @@ goodbye(uint64_t max_band)
 static uint64_t
 max_band_bytes(const tsr_engine *e)
 {
-    const tsr_output *o = &e->d->out;
-    int64_t w = e->d->root->w;
-    if (o->order == TSR_ORDER_SWATH && o->swath_width < w)
-        w = o->swath_width;
-    return (uint64_t)w * (uint64_t)e->band_rows * (uint64_t)(o->depth / 8);
+    return (uint64_t)tsr_band_width(e->d) * (uint64_t)e->band_rows *
+           (uint64_t)(e->d->out.depth / 8);
 }
 
 /* The reorder window: RUN bands per worker in flight, fewer when --memory cannot hold them

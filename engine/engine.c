@@ -628,7 +628,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     const tsr_design *d = e->d;
     const tsr_output *o = &d->out;
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
-    int64_t sw = o->order == TSR_ORDER_SWATH && o->swath_width < W ? o->swath_width : W;
+    int64_t sw = tsr_band_width(d);
     int64_t nswath = (W + sw - 1) / sw;
     int64_t bh = e->band_rows;
     uint64_t total = tsr_engine_stream_bytes(e), pos = 0;

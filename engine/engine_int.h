@@ -49,6 +49,16 @@ struct tsr_engine {
     tsr_pool *pool;             /* the CPU backend's worker team, started on first use */
 };
 
+/* Columns of a stream band: the swath's in swath order (the last may be narrower), else the
+ * root's width. */
+static inline int64_t
+tsr_band_width(const tsr_design *d)
+{
+    const tsr_output *o = &d->out;
+    return o->order == TSR_ORDER_SWATH && o->swath_width < d->root->w ? o->swath_width
+                                                                      : d->root->w;
+}
+
 /* Whether node n repeats somewhere (engine/plan.c). */
 static inline bool
 tsr_repeats(const struct tsr_engine *e, const tsr_node *n)

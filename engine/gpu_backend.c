@@ -892,7 +892,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
         }
     }
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = d->out.depth / 8;
-    int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width : W;
+    int64_t sw = tsr_band_width(d);
     e->depth = DEPTH;
     e->writer_bufs = DEPTH + 3;
     int64_t rows = (band_bytes + sw * bps - 1) / (sw * bps);

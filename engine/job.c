@@ -159,7 +159,7 @@ job_setup(tsr_job *j, tsr_error *err)
     int64_t W = j->d->root->w;
     j->H = e->rows1 - e->rows0;
     j->bps = o->depth / 8;
-    j->sw = o->order == TSR_ORDER_SWATH && o->swath_width < W ? o->swath_width : W;
+    j->sw = tsr_band_width(j->d);
     j->bh = e->band_rows;
     j->per_swath = (uint64_t)j->sw * (uint64_t)j->H * (uint64_t)j->bps;
     j->nb = (uint64_t)((j->H + j->bh - 1) / j->bh);

@@ -207,9 +207,7 @@ multi_open(tsr_engine *e, tsr_error *err)
     if (st == TSR_OK) {
         /* the first engine's bands, halved until the window and the writer's buffers fit
          * the host plan's bands */
-        int64_t W = d->root->w, bps = d->out.depth / 8;
-        int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < W ? d->out.swath_width
-                                                                                 : W;
+        int64_t sw = tsr_band_width(d), bps = d->out.depth / 8;
         e->depth = n * RUN;
         e->writer_bufs = e->depth + 3;
         int64_t rows = m->w[0].e->band_rows;

@@ -226,8 +226,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     int64_t budget = e->opts.memory > 0 ? e->opts.memory : TSR_DEFAULT_MEMORY;
     int64_t bps = d->out.depth / 8;
     const tsr_node *root = d->root;
-    int64_t sw = d->out.order == TSR_ORDER_SWATH && d->out.swath_width < root->w ? d->out.swath_width
-                                                                              : root->w;
+    int64_t sw = tsr_band_width(d);
     int64_t troot = e->tile[root->id];
     p->band_rows = band_rows;
     int64_t row_bytes = sat_mul(sw, bps);
