@@ -5,12 +5,17 @@
 # (scripts/bench/cupy_peers.py), the device tile cache on and off, and `tessera profile` of
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
+# GPU_BENCH picks sections (default all): milestone designs whole cache wide sinks; the d2h
+# ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
 OUT=${2:-out/gpu}
+SECTIONS=${GPU_BENCH:-milestone designs whole cache wide sinks}
 mkdir -p "$OUT"
+on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
 d2h=$(awk '{print $2}' "$OUT/d2h.txt")
+if on milestone; then
 echo "milestone: gpu-fill.yaml, whole stream (17.2 GB) to -o null"
 for rep in 1 2; do
   t0=$(date +%s.%N)
@@ -23,6 +28,8 @@ done
 echo "milestone, renderer only (profile: the same pipeline into a null sink, after start-up):"
 "$T" profile designs/bench/gpu-fill.yaml --backend gpu --region 0,0,131072,65536 |
     grep -E "throughput|backend"
+fi
+if on designs; then
 printf '\n%-28s %12s %12s %10s\n' design "gpu MB/s" "cpu MB/s" "gpu/d2h"
 for f in designs/examples/*.yaml designs/bench/*.yaml; do
   g=$("$T" profile "$f" --backend gpu --json 2>"$OUT/err.txt" | tee -a "$OUT/profile-gpu.jsonl" |
@@ -32,7 +39,9 @@ for f in designs/examples/*.yaml designs/bench/*.yaml; do
   awk -v n="$(basename "$f")" -v g="${g:-0}" -v c="${c:-0}" -v d="$d2h" \
       'BEGIN { printf "%-28s %12.1f %12.1f %9.1f%%\n", n, g, c, 100 * g / 1000 / d }'
 done
+fi
 
+if on whole; then
 echo
 echo "bench designs whole: 10240 x 10240 and a 200000 x 10240 band (the same design made wider),"
 echo "  profile --region of all of it; 8-bit, so MB/s = Mpx/s; 'kernel' = its pixels over the"
@@ -59,6 +68,8 @@ print('  %-9s %6d wide: %7.0f MB/s (%4.1f%% of d2h), kernel %7.0f Mpx/s%s' % ('$
       '   cupy $3 %.0f Mpx/s: kernel/cupy %.2fx' % (peer, kr / peer) if peer > 0 else ''))"
   done
 done
+fi
+if on cache; then
 echo
 echo "device tile cache off / on (profile --region of 16384 x 16384 px; TSR_GPU_CACHE)"
 for f in designs/bench/lens-blur.yaml designs/examples/lens-lattice-dose.yaml \
@@ -70,7 +81,9 @@ for f in designs/bench/lens-blur.yaml designs/examples/lens-lattice-dose.yaml \
     echo
   done
 done
+fi
 
+if on wide; then
 echo
 echo "16-bit output, and repeat without the host's shortcut (the designs made 200000 wide; profile"
 echo "  --region 0,0,200000,10240; the fraction is of the link in bytes)"
@@ -88,7 +101,12 @@ import json, sys
 p = json.load(sys.stdin)
 print('  %-12s %8.0f MB/s = %5.1f%% of the %s GB/s link' % ('$f', p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, '$d2h'))"
 done
+fi
+if on sinks; then
 echo
 echo "sinks behind the GPU (gpu-fill.yaml, 16384 rows = 2.1 GB; scripts/bench-sinks.sh):"
 TSR_SINK_DESIGN=designs/bench/gpu-fill.yaml TSR_SINK_WIDTH=131072 TSR_SINK_ARGS="--backend gpu" \
     bash scripts/bench-sinks.sh "$T" 16384 2
+echo "sinks behind the host's row copies (microlens-array, a periodic root, 8192 rows = 1.6 GB):"
+bash scripts/bench-sinks.sh "$T" 8192 2
+fi

@@ -2,8 +2,8 @@
 # Each sink's own rate beside the renderer's (issue 12: "the real sinks must not fall off a
 # cliff behind a fast renderer"): one fast design (microlens-array, a periodic root the host
 # fills by row copies, so the renderer is far faster than any medium) rendered to the null
-# sink, a file, a stdout pipe, a framed file, a framed deflated file and tcp loopback into the
-# reference controller. Prints a markdown table of MB/s (wall clock of the whole command,
+# sink, a file, a stdout pipe, a framed file, framed into a pipe (the crc without a disk), a
+# framed deflated file and tcp loopback into the reference controller. Prints a markdown table of MB/s (wall clock of the whole command,
 # start-up included, best of RUNS); the null sink's row is the renderer's own rate. Usage:
 #   scripts/bench-sinks.sh [build/tessera] [rows] [runs]
 # TSR_SINK_DESIGN, TSR_SINK_WIDTH (its root's width) and TSR_SINK_ARGS (say --backend gpu) pick
@@ -39,6 +39,7 @@ row "null (the renderer's own rate)" "$(best "$r -o null")"
 row "file" "$(best "$r -o $tmp/a.raw")"
 row "stdout pipe to cat" "$(best "$r -o - | cat >/dev/null")"
 row "framed file" "$(best "$r --framed -o $tmp/a.tsr")"
+row "framed, stdout pipe to cat" "$(best "$r --framed -o - | cat >/dev/null")"
 row "framed, deflated file" "$(best "$r --framed --deflate -o $tmp/a.tsr")"
 # tcp: a fresh controller for each run (one that completed this job answers `total` to it
 # again, and the rerun would send nothing)
