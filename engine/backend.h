@@ -75,6 +75,11 @@ tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool 
 int64_t
 tsr_engine_band_pool(const tsr_engine *e, int64_t max_band);
 
+/* A periodic root's period (tsr_period_rect) as output samples in e->root_period, computed
+ * by the CPU reference and converted once (the GPU fills bands from it on the device). */
+tsr_status
+tsr_engine_root_period(tsr_engine *e, tsr_error *err);
+
 /* Shared by both backends: a periodic root's band by row copies of its converted period
  * (engine.c), true when the root is periodic over its whole rect (then the band is filled,
  * synchronously). */

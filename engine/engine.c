@@ -257,8 +257,8 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
  * conversion at all (the bits are the same: tsr_convert of a value does not depend on its
  * neighbours). Only the border, if any, is computed (the CPU backend: cpu.c). */
 
-static tsr_status
-root_period_samples(tsr_engine *e, tsr_error *err)
+tsr_status
+tsr_engine_root_period(tsr_engine *e, tsr_error *err)
 {
     if (e->root_period)
         return TSR_OK;
@@ -386,7 +386,7 @@ tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], si
     *nrest = tsr_rect_minus(band, in, rest);
     if (tsr_rect_empty(in))
         return TSR_OK;
-    tsr_status st = root_period_samples(e, err); /* counts its own compute time */
+    tsr_status st = tsr_engine_root_period(e, err); /* counts its own compute time */
     if (st == TSR_OK)
         st = tsr_cpu_team(e, err);
     if (st != TSR_OK)

@@ -90,6 +90,8 @@ typedef struct gpu_state {
     size_t nblocks, nfree;
     int64_t arena;         /* the device memory plan's arena bytes */
     uint64_t host_ns;      /* the CPU's time computing host-class nodes */
+    bool period_host;      /* a band inside a periodic root's interior: the host's row copies
+                            * (else the device's period fill and a copy: TSR_GPU_PERIOD) */
     uint8_t *att_mem;      /* the writer pool attached (pinned, band buffers carved), or NULL */
     size_t att_len;
 } gpu_state;
@@ -511,17 +513,69 @@ gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
     return TSR_OK;
 }
 
+/* Rect r of band j (root coordinates) computed on the device into band buffer k, in chunks of
+ * about chunk_px root pixels, each one launch per node stage ending in samples. */
+static tsr_status
+band_rect(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect r,
+          tsr_error *err)
+{
+    tsr_status st = TSR_OK;
+    int64_t cw = s->chunk_px / r.h > 0 ? s->chunk_px / r.h : 1;
+    for (int64_t x = r.x; x < r.x + r.w && st == TSR_OK; x += cw) {
+        if (stopped(e))
+            return tsr_fail(err, TSR_EINTR, "interrupted");
+        int64_t w = r.x + r.w - x < cw ? r.x + r.w - x : cw;
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf b;
+        tsr_gpu_out to = {&e->d->out, s->slot[k], (size_t)(j->w * j->bps), j->x, j->y, j->h,
+                          j->up};
+        st = eval(e, s, e->d->root, tsr_rect_make(x, r.y, w, r.h), &b, &to, err);
+        tsr_gpu_reset(s->g, mark);
+        memo_clear(s);
+    }
+    return st;
+}
+
+/* The part `in` of band j inside a periodic root's interior, into band buffer k, from the
+ * converted period kept on the device (uploaded once). */
+static tsr_status
+band_period(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect in,
+            tsr_error *err)
+{
+    const tsr_node *root = e->d->root;
+    const tsr_inner *per = &e->inner[root->id];
+    tsr_status st = tsr_engine_root_period(e, err);
+    if (st != TSR_OK)
+        return st;
+    const uint8_t *dp = tsr_gpu_resident(s->g, e->root_period,
+                                         (size_t)(per->p[0] * per->p[1] * j->bps), err);
+    if (!dp)
+        return TSR_ENOMEM;
+    tsr_gpu_out to = {&e->d->out, s->slot[k], (size_t)(j->w * j->bps), j->x, j->y, j->h, j->up};
+    int tm = tsr_gpu_stage_begin(s->g);
+    st = tsr_gpu_period_fill(s->g, dp, per->p[0], per->p[1], per->in.x, per->in.y, in, &to, err);
+    tsr_gpu_stage_end(s->g, tm, TSR_GPU_PERIOD);
+    return st;
+}
+
+/* A band: the part inside a periodic root's interior from its period (on the device, or by
+ * the host's row copies when the whole band is inside and s->period_host), the rest computed
+ * on the device; then one copy to the host. */
 static tsr_status
 gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
 {
     gpu_state *s = e->bk;
     tsr_gpu_bind(s->g);
     size_t at = (s->phead + s->pn) % (DEPTH + 1);
-    bool done;
-    tsr_status st = tsr_engine_fill_periodic(e, j, &done, err);
-    if (st != TSR_OK)
-        return st;
-    if (done) {
+    const tsr_node *root = e->d->root;
+    tsr_rect band = tsr_rect_make(j->x, j->y, j->w, j->h), rest[4];
+    tsr_rect in = tsr_repeats(e, root) ? tsr_rect_intersect(band, e->inner[root->id].in)
+                                       : tsr_rect_make(0, 0, 0, 0);
+    size_t nrest = tsr_rect_minus(band, in, rest);
+    tsr_status st = TSR_OK;
+    if (nrest == 0 && s->period_host) {
+        if ((st = tsr_engine_fill_inner(e, j, rest, &nrest, err)) != TSR_OK)
+            return st;
         s->pend[at].copy = false;
         s->pn++;
         return TSR_OK;
@@ -535,21 +589,10 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
     /* the buffer's last band must be on the host before this one overwrites it */
     if (s->slot_used[k] && (st = tsr_gpu_after(s->g, s->slot_ticket[k], err)) != TSR_OK)
         return st;
-    int64_t cw = s->chunk_px / j->h > 0 ? s->chunk_px / j->h : 1;
-    for (int64_t x = j->x; x < j->x + j->w && st == TSR_OK; x += cw) {
-        if (stopped(e)) {
-            st = tsr_fail(err, TSR_EINTR, "interrupted");
-            break;
-        }
-        int64_t w = j->x + j->w - x < cw ? j->x + j->w - x : cw;
-        size_t mark = tsr_gpu_mark(s->g);
-        tsr_gpu_buf b;
-        tsr_gpu_out to = {&e->d->out, s->slot[k], (size_t)(j->w * j->bps), j->x, j->y, j->h,
-                          j->up};
-        st = eval(e, s, e->d->root, tsr_rect_make(x, j->y, w, j->h), &b, &to, err);
-        tsr_gpu_reset(s->g, mark);
-        memo_clear(s);
-    }
+    if (!tsr_rect_empty(in))
+        st = band_period(e, s, j, k, in, err);
+    for (size_t i = 0; i < nrest && st == TSR_OK; i++)
+        st = band_rect(e, s, j, k, rest[i], err);
     uint64_t t = 0;
     if (st == TSR_OK)
         st = tsr_gpu_copy_out(s->g, j->dst, s->slot[k], bytes, &t, err);
@@ -854,6 +897,8 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
     bool trace = getenv("TSR_GPU_TRACE") != NULL;
     uint64_t t0 = tsr_now_ns();
+    const char *pe = getenv("TSR_GPU_PERIOD");
+    s->period_host = pe && strcmp(pe, "host") == 0;
     const char *f = getenv("TSR_GPU_FAULT");
     s->fault_at = f ? strtoull(f, NULL, 10) : 0;
     s->cls = calloc(d->nnodes, sizeof *s->cls);

@@ -167,6 +167,7 @@ tsr_gpu_close(tsr_gpu *g)
     for (size_t i = 0; i < g->nup; i++)
         cudaFree(g->up[i].dev);
     free(g->up);
+    tsr_sample_table_free(&g->stab);
     for (size_t i = 0; i < g->nreg; i++)
         cudaHostUnregister(g->reg[i]);
     free(g->reg);

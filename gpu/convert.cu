@@ -27,6 +27,25 @@ tsr_gpu_conv_make(tsr_gpu *g, const tsr_gpu_out *to, tsr_gpu_conv *c, tsr_error 
             return TSR_ENOMEM;
         c->ncal = (int64_t)o->calibration.n;
     }
+    if (g->stab_o != o) { /* once per output: the 16-bit table takes a few ms of host time */
+        tsr_sample_table_free(&g->stab);
+        g->stab_o = NULL;
+        if (tsr_sample_table_make(o, &g->stab, err) != TSR_OK)
+            return TSR_ENOMEM;
+        g->stab_o = o;
+    }
+    if (g->stab.dir != 0 && g->stab.smax > g->stab.smin) {
+        c->thr = (const float *)tsr_gpu_resident(
+            g, g->stab.thr, (size_t)(g->stab.smax - g->stab.smin) * sizeof(float), err);
+        if (!c->thr)
+            return TSR_ENOMEM;
+        c->smin = g->stab.smin;
+        c->smax = g->stab.smax;
+        c->dir = g->stab.dir;
+        c->flo = (float)c->lo;
+        c->finv = (float)(1.0 / (c->hi - c->lo));
+        c->fmax = (float)c->max;
+    }
     return TSR_OK;
 }
 
@@ -46,5 +65,77 @@ tsr_gpu_convert(tsr_gpu *g, tsr_gpu_buf in, const tsr_gpu_out *to, tsr_error *er
         return st;
     convert_kernel<<<tsr_grid2(in.r.w, in.r.h), 256, 0, g->compute>>>(in.px, in.r, c);
     TSR_LAUNCHED("convert", err);
+    return TSR_OK;
+}
+
+/* A periodic root's samples, from its converted period (engine.c makes it once on the host,
+ * with the CPU's conversion: the same bits). Each thread writes 16 bytes of a band row as one
+ * aligned store, gathering them from the period row byte by byte with a wrapping index: one
+ * 32-bit remainder per thread, none per byte. The period row is read through the L1 (it is
+ * small and every block of the row reads it). */
+static __global__ void
+period_fill_kernel(const uint8_t *__restrict__ per, uint32_t prow, uint32_t ph, uint32_t py0,
+                   uint32_t x0b, int64_t rows, size_t len, uint8_t *dst, size_t pitch,
+                   size_t xoff, int64_t row0, int64_t h, bool up)
+{
+    for (int64_t b = blockIdx.y; b < rows; b += gridDim.y) {
+        int64_t row = row0 + b;
+        uint8_t *d = dst + (size_t)(up ? h - 1 - row : row) * pitch + xoff;
+        /* byte k of the rect's row is byte (x0b + k) mod prow of period row (py0 + b) mod ph */
+        const uint8_t *src = per + (size_t)((py0 + (uint64_t)b) % ph) * prow;
+        size_t lead = (size_t)((16 - ((uintptr_t)d & 15)) & 15); /* bytes before d is aligned */
+        if (lead > len)
+            lead = len;
+        size_t nvec = (len - lead) / 16;
+        for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < nvec + 2;
+             t += (size_t)gridDim.x * blockDim.x) {
+            /* t = 0: the unaligned head, t = 1: the tail, t >= 2: the aligned vectors */
+            size_t k0 = t == 0 ? 0 : t == 1 ? lead + nvec * 16 : lead + (t - 2) * 16;
+            size_t n = t == 0 ? lead : t == 1 ? len - k0 : 16;
+            if (n == 0)
+                continue;
+            uint32_t s = (uint32_t)((x0b + k0) % prow);
+            if (n < 16) {
+                for (size_t i = 0; i < n; i++) {
+                    d[k0 + i] = __ldg(src + s);
+                    s = s + 1 == prow ? 0 : s + 1;
+                }
+                continue;
+            }
+            uint32_t w[4];
+            for (int q = 0; q < 4; q++) {
+                uint32_t v = 0;
+                for (int i = 0; i < 4; i++) {
+                    v |= (uint32_t)__ldg(src + s) << (8 * i);
+                    s = s + 1 == prow ? 0 : s + 1;
+                }
+                w[q] = v;
+            }
+            *(uint4 *)(d + k0) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+}
+
+extern "C" tsr_status
+tsr_gpu_period_fill(tsr_gpu *g, const uint8_t *period, int64_t pw, int64_t ph, int64_t px,
+                    int64_t py, tsr_rect r, const tsr_gpu_out *to, tsr_error *err)
+{
+    int64_t bps = to->o->depth == 16 ? 2 : 1;
+    if (r.w <= 0 || r.h <= 0)
+        return TSR_OK;
+    if (pw <= 0 || ph <= 0 || pw * bps > UINT32_MAX || ph > UINT32_MAX)
+        return tsr_fail(err, TSR_EINTERNAL, "gpu: period of %lld x %lld px out of range",
+                        (long long)pw, (long long)ph);
+    uint32_t prow = (uint32_t)(pw * bps);
+    uint32_t x0b = (uint32_t)(tsr_floor_mod(r.x - px, pw) * bps);
+    uint32_t py0 = (uint32_t)tsr_floor_mod(r.y - py, ph);
+    size_t len = (size_t)(r.w * bps), nvec = len / 16 + 2;
+    size_t bx = (nvec + 255) / 256;
+    dim3 grid(bx > 65535 ? 65535 : (unsigned)bx, r.h > 65535 ? 65535 : (unsigned)r.h);
+    period_fill_kernel<<<grid, 256, 0, g->compute>>>(period, prow, (uint32_t)ph, py0, x0b, r.h,
+                                                    len, to->dst, to->pitch,
+                                                    (size_t)((r.x - to->x0) * bps), r.y - to->y0,
+                                                    to->h, to->up);
+    TSR_LAUNCHED("period fill", err);
     return TSR_OK;
 }

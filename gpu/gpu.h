@@ -189,6 +189,14 @@ tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
 tsr_status
 tsr_gpu_convert(tsr_gpu *g, tsr_gpu_buf in, const tsr_gpu_out *to, tsr_error *err);
 
+/* Rect r (root coordinates) of the band at `to` from a periodic root's converted period:
+ * `period` (device, pw x ph samples of to->o's depth, row pitch pw samples) has its origin at
+ * root pixel (px, py), and sample (x, y) is period[floor_mod(y - py, ph)][floor_mod(x - px,
+ * pw)], the bytes the host's row copies write (engine.c). */
+tsr_status
+tsr_gpu_period_fill(tsr_gpu *g, const uint8_t *period, int64_t pw, int64_t ph, int64_t px,
+                    int64_t py, tsr_rect r, const tsr_gpu_out *to, tsr_error *err);
+
 /* Fill `bytes` of device memory with the samples of a constant (the pipeline milestone). */
 tsr_status
 tsr_gpu_memset(tsr_gpu *g, void *dst, int value, size_t bytes, tsr_error *err);
@@ -234,6 +242,7 @@ enum {
     TSR_GPU_BLUR,
     TSR_GPU_CONVERT,  /* floats to samples, when not fused into a trait's launch */
     TSR_GPU_COPIES,   /* device tile cache copies, periodic nodes, host uploads */
+    TSR_GPU_PERIOD,   /* a periodic root's samples from its period (tsr_gpu_period_fill) */
     TSR_GPU_STAGES
 };
 
@@ -242,7 +251,7 @@ static inline const char *
 tsr_gpu_stage_name(int stage)
 {
     static const char *const names[TSR_GPU_STAGES] = {"base", "pattern", "repeat", "distance",
-                                                      "blur", "convert", "copies"};
+                                                      "blur", "convert", "copies", "period"};
     return stage >= 0 && stage < TSR_GPU_STAGES ? names[stage] : "?";
 }
 

@@ -61,6 +61,8 @@ struct tsr_gpu {
     struct tsr_gpu_timer *tm; /* stage timing: event pairs (tsr_gpu_stage_begin) */
     size_t ntm;
     double stage_ms[TSR_GPU_STAGES];
+    const tsr_output *stab_o; /* the output stab was made for (tsr_gpu_conv_make) */
+    tsr_sample_table stab;
 };
 
 /* Blocks of 256 threads over n items: at most 2^31 - 1 blocks, items above that are covered by
@@ -116,6 +118,12 @@ struct tsr_gpu_conv {
     const double (*cal)[2];
     int64_t ncal;
     int bps;
+    /* the threshold table (nodes.h, tsr_sample_table) on the device, NULL: none (convert in
+     * double); without calibration the guess is the conversion in float */
+    const float *thr;
+    uint32_t smin, smax;
+    int dir;
+    float flo, finv, fmax;
 };
 
 /* Fill c from `to` (NULL: c->dst = NULL). */
@@ -129,7 +137,31 @@ tsr_gpu_put(const tsr_gpu_conv &c, int64_t x, int64_t y, float v)
     int64_t row = y - c.y0;
     if (c.up)
         row = c.h - 1 - row;
-    uint32_t s = tsr_pw_sample(tsr_pw_to_unit(c.lo, c.hi, c.cal, c.ncal, (double)v), c.max);
+    uint32_t s;
+    if (c.thr && v == v) {
+        /* the table: a few float compares where the double division would be the kernel's
+         * main cost (blend_out was bound by it); NaN takes the reference */
+        float w = c.dir < 0 ? -v : v;
+        uint32_t guess;
+        if (c.ncal == 0) {
+            float t = (v - c.flo) * c.finv;
+            t = t > 0.0f ? (t < 1.0f ? t : 1.0f) : 0.0f;
+            guess = (uint32_t)(t * c.fmax + 0.5f);
+        } else { /* a binary search: the thresholds at most w */
+            uint32_t a = 0, b = c.smax - c.smin;
+            while (a < b) {
+                uint32_t m = (a + b) / 2;
+                if (c.thr[m] <= w)
+                    a = m + 1;
+                else
+                    b = m;
+            }
+            guess = c.smin + a;
+        }
+        s = tsr_pw_table_sample(c.thr, c.smin, c.smax, w, guess);
+    } else {
+        s = tsr_pw_sample(tsr_pw_to_unit(c.lo, c.hi, c.cal, c.ncal, (double)v), c.max);
+    }
     uint8_t *d = c.dst + (size_t)row * c.pitch + (size_t)(x - c.x0) * c.bps;
     d[0] = (uint8_t)(s & 0xff);
     if (c.bps == 2)

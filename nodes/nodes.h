@@ -231,6 +231,26 @@ typedef struct tsr_output {
     int start;              /* tsr_corner */
 } tsr_output;
 
+/* The output conversion (DESIGN.md §2.4) as thresholds, for kernels that would otherwise
+ * spend their time on its double division (gpu/): where the sample is monotone in the value,
+ * w = dir * v (dir = +1 or -1) and thr[i] is the least float w whose sample is at least
+ * smin + 1 + i, so tsr_pw_table_sample gives every non-NaN value's sample exactly. dir == 0:
+ * no table (a calibration that is not monotone); convert in double. Built by evaluating the
+ * conversion itself (nodes/pointwise.h) on floats, ordered by value: a binary search per
+ * sample. */
+typedef struct tsr_sample_table {
+    int dir;
+    uint32_t smin, smax; /* the samples of w = -inf and +inf */
+    float *thr;          /* smax - smin floats; NULL when dir == 0 */
+} tsr_sample_table;
+
+/* TSR_ENOMEM only; a conversion that is not monotone gives dir == 0 and TSR_OK. */
+tsr_status
+tsr_sample_table_make(const tsr_output *o, tsr_sample_table *t, tsr_error *err);
+
+void
+tsr_sample_table_free(tsr_sample_table *t);
+
 typedef struct tsr_design {
     char *path;        /* the design file as given */
     char *name;        /* may be NULL */

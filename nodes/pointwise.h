@@ -164,4 +164,20 @@ tsr_pw_sample(double t, double max)
     return (uint32_t)(t * max + 0.5);
 }
 
+/* The sample of w = dir * v from a threshold table (nodes/output.c, tsr_sample_table): the s in
+ * [smin, smax] with thr[s - smin - 1] <= w < thr[s - smin] (thr holds the least w of each
+ * sample above smin), found by stepping from any guess in [smin, smax]. Exact wherever the
+ * table exists (the conversion is monotone in v); a guess within a sample or two of the answer
+ * (the conversion in float) makes it two or three compares instead of double arithmetic. */
+TSR_HD static inline uint32_t
+tsr_pw_table_sample(const float *thr, uint32_t smin, uint32_t smax, float w, uint32_t guess)
+{
+    uint32_t s = guess < smin ? smin : guess > smax ? smax : guess;
+    while (s < smax && w >= thr[s - smin])
+        s++;
+    while (s > smin && w < thr[s - smin - 1])
+        s--;
+    return s;
+}
+
 #endif

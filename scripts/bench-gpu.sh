@@ -44,8 +44,10 @@ fi
 if on whole; then
 echo
 echo "bench designs whole: 10240 x 10240 and a 200000 x 10240 band (the same design made wider),"
-echo "  profile --region of all of it; 8-bit, so MB/s = Mpx/s; 'kernel' = its pixels over the"
-echo "  device time of the trait's launches (stage_seconds), beside CuPy's kernel on the same picture"
+echo "  profile --region of all of it; 8-bit, so MB/s = Mpx/s. 'engine': as shipped (a root periodic"
+echo "  inside its border streams from its period; only the border is computed); 'direct':"
+echo "  TSR_DIRECT=1, every pixel computed, and 'kernel' = its pixels over the device time of the"
+echo "  trait's launches (stage_seconds), beside CuPy's kernel on the same picture"
 python3 scripts/bench/cupy_peers.py >"$OUT/cupy.jsonl" 2>"$OUT/cupy.err" || tail -3 "$OUT/cupy.err"
 peer() { sed -n "s/.*\"$1\".*$2.*\"mpx_per_s\": \([0-9.]*\).*/\1/p" "$OUT/cupy.jsonl"; }
 for spec in "blur4 blur gaussian_filter sigma.:.4," "blur32 blur gaussian_filter sigma.:.32," \
@@ -56,16 +58,19 @@ for spec in "blur4 blur gaussian_filter sigma.:.4," "blur32 blur gaussian_filter
   for w in 10240 200000; do
     f=designs/bench/$1.yaml
     [ "$w" = 200000 ] && f=$OUT/$1-wide.yaml
-    "$T" profile "$f" --backend gpu --region "0,0,$w,10240" --json 2>>"$OUT/err.txt" |
-        tee -a "$OUT/bench-whole.jsonl" | python3 -c "
+    for how in engine direct; do
+      ( [ $how = direct ] && export TSR_DIRECT=1
+        "$T" profile "$f" --backend gpu --region "0,0,$w,10240" --json 2>>"$OUT/err.txt" ) |
+          tee -a "$OUT/bench-whole.jsonl" | python3 -c "
 import json, sys
 p = json.load(sys.stdin); st = p['device']['stage_seconds']; px = $w * 10240
 k = st.get('$2', 0)
-kr = px / k / 1e6 if k > 0 else 0
+kr = px / k / 1e6 if k > 0 and '$how' == 'direct' else 0
 peer = float('${p:-0}' or 0)
-print('  %-9s %6d wide: %7.0f MB/s (%4.1f%% of d2h), kernel %7.0f Mpx/s%s' % ('$1', $w,
-      p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, kr,
-      '   cupy $3 %.0f Mpx/s: kernel/cupy %.2fx' % (peer, kr / peer) if peer > 0 else ''))"
+print('  %-9s %6d wide, %-6s: %7.0f MB/s (%4.1f%% of d2h)%s%s' % ('$1', $w, '$how',
+      p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, ', kernel %7.0f Mpx/s' % kr if kr else '',
+      '   cupy $3 %.0f Mpx/s: kernel/cupy %.2fx' % (peer, kr / peer) if peer > 0 and kr else ''))"
+    done
   done
 done
 fi
@@ -100,6 +105,19 @@ for f in blur4-16 repeat-16 repeat-grad; do
 import json, sys
 p = json.load(sys.stdin)
 print('  %-12s %8.0f MB/s = %5.1f%% of the %s GB/s link' % ('$f', p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, '$d2h'))"
+done
+echo
+echo "a periodic root's bands: the device's period fill and copy against the host's row copies"
+echo "  (TSR_GPU_PERIOD=host), profile --region 0,0,200000,10240 (repeat: periodic whole)"
+sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' designs/bench/repeat.yaml >"$OUT/repeat-wide.yaml"
+for f in "$OUT/repeat-wide.yaml" "$OUT/repeat-16.yaml"; do
+  for how in device host; do
+    TSR_GPU_PERIOD=$how "$T" profile "$f" --backend gpu --region 0,0,200000,10240 --json \
+        2>>"$OUT/err.txt" | python3 -c "
+import json, sys
+p = json.load(sys.stdin)
+print('  %-16s %-6s %8.0f MB/s = %5.1f%% of the link' % ('$(basename "$f" .yaml)', '$how', p['mb_per_s'], p['mb_per_s'] / 10 / $d2h))"
+  done
 done
 fi
 if on sinks; then

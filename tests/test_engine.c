@@ -3,6 +3,7 @@
 #include "image/image.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
+#include "nodes/pointwise.h"
 
 #include <criterion/criterion.h>
 #include <math.h>
@@ -177,6 +178,67 @@ Test(engine, calibration_maps_through_its_segments)
     double t = 0.75, c = 0.42 + (1 - 0.42) * ((t - 0.5) / (1 - 0.5));
     cr_assert_eq(tsr_convert_one(&o, 0.75), (uint32_t)floor(c * 255 + 0.5));
     cr_assert_eq(tsr_convert_one(&o, 0.0), 0);
+}
+
+/* The threshold table the GPU converts by (nodes/output.c): for every range and depth, and
+ * calibrations rising, falling and mixed, each sample from the table, stepped to from a guess
+ * that is right, off by a few or at either end, is tsr_convert_one's; over each threshold and
+ * its neighbours, random bit patterns (every exponent) and the infinities. A conversion that
+ * is not monotone has no table. */
+Test(engine, the_sample_table_gives_the_reference_sample_of_every_value)
+{
+    static double up[4][2] = {{0, 0}, {0.3, 0.45}, {0.3000001, 0.46}, {1, 1}};
+    static double down[3][2] = {{0, 1}, {0.5, 0.42}, {1, 0.05}};
+    static double flat[3][2] = {{0, 0.2}, {0.7, 0.2}, {1, 0.9}};
+    static double mixed[3][2] = {{0, 0}, {0.5, 0.8}, {1, 0.3}};
+    const tsr_points cals[] = {{NULL, 0}, {up, 4}, {down, 3}, {flat, 3}, {mixed, 3}};
+    const double ranges[][2] = {{0.0, 1.0}, {1.0, 0.0}, {-0.25, 1.5}, {0.1, 0.3}, {-2.0, -1.0}};
+    unsigned seed = 99;
+    for (size_t c = 0; c < sizeof cals / sizeof cals[0]; c++)
+        for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++)
+            for (int depth = 8; depth <= 16; depth += 8) {
+                tsr_output o = {.depth = depth, .range = {ranges[r][0], ranges[r][1]},
+                                .calibration = cals[c]};
+                tsr_sample_table t;
+                tsr_error err = {0};
+                cr_assert_eq(tsr_sample_table_make(&o, &t, &err), TSR_OK, "%s", err.msg);
+                if (c == 4) {
+                    cr_assert_eq(t.dir, 0, "a calibration up then down has no table");
+                    continue;
+                }
+                cr_assert(t.dir == 1 || t.dir == -1, "cal %zu range %zu: no table", c, r);
+                size_t nthr = t.smax - t.smin, tries = 0;
+                for (size_t i = 0; i < 3 * nthr + 20000; i++) {
+                    float v;
+                    if (i < 3 * nthr) {
+                        float w = t.thr[i / 3];
+                        w = i % 3 == 0 ? w : nextafterf(w, i % 3 == 1 ? INFINITY : -INFINITY);
+                        v = t.dir < 0 ? -w : w;
+                    } else {
+                        seed = seed * 1103515245u + 12345u;
+                        uint32_t b = seed ^ (seed << 13);
+                        memcpy(&v, &b, sizeof v);
+                        if (i % 7 == 0)
+                            v = (float)(o.range[0] + (double)(seed >> 8) / (1u << 24) *
+                                                         (o.range[1] - o.range[0]));
+                        if (isnan(v))
+                            v = i & 1 ? INFINITY : -INFINITY;
+                    }
+                    float w = t.dir < 0 ? -v : v;
+                    uint32_t want = tsr_convert_one(&o, v);
+                    const uint32_t guesses[] = {want, want + 2, want > 3 ? want - 3 : 0, 0,
+                                                t.smax + 5};
+                    /* the far guesses step through every sample: not at every value */
+                    size_t ng = depth == 8 || i % 256 == 0 ? 5 : 3;
+                    for (size_t g = 0; g < ng; g++, tries++)
+                        cr_assert_eq(tsr_pw_table_sample(t.thr, t.smin, t.smax, w, guesses[g]),
+                                     want, "depth %d range [%g, %g] cal %zu: value %.9g "
+                                     "(guess %u)", depth, o.range[0], o.range[1], c, v,
+                                     guesses[g]);
+                }
+                cr_assert(tries > 60000);
+                tsr_sample_table_free(&t);
+            }
 }
 
 /* ---- orders and crops --------------------------------------------------------------------- */

@@ -432,6 +432,93 @@ Test(gpu, streams_equal_the_cpu_in_every_order_crop_and_resume, .timeout = 1200)
     cr_assert(for_each_design(assert_design_stream) > 30);
 }
 
+/* A root that repeats, whole or inside a border: its bands come from the converted period,
+ * by the device's period fill (the default) or the host's row copies (TSR_GPU_PERIOD=host),
+ * the border computed on the device; both equal the CPU computing every pixel (`direct`).
+ * Whole streams of small designs; of big ones the first 160 rows (border) and 96 rows in the
+ * middle (interior and both side borders). */
+static void
+assert_period_rows(const char *path, const tsr_design *d, int64_t r0, int64_t r1)
+{
+    const char *ways[] = {NULL, "host"};
+    size_t nref, n;
+    tsr_engine_opts o = {.backend = "cpu", .direct = true, .rows = {r0, r1}};
+    uint8_t *ref = th_stream_opts(d, &o, &nref);
+    for (size_t w = 0; w < 2; w++) {
+        if (ways[w])
+            setenv("TSR_GPU_PERIOD", ways[w], 1);
+        else
+            unsetenv("TSR_GPU_PERIOD");
+        int64_t rows[2] = {r0, r1};
+        tsr_engine *e = gpu_engine(d, 0, rows);
+        uint8_t *got = th_stream_engine(e, 0, &n);
+        cr_assert(n == nref && memcmp(ref, got, n) == 0,
+                  "%s rows %lld:%lld, period by the %s: GPU stream differs from the CPU's "
+                  "direct one", path, (long long)r0, (long long)r1, ways[w] ? "host" : "device");
+        free(got);
+        tsr_engine_free(e);
+    }
+    unsetenv("TSR_GPU_PERIOD");
+    free(ref);
+}
+
+static size_t nperiodic;
+
+static void
+assert_period_stream(const char *path)
+{
+    tsr_design *d = load_file(path);
+    tsr_engine *e = gpu_engine(d, 0, NULL);
+    int64_t p[2];
+    tsr_rect in;
+    bool periodic = tsr_engine_period(e, d->root, p, &in);
+    tsr_engine_free(e);
+    if (periodic) {
+        int64_t h = d->root->h;
+        nperiodic++;
+        if ((double)d->root->w * (double)h <= 4e6) {
+            assert_period_rows(path, d, 0, h);
+        } else {
+            assert_period_rows(path, d, 0, h < 160 ? h : 160);
+            assert_period_rows(path, d, h / 2, h / 2 + 96 < h ? h / 2 + 96 : h);
+        }
+    }
+    tsr_design_free(d);
+}
+
+Test(gpu, a_periodic_root_streams_from_its_period_as_the_cpu_computes_it, .timeout = 600)
+{
+    need_gpu();
+    cr_assert(for_each_design(assert_period_stream) > 30);
+    /* and one made for the fill's edges: 16-bit, bottom-up swaths, widths and a period row
+     * (37 px x 2 bytes) that no 16-byte store lines up with, a blur's border */
+    tsr_design *d = th_design("tessera: 1\n"
+                              "output: {depth: 16, order: swath,\n"
+                              "  swath: {width: 333, serpentine: true, start: bottom-left}}\n"
+                              "nodes:\n"
+                              "  dot: {size: [37, 23], source: {shape: circle, center: [18, 11],"
+                              " radius: 7, value: 1, aa: 2}}\n"
+                              "root:\n"
+                              "  size: [1237, 401]\n"
+                              "  children:\n"
+                              "    - trait: blur\n"
+                              "      sigma: 2.5\n"
+                              "      node:\n"
+                              "        size: [1237, 401]\n"
+                              "        children: [{trait: repeat, ref: dot}]\n");
+    nperiodic++;
+    tsr_engine *e = gpu_engine(d, 0, NULL);
+    int64_t p[2];
+    tsr_rect in;
+    cr_assert(tsr_engine_period(e, d->root, p, &in) && p[0] == 37 && p[1] == 23,
+              "the made design's root is not periodic 37 x 23 inside its border");
+    tsr_engine_free(e);
+    assert_period_rows("made", d, 0, d->root->h);
+    assert_period_rows("made", d, 101, 399);
+    tsr_design_free(d);
+    cr_assert(nperiodic >= 4, "only %zu periodic roots tried", nperiodic);
+}
+
 Test(gpu, a_device_error_mid_stream_ends_it_with_an_error_and_a_resume_offset)
 {
     need_gpu();

@@ -57,7 +57,7 @@ dev = p["device"]
 assert p["backend"] == "gpu" and dev["arena_bytes"] >= dev["arena_peak_bytes"] > 0, dev
 assert {"hits", "misses", "evictions", "bytes", "budget"} <= set(dev["cache"]), dev
 st = dev["stage_seconds"]
-assert set(st) == {"base", "pattern", "repeat", "distance", "blur", "convert", "copies"}, st
+assert set(st) == {"base", "pattern", "repeat", "distance", "blur", "convert", "copies", "period"}, st
 assert st["distance"] > 0 and st["blur"] == 0, st
 PY
     then pass=$((pass + 1)); echo "ok   GPU: device memory, tile cache and stage times in the JSON"

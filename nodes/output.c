@@ -1,0 +1,108 @@
+/* nodes: the output conversion as a threshold table (nodes.h, tsr_sample_table). */
+#include "nodes/nodes.h"
+#include "nodes/pointwise.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The conversion of one value, as every backend does it. */
+static uint32_t
+sample_of(const tsr_output *o, int dir, float w)
+{
+    float v = dir < 0 ? -w : w; /* negation is exact */
+    return tsr_pw_sample(tsr_pw_to_unit(o->range[0], o->range[1],
+                                        (const double (*)[2])o->calibration.p,
+                                        (int64_t)o->calibration.n, (double)v),
+                         o->depth == 16 ? 65535.0 : 255.0);
+}
+
+/* Floats in value order as unsigned keys (-inf lowest, +inf highest, NaNs outside). */
+static uint32_t
+key_of(float f)
+{
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b & 0x80000000u ? ~b : b | 0x80000000u;
+}
+
+static float
+float_of(uint32_t k)
+{
+    uint32_t b = k & 0x80000000u ? k & 0x7fffffffu : ~k;
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+/* The calibration's direction in t: +1 non-decreasing, -1 non-increasing, 0 neither (or a
+ * seam where rounding steps back). Within a segment c_i + (c_{i+1} - c_i) * ((t - t_i) /
+ * (t_{i+1} - t_i)) is monotone (every operation is, the factor has one sign); across a seam
+ * the segment's value at the last double below t_{i+1} must not pass the next one's start
+ * (c_{i+1} exactly, or c_n at t = 1). */
+static int
+calibration_dir(const tsr_output *o)
+{
+    const double (*c)[2] = (const double (*)[2])o->calibration.p;
+    size_t n = o->calibration.n;
+    if (n < 2)
+        return 1;
+    bool up = true, down = true;
+    for (size_t i = 0; i + 1 < n; i++) {
+        up = up && c[i + 1][1] >= c[i][1];
+        down = down && c[i + 1][1] <= c[i][1];
+    }
+    if (!up && !down)
+        return 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        double t0 = c[i][0], t1 = c[i + 1][0], tb = nextafter(t1, t0);
+        double last = c[i][1] + (c[i + 1][1] - c[i][1]) * ((tb - t0) / (t1 - t0));
+        if (up ? last > c[i + 1][1] : last < c[i + 1][1])
+            return 0;
+    }
+    return up ? 1 : -1;
+}
+
+tsr_status
+tsr_sample_table_make(const tsr_output *o, tsr_sample_table *t, tsr_error *err)
+{
+    memset(t, 0, sizeof *t);
+    int cd = calibration_dir(o);
+    if (cd == 0)
+        return TSR_OK;
+    t->dir = (o->range[1] > o->range[0] ? 1 : -1) * cd;
+    t->smin = sample_of(o, t->dir, -INFINITY);
+    t->smax = sample_of(o, t->dir, INFINITY);
+    if (t->smax < t->smin) { /* cannot be, given the checks above; no table then */
+        t->dir = 0;
+        return TSR_OK;
+    }
+    size_t n = t->smax - t->smin;
+    t->thr = malloc((n ? n : 1) * sizeof *t->thr);
+    if (!t->thr) {
+        t->dir = 0;
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (sample table)");
+    }
+    /* the least key whose sample reaches s, searched above the last one found */
+    uint32_t lo = key_of(-INFINITY), top = key_of(INFINITY);
+    for (uint32_t s = t->smin + 1; s <= t->smax; s++) {
+        uint32_t a = lo, b = top; /* sample(float_of(b)) >= s */
+        while (a < b) {
+            uint32_t m = a + (b - a) / 2;
+            if (sample_of(o, t->dir, float_of(m)) >= s)
+                b = m;
+            else
+                a = m + 1;
+        }
+        t->thr[s - t->smin - 1] = float_of(a);
+        lo = a;
+    }
+    return TSR_OK;
+}
+
+void
+tsr_sample_table_free(tsr_sample_table *t)
+{
+    free(t->thr);
+    memset(t, 0, sizeof *t);
+}
