@@ -43,10 +43,11 @@ static const command commands[] = {
      "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
      "                         [--backend cpu|gpu|auto] [--memory M] [--threads N]\n"
      "                         [--tile T] [--gpu-memory M]\n"},
-    {"profile", C_PROFILE, false,
+    {"profile", C_PROFILE, true,
      "  tessera profile DESIGN [--region X,Y,W,H | --seconds S] [--backend cpu|gpu|auto]\n"
      "                         [--target 10MB/s] [--json] [--memory M] [--threads N]\n"
-     "                         [--tile T] [--gpu-memory M] [--gpus all|N]\n"},
+     "                         [--tile T] [--gpu-memory M] [--gpus all|N]\n"
+     "                         [-o OUT [--framed] [--deflate]]\n"},
     {"check", C_CHECK, false,
      "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"},
     {"controller", C_CONTROLLER, true,
@@ -313,6 +314,9 @@ check_out(const args *a)
                         : "render writes to a path, -, null or tcp://HOST:PORT");
         return 2;
     }
+    if (strcmp(a->cmd, "profile") == 0 && strcmp(a->out, "-") == 0)
+        return usage_error(a->c, "%s: profile prints its report on stdout; measure a pipe "
+                                 "with render -o - | CONSUMER", "-o -");
     if (!preview || strcmp(a->out, "-") == 0)
         return 0;
     const char *base = strrchr(a->out, '/');
@@ -352,8 +356,8 @@ static const struct {
     {{"tree", no_argument, 0, O_TREE}, C_CHECK},
     {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER},
     {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER},
-    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER},
-    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER},
+    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER | C_PROFILE},
+    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER | C_PROFILE},
     {{"resume-at", required_argument, 0, O_RESUME}, C_RENDER},
     {{"listen", required_argument, 0, O_LISTEN}, C_CONTROLLER},
     {{"jobs", required_argument, 0, O_JOBS}, C_CONTROLLER},
@@ -371,7 +375,7 @@ not_an_option(const args *a, const char *given, int short_opt)
         snprintf(name, sizeof name, "-%c", short_opt);
     else
         snprintf(name, sizeof name, "%.*s", (int)strcspn(given, "="), given);
-    int cmds = strcmp(name, "-o") == 0 ? C_RENDER | C_PREVIEW | C_CONTROLLER : 0;
+    int cmds = strcmp(name, "-o") == 0 ? C_RENDER | C_PREVIEW | C_PROFILE | C_CONTROLLER : 0;
     for (size_t i = 0; i < N_OPTIONS; i++)
         if (strncmp(name, "--", 2) == 0 && strcmp(name + 2, options[i].o.name) == 0)
             cmds = options[i].cmds;
@@ -926,6 +930,12 @@ typedef struct profile_sum {
     tsr_rect r;            /* the region profiled: --region or the whole root */
     tsr_engine_stats st;
     long long rss;
+    double d2h;            /* the GPU's device-to-host GB/s (0: not measured) */
+    struct {               /* -o OUT: the stream into it behind this renderer */
+        int64_t rows;      /* --rows 0:rows */
+        uint64_t bytes;
+        double seconds;
+    } sink;
 } profile_sum;
 
 /* Render the samples (or the --region whole) into p->sm; a progress line on a terminal. */
@@ -1031,6 +1041,23 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
     } else {
         fprintf(f, "\"device\":null,");
     }
+    if (p->d2h > 0)
+        fprintf(f, "\"link\":{\"d2h_gb_per_s\":%.3f,\"share\":%.6f,\"bytes\":%d},", p->d2h,
+                rate / 1e9 / p->d2h, 256 << 20);
+    else
+        fprintf(f, "\"link\":null,");
+    if (a->out) {
+        fprintf(f, "\"sink\":{\"out\":");
+        json_str(f, a->out);
+        fprintf(f, ",\"framed\":%s,\"deflate\":%s,\"rows\":[0,%lld],\"bytes\":%llu,"
+                   "\"seconds\":%.6f,\"mb_per_s\":%.6f},",
+                a->framed || strncmp(a->out, "tcp://", 6) == 0 ? "true" : "false",
+                a->deflate ? "true" : "false", (long long)p->sink.rows,
+                (unsigned long long)p->sink.bytes, p->sink.seconds,
+                p->sink.seconds > 0 ? (double)p->sink.bytes / p->sink.seconds / 1e6 : 0.0);
+    } else {
+        fprintf(f, "\"sink\":null,");
+    }
     fprintf(f, "\"engines\":[");
     for (int i = 0; i < st.nengines; i++)
         fprintf(f, "%s{\"device\":%d,\"bytes\":%llu,\"busy_seconds\":%.6f}", i ? "," : "",
@@ -1126,6 +1153,18 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
             fprintf(f, "; host nodes %.3f s on the CPU", st.gpu_host_seconds);
         fputc('\n', f);
     }
+    if (p->d2h > 0)
+        fprintf(f, "link        device to host %.1f GB/s (256 MiB pinned, contiguous, best of 5): "
+                "the renderer runs at %.0f %% of it\n", p->d2h, 100.0 * rate / 1e9 / p->d2h);
+    if (a->out) {
+        char sr[32];
+        fmt_sig(sr, sizeof sr, p->sink.seconds > 0 ? (double)p->sink.bytes / p->sink.seconds / 1e6
+                                                   : 0.0);
+        fprintf(f, "sink        -o %s%s%s: %s MB/s, %llu bytes (render --rows 0:%lld) in %.3f s: "
+                "a stream's rate into it behind this renderer\n", a->out,
+                a->framed ? " --framed" : "", a->deflate ? " --deflate" : "", sr,
+                (unsigned long long)p->sink.bytes, (long long)p->sink.rows, p->sink.seconds);
+    }
     for (int i = 0; i < st.nengines; i++) /* --gpus */
         fprintf(f, "engine %-4d device %d: %.1f MB of bands in %.3f s computing them = %.0f MB/s\n",
                 i, st.engines[i].device, (double)st.engines[i].bytes / 1e6,
@@ -1168,6 +1207,33 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     fprintf(f, "peak RSS    %.1f MiB\n", (double)rss / 1048576.0);
 }
 
+/* profile -o OUT: what a stream into OUT gets behind this renderer, so that nobody reads the
+ * renderer's rate into null as a stream rate: `render -o OUT --rows 0:K` (K full rows, as many
+ * bytes as the profile rendered, at least one row) on an engine of its own, with --framed and
+ * --deflate as given; its bytes over the seconds from the open sink to the stream's end. */
+static tsr_status
+sink_rate(const args *a, const tsr_design *d, profile_sum *p, tsr_error *err)
+{
+    int64_t rowb = d->root->w * (d->out.depth / 8), h = d->root->h;
+    int64_t k = (int64_t)(p->bytes / (uint64_t)rowb) + (p->bytes % (uint64_t)rowb != 0);
+    k = k < 1 ? 1 : k > h ? h : k;
+    tsr_engine_opts o = a->eo;
+    o.rows[0] = 0;
+    o.rows[1] = k;
+    tsr_engine *e = tsr_engine_new(d, &o, err);
+    if (!e)
+        return err->status;
+    tsr_render_opts ro = {.out = a->out, .framed = a->framed, .deflate = a->deflate,
+                          .stop = &g_stop};
+    tsr_render_result r;
+    tsr_status st = tsr_engine_render_to(e, &ro, &r, err);
+    tsr_engine_free(e);
+    p->sink.rows = k;
+    p->sink.bytes = r.offset - r.start;
+    p->sink.seconds = r.seconds;
+    return st;
+}
+
 static int
 cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 {
@@ -1180,6 +1246,13 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
         return fail(&err);
     p.cpu = cpu_s() - cpu0;
     summarize(a, e, d, &p);
+    if (p.st.dev_arena > 0) { /* the link the GPU's samples cross: the ceiling they sit under */
+        int dev = a->eo.gpu_device;
+        if (tsr_gpu_d2h_rate(dev, (size_t)256 << 20, &p.d2h, &err) != TSR_OK)
+            return fail(&err);
+    }
+    if (a->out && sink_rate(a, d, &p, &err) != TSR_OK)
+        return fail(&err);
     if (a->json) {
         print_json(a, e, d, &p, stdout);
         return 0;

@@ -39,7 +39,7 @@ _tessera()
         preview) opts="--region --scale -o --depth --fast --force --progress --backend --memory --threads
                        --tile --gpu-memory --help" ;;
         profile) opts="--region --seconds --backend --target --json --memory --threads --tile
-                       --gpu-memory --gpus --help" ;;
+                       --gpu-memory --gpus -o --framed --deflate --help" ;;
         check) opts="--tree --memory --threads --tile --help" ;;
         controller) opts="--listen --rate -o --jobs --stall-timeout --exit-on-abort --help" ;;
         *) return ;;

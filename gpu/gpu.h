@@ -49,6 +49,12 @@ typedef struct tsr_gpu tsr_gpu;
 int
 tsr_gpu_count(void);
 
+/* The device-to-host ceiling of device `device`: GB/s of a pinned, contiguous copy of `bytes`
+ * (memory of its own, outside any context), the best of 5 after a warm-up, CUDA events. What
+ * `profile --backend gpu` puts the renderer's rate beside. */
+tsr_status
+tsr_gpu_d2h_rate(int device, size_t bytes, double *gbps, tsr_error *err);
+
 /* Free and total memory of device `device` now (bytes). TSR_EINVAL without a device. */
 tsr_status
 tsr_gpu_meminfo(int device, size_t *free_bytes, size_t *total_bytes, tsr_error *err);

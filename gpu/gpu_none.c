@@ -181,6 +181,14 @@ tsr_gpu_convert(tsr_gpu *g, tsr_gpu_buf in, const tsr_gpu_out *to, tsr_error *er
 }
 
 tsr_status
+tsr_gpu_d2h_rate(int device, size_t bytes, double *gbps, tsr_error *err)
+{
+    (void)device, (void)bytes;
+    *gbps = 0;
+    return NO_CUDA(err);
+}
+
+tsr_status
 tsr_gpu_period_fill(tsr_gpu *g, const uint8_t *period, int64_t pw, int64_t ph, int64_t px,
                     int64_t py, tsr_rect r, const tsr_gpu_out *to, tsr_error *err)
 {

@@ -39,6 +39,9 @@ struct rep_args {
     double det;
     int ov, blend, mask;
     bool axis;         /* disjoint and axis-aligned: one floor division */
+    bool axis32;       /* ... in 32 bits: (px0 + x - Pr.x) mod ux (ncu: the 64-bit remainders
+                        * emulated in software held repeat_out at 70 % of the SMs) */
+    uint32_t px0, py0; /* the copy phase at P.r's corner: floor_mod(Pr.x - ox, ux), ... */
     tsr_gpu_conv to;   /* to.dst: every pixel of Pr out as a sample */
 };
 
@@ -47,6 +50,13 @@ __device__ static float
 repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
 {
     int64_t rx = x - a.ox, ry = y - a.oy;
+    if (a.axis32) {
+        int64_t cx = (a.px0 + (uint32_t)(x - a.Pr.x)) % (uint32_t)a.ux;
+        int64_t cy = (a.py0 + (uint32_t)(y - a.Pr.y)) % (uint32_t)a.vy;
+        if (cx < a.cw && cy < a.ch)
+            p = tsr_pw_apply(a.blend, a.mask, p, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)], 1);
+        return p;
+    }
     if (a.axis) {
         int64_t cx = rx - tsr_dfloor_div(rx, a.ux) * a.ux;
         int64_t cy = ry - tsr_dfloor_div(ry, a.vy) * a.vy;
@@ -150,6 +160,12 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
     a.blend = (int)e->blend;
     a.mask = e->mask;
     a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0;
+    const int64_t lim = (int64_t)1 << 31;
+    a.axis32 = a.axis && a.ux < lim && a.vy < lim && P.r.w < lim && P.r.h < lim;
+    if (a.axis32) {
+        a.px0 = (uint32_t)tsr_floor_mod(P.r.x - a.ox, a.ux);
+        a.py0 = (uint32_t)tsr_floor_mod(P.r.y - a.oy, a.vy);
+    }
     if (to)
         repeat_out_kernel<<<tsr_grid2(P.r.w, P.r.h), 256, 0, g->compute>>>(a);
     else

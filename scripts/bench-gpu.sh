@@ -15,6 +15,29 @@ mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
 d2h=$(awk '{print $2}' "$OUT/d2h.txt")
+# steady NAME FILE W [ENV=V]: the renderer's rate once running, from two profiles of one design
+# (--region of W x 10240 and W x 40960 px): the bytes between them over the seconds between them;
+# "fixed" is what a profile spends besides (pinning the writer's pool, the first band's
+# latency, the period, the pipeline's drain), which a job of terabytes pays once
+steady() {
+  local name=$1 f=$2 w=$3
+  shift 3
+  for h in 10240 40960; do
+    env "$@" "$T" profile "$f" --backend gpu --region "0,0,$w,$h" --json 2>>"$OUT/err.txt" \
+        >"$OUT/steady-$h.json"
+  done
+  python3 - "$name" "$d2h" "$OUT/steady-10240.json" "$OUT/steady-40960.json" <<'PY'
+import json, sys
+name, d2h = sys.argv[1], float(sys.argv[2])
+a, b = (json.load(open(p)) for p in sys.argv[3:5])
+ba, bb = a["bytes"], b["bytes"]
+ta, tb = a["seconds"], b["seconds"]
+r = (bb - ba) / (tb - ta) / 1e9
+print("  %-22s steady %6.1f GB/s = %5.1f%% of the %.1f GB/s link; fixed %3.0f ms; %4.1f GB "
+      "profiled at %5.1f GB/s" % (name, r, 100 * r / d2h, d2h, 1e3 * (ta - ba / r / 1e9),
+                                  bb / 1e9, bb / tb / 1e9))
+PY
+}
 if on milestone; then
 echo "milestone: gpu-fill.yaml, whole stream (17.2 GB) to -o null"
 for rep in 1 2; do
@@ -55,6 +78,8 @@ for spec in "blur4 blur gaussian_filter sigma.:.4," "blur32 blur gaussian_filter
   set -- $spec
   p=$([ "$3" = - ] || peer "$3" "$4")
   sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' "designs/bench/$1.yaml" >"$OUT/$1-wide.yaml"
+  sed 's/size: \[10240, 10240\]/size: [200000, 40960]/' "designs/bench/$1.yaml" >"$OUT/$1-tall.yaml"
+  steady "$1 200000 wide, engine" "$OUT/$1-tall.yaml" 200000
   for w in 10240 200000; do
     f=designs/bench/$1.yaml
     [ "$w" = 200000 ] && f=$OUT/$1-wide.yaml
@@ -100,23 +125,16 @@ sed 's/size: \[10240, 10240\]/size: [200000, 10240]/; s/depth: 8/depth: 16/' des
 awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
     designs/bench/repeat.yaml | sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' >"$OUT/repeat-grad.yaml"
 for f in blur4-16 repeat-16 repeat-grad; do
-  "$T" profile "$OUT/$f.yaml" --backend gpu --region 0,0,200000,10240 --json 2>>"$OUT/err.txt" |
-      python3 -c "
-import json, sys
-p = json.load(sys.stdin)
-print('  %-12s %8.0f MB/s = %5.1f%% of the %s GB/s link' % ('$f', p['mb_per_s'], p['mb_per_s'] / 10 / $d2h, '$d2h'))"
+  sed 's/size: \[200000, 10240\]/size: [200000, 40960]/' "$OUT/$f.yaml" >"$OUT/$f-tall.yaml"
+  steady "$f" "$OUT/$f-tall.yaml" 200000
 done
 echo
 echo "a periodic root's bands: the device's period fill and copy against the host's row copies"
-echo "  (TSR_GPU_PERIOD=host), profile --region 0,0,200000,10240 (repeat: periodic whole)"
-sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' designs/bench/repeat.yaml >"$OUT/repeat-wide.yaml"
-for f in "$OUT/repeat-wide.yaml" "$OUT/repeat-16.yaml"; do
+echo "  (TSR_GPU_PERIOD=host), 200000 px wide (repeat: periodic whole)"
+sed 's/size: \[10240, 10240\]/size: [200000, 40960]/' designs/bench/repeat.yaml >"$OUT/repeat-tall.yaml"
+for f in repeat-tall repeat-16-tall; do
   for how in device host; do
-    TSR_GPU_PERIOD=$how "$T" profile "$f" --backend gpu --region 0,0,200000,10240 --json \
-        2>>"$OUT/err.txt" | python3 -c "
-import json, sys
-p = json.load(sys.stdin)
-print('  %-16s %-6s %8.0f MB/s = %5.1f%% of the link' % ('$(basename "$f" .yaml)', '$how', p['mb_per_s'], p['mb_per_s'] / 10 / $d2h))"
+    steady "$f, $how" "$OUT/$f.yaml" 200000 TSR_GPU_PERIOD=$how
   done
 done
 fi

@@ -90,7 +90,7 @@ refuse "tessera check: --t: ambiguous, one of --threads, --tile, --tree" check "
 "$TESSERA" check "$none" --tr >/dev/null 2>"$tmp/err"
 grep -q "is not an option\|ambiguous" "$tmp/err" && bad "check --tr: $(cat "$tmp/err")" ||
     ok "check --tr abbreviates --tree"
-refuse "tessera check: -o is not an option of check, but of render, preview, controller" check "$none" -o x
+refuse "tessera check: -o is not an option of check, but of render, preview, profile, controller" check "$none" -o x
 
 # help, --help, -h: the whole usage on stdout; help of an unknown command, or of two, exits 2
 "$TESSERA" help >"$tmp/help" 2>"$tmp/err"

@@ -32,6 +32,7 @@ assert 0 < p["busy_thread_seconds"] <= 2 * p["seconds"] * 1.05 + 0.01, (p["busy_
 assert p["cpu_seconds"] >= 0, p["cpu_seconds"]  # may read 0: the kernel counts in ticks
 assert p["device"] is None, p["device"]  # the GPU backend's figures, on the CPU none
 assert p["engines"] == [], p["engines"]  # --gpus only
+assert p["link"] is None and p["sink"] is None, (p["link"], p["sink"])  # GPU only; -o only
 PY
 then pass=$((pass + 1)); echo "ok   JSON fields and values"
 else fail=$((fail + 1)); echo "FAIL JSON fields"; fi
@@ -59,6 +60,9 @@ assert {"hits", "misses", "evictions", "bytes", "budget"} <= set(dev["cache"]), 
 st = dev["stage_seconds"]
 assert set(st) == {"base", "pattern", "repeat", "distance", "blur", "convert", "copies", "period"}, st
 assert st["distance"] > 0 and st["blur"] == 0, st
+link = p["link"]  # the device-to-host ceiling, measured in the same run
+assert link["d2h_gb_per_s"] > 1 and link["bytes"] == 256 << 20, link
+assert abs(link["share"] - p["mb_per_s"] / 1e3 / link["d2h_gb_per_s"]) < 1e-3, link
 PY
     then pass=$((pass + 1)); echo "ok   GPU: device memory, tile cache and stage times in the JSON"
     else fail=$((fail + 1)); echo "FAIL GPU JSON: $(head -c 600 "$tmp/g.json")"; fi
@@ -66,6 +70,30 @@ else
     grep -q "no usable GPU" "$tmp/err" && echo "skip GPU JSON: no GPU" ||
         { fail=$((fail + 1)); echo "FAIL profile --backend gpu: $(cat "$tmp/err")"; }
 fi
+# -o OUT: the stream into that sink behind this renderer, as `render --rows 0:K` writes it (K
+# full rows, the profile's bytes): the same framed transcript, and its rate beside
+"$TESSERA" profile "$d" --backend cpu --region 100,200,700,300 --json -o "$tmp/s.tsr" --framed \
+    >"$tmp/s.json" 2>"$tmp/err" &&
+    "$TESSERA" render "$d" --backend cpu --rows 0:2 --framed -o "$tmp/r.tsr" --progress none 2>>"$tmp/err"
+if cmp -s "$tmp/s.tsr" "$tmp/r.tsr" && "$py" - "$tmp/s.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+s = p["sink"]
+assert s["rows"] == [0, 2] and s["bytes"] == 2 * 150000 and s["framed"] and not s["deflate"], s
+assert s["seconds"] > 0 and abs(s["mb_per_s"] - s["bytes"] / s["seconds"] / 1e6) < 1e-3 * s["mb_per_s"], s
+PY
+then pass=$((pass + 1)); echo "ok   -o FILE --framed: render --rows 0:2's transcript, and its rate"
+else fail=$((fail + 1)); echo "FAIL profile -o: $(head -c 300 "$tmp/s.json") $(cat "$tmp/err")"; fi
+"$TESSERA" profile "$d" --backend cpu --region 0,0,300,200 -o null >"$tmp/n.txt" 2>"$tmp/err" &&
+    grep -q "^sink        -o null: [0-9.]* MB/s, 150000 bytes (render --rows 0:1)" "$tmp/n.txt" &&
+    { pass=$((pass + 1)); echo "ok   -o null: the sink's line"; } ||
+    { fail=$((fail + 1)); echo "FAIL -o null: $(cat "$tmp/n.txt" "$tmp/err")"; }
+for bad in "-o -" "-o $tmp/x.tsr --deflate" "-o ftp://x"; do
+    "$TESSERA" profile "$d" --region 0,0,10,10 $bad >"$tmp/o.txt" 2>"$tmp/err"
+    [ $? -eq 2 ] && [ ! -s "$tmp/o.txt" ] && [ ! -e "$tmp/x.tsr" ] &&
+        { pass=$((pass + 1)); echo "ok   profile $bad refused, exit 2: $(head -1 "$tmp/err")"; } ||
+        { fail=$((fail + 1)); echo "FAIL profile $bad: $(cat "$tmp/err")"; }
+done
 "$TESSERA" profile "$d" --backend cpu --region 0,0,300,200 --target 1MB/s >"$tmp/p.txt" 2>&1
 if grep -q "x the 1 MB/s target" "$tmp/p.txt" && grep -q "^cache" "$tmp/p.txt" && grep -q "distance" "$tmp/p.txt" &&
     grep -q "^busy        [0-9.]* thread-s in [0-9.]* s: [0-9.]* of [0-9]* threads busy on average" "$tmp/p.txt"; then
