@@ -1027,10 +1027,11 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
             (unsigned long long)st.overflow, (long long)st.cache_bytes,
             (long long)st.cache_peak, st.busy_seconds, cpu);
     if (st.dev_arena > 0) { /* the GPU backend */
-        fprintf(f, "\"device\":{\"arena_bytes\":%lld,\"arena_peak_bytes\":%lld,\"cache\":{"
+        fprintf(f, "\"device\":{\"bands_in_flight\":%d,\"arena_bytes\":%lld,"
+                   "\"arena_peak_bytes\":%lld,\"cache\":{"
                    "\"hits\":%llu,\"misses\":%llu,\"evictions\":%llu,\"bytes\":%lld,"
                    "\"budget\":%lld},\"stage_seconds\":{",
-                (long long)st.dev_arena, (long long)st.dev_arena_peak,
+                st.dev_bands, (long long)st.dev_arena, (long long)st.dev_arena_peak,
                 (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
                 (unsigned long long)st.dev_evictions, (long long)st.dev_cache_bytes,
                 (long long)st.dev_cache_budget);
@@ -1139,8 +1140,8 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
         fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %.0f MB "
                 "per CPU-second\n", cpu, (double)bytes / cpu / 1e6);
     if (st.dev_arena > 0) { /* the GPU backend */
-        fprintf(f, "device      arena %.1f MiB (at most %.1f MiB in use); tile cache %llu hits, "
-                "%llu misses, %llu evictions, %.1f of %.1f MiB\n",
+        fprintf(f, "device      %d bands in flight, arena %.1f MiB (at most %.1f MiB in use); tile "
+                "cache %llu hits, %llu misses, %llu evictions, %.1f of %.1f MiB\n", st.dev_bands,
                 (double)st.dev_arena / 1048576.0, (double)st.dev_arena_peak / 1048576.0,
                 (unsigned long long)st.dev_hits, (unsigned long long)st.dev_misses,
                 (unsigned long long)st.dev_evictions, (double)st.dev_cache_bytes / 1048576.0,

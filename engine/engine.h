@@ -71,6 +71,7 @@ typedef struct tsr_engine_stats {
      * its device memory plan (the arena, its most bytes in use at once). */
     uint64_t dev_hits, dev_misses, dev_evictions;
     int64_t dev_cache_bytes, dev_cache_budget, dev_arena, dev_arena_peak;
+    int dev_bands;               /* bands in flight on the device at once (per engine) */
     double gpu_stage_seconds[8]; /* device time per stage (gpu/gpu.h TSR_GPU_BASE ...) */
     double gpu_host_seconds;     /* the CPU's time on nodes of class host */
     /* --gpus (engine/multi.c): each engine's device, the bytes of the bands it computed and

@@ -1027,6 +1027,7 @@ gpu_stats(tsr_engine *e, tsr_engine_stats *st)
     st->dev_cache_bytes = (int64_t)cs.bytes;
     st->dev_cache_budget = (int64_t)cs.budget;
     st->dev_arena = s->arena;
+    st->dev_bands = DEPTH;
     st->dev_arena_peak = s->g ? (int64_t)tsr_gpu_arena_peak(s->g) : 0;
     tsr_gpu_stage_seconds(s->g, st->gpu_stage_seconds);
     st->gpu_host_seconds = (double)s->host_ns * 1e-9;

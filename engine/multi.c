@@ -299,6 +299,7 @@ multi_stats(tsr_engine *e, tsr_engine_stats *st)
         st->dev_cache_bytes += s.dev_cache_bytes;
         st->dev_cache_budget += s.dev_cache_budget;
         st->dev_arena += s.dev_arena;
+        st->dev_bands += s.dev_bands;
         st->dev_arena_peak += s.dev_arena_peak;
         for (int k = 0; k < 8; k++)
             st->gpu_stage_seconds[k] += s.gpu_stage_seconds[k];

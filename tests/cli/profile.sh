@@ -56,6 +56,7 @@ import json, sys
 p = json.load(open(sys.argv[1]))
 dev = p["device"]
 assert p["backend"] == "gpu" and dev["arena_bytes"] >= dev["arena_peak_bytes"] > 0, dev
+assert dev["bands_in_flight"] >= 2, dev
 assert {"hits", "misses", "evictions", "bytes", "budget"} <= set(dev["cache"]), dev
 st = dev["stage_seconds"]
 assert set(st) == {"base", "pattern", "repeat", "distance", "blur", "convert", "copies", "period"}, st
