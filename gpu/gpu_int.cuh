@@ -76,15 +76,23 @@ tsr_blocks(size_t n, unsigned threads)
     return b > 0x7fffffffu ? 0x7fffffffu : (unsigned)b;
 }
 
-/* A 2-D launch over a w x h rect: x across a row (coalesced), y one row per block row; the
- * kernels loop (TSR_FOR_PIXELS) so any size fits the grid limits, and no pixel index is divided
- * back into a row and a column. */
+/* A 2-D launch over a w x h rect: x across a row (coalesced), rows spread over the block rows;
+ * the kernels loop (TSR_FOR_PIXELS) so any size fits the grid limits, and no pixel index is
+ * divided back into a row and a column. About TSR_GRID_BLOCKS blocks (a few waves of the
+ * device's SMs), so a thread takes several rows of a tall rect: its prologue (the kernel's
+ * arguments, the rect's bounds, 64-bit set-up) is paid once for them (ncu: with one pixel per
+ * thread, repeat's and the base's launches executed ~250 instructions a pixel, the prologue a
+ * good part of them). */
+#define TSR_GRID_BLOCKS 4096
 static inline dim3
 tsr_grid2(int64_t w, int64_t h)
 {
     size_t bx = ((size_t)w + 255) / 256;
-    return dim3(bx == 0 ? 1 : (bx > 65535 ? 65535 : (unsigned)bx),
-                h <= 0 ? 1 : (h > 65535 ? 65535 : (unsigned)h));
+    bx = bx == 0 ? 1 : (bx > 65535 ? 65535 : bx);
+    size_t by = (TSR_GRID_BLOCKS + bx - 1) / bx;
+    if (h > 0 && by > (size_t)h)
+        by = (size_t)h;
+    return dim3((unsigned)bx, by == 0 ? 1 : (by > 65535 ? 65535 : (unsigned)by));
 }
 
 #define TSR_FOR_PIXELS(W, H, lx, ly)                                                           \
