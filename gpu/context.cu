@@ -78,6 +78,17 @@ tsr_gpu_fill_test(float *out, size_t n, float v, tsr_error *err)
     return TSR_OK;
 }
 
+size_t
+tsr_grid_blocks(void)
+{
+    static size_t blocks = (size_t)-1; /* racy first use is harmless: all write the same */
+    if (blocks == (size_t)-1) {
+        const char *v = getenv("TSR_GPU_GRID_BLOCKS");
+        blocks = v ? strtoull(v, NULL, 10) : TSR_GRID_BLOCKS;
+    }
+    return blocks;
+}
+
 extern "C" tsr_status
 tsr_gpu_d2h_rate(int device, size_t bytes, double *gbps, tsr_error *err)
 {

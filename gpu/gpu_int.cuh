@@ -84,12 +84,16 @@ tsr_blocks(size_t n, unsigned threads)
  * thread, repeat's and the base's launches executed ~250 instructions a pixel, the prologue a
  * good part of them). */
 #define TSR_GRID_BLOCKS 4096
+size_t
+tsr_grid_blocks(void); /* TSR_GRID_BLOCKS, or TSR_GPU_GRID_BLOCKS (measurements; 0: a block
+                        * row per row, as before) */
+
 static inline dim3
 tsr_grid2(int64_t w, int64_t h)
 {
-    size_t bx = ((size_t)w + 255) / 256;
+    size_t bx = ((size_t)w + 255) / 256, blocks = tsr_grid_blocks();
     bx = bx == 0 ? 1 : (bx > 65535 ? 65535 : bx);
-    size_t by = (TSR_GRID_BLOCKS + bx - 1) / bx;
+    size_t by = blocks ? (blocks + bx - 1) / bx : (size_t)(h > 0 ? h : 1);
     if (h > 0 && by > (size_t)h)
         by = (size_t)h;
     return dim3((unsigned)bx, by == 0 ? 1 : (by > 65535 ? 65535 : (unsigned)by));

@@ -5,12 +5,12 @@
 # (scripts/bench/cupy_peers.py), the device tile cache on and off, and `tessera profile` of
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
-# GPU_BENCH picks sections (default all): milestone designs whole cache wide sinks; the d2h
+# GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks; the d2h
 # ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
 OUT=${2:-out/gpu}
-SECTIONS=${GPU_BENCH:-milestone designs whole cache wide sinks}
+SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks}
 mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
@@ -136,6 +136,30 @@ for f in repeat-tall repeat-16-tall; do
   for how in device host; do
     steady "$f, $how" "$OUT/$f.yaml" 200000 TSR_GPU_PERIOD=$how
   done
+done
+fi
+if on grid; then
+echo
+echo "launch shape: a block row per row (TSR_GPU_GRID_BLOCKS=0, before) against ~4096 blocks of"
+echo "  several rows a thread (the default); profile MB/s of each, the same run"
+awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
+    designs/bench/repeat.yaml | sed 's/size: \[10240, 10240\]/size: [200000, 40960]/' >"$OUT/repeat-grad-tall.yaml"
+steady "repeat-grad, before" "$OUT/repeat-grad-tall.yaml" 200000 TSR_GPU_GRID_BLOCKS=0
+steady "repeat-grad, after" "$OUT/repeat-grad-tall.yaml" 200000
+for f in designs/examples/*.yaml designs/bench/lens-blur.yaml; do
+  for how in 0 4096; do
+    m=$(TSR_GPU_GRID_BLOCKS=$how "$T" profile "$f" --backend gpu --json 2>>"$OUT/err.txt" |
+        sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
+    printf '  %-28s blocks %-5s %10.0f MB/s\n' "$(basename "$f")" "$how" "${m:-0}"
+  done
+done
+for how in 0 4096; do
+  TSR_DIRECT=1 TSR_GPU_GRID_BLOCKS=$how "$T" profile designs/bench/blur4.yaml --backend gpu \
+      --region 0,0,10240,10240 --json 2>>"$OUT/err.txt" | python3 -c "
+import json, sys
+p = json.load(sys.stdin); st = p['device']['stage_seconds']
+print('  blur4 direct   blocks %-5s %8.0f MB/s; device s: %s' % ('$how', p['mb_per_s'],
+      ' '.join('%s %.4f' % kv for kv in st.items() if kv[1] > 0)))"
 done
 fi
 if on sinks; then
