@@ -127,7 +127,8 @@ device_can(const tsr_node *n)
     return true;
 }
 
-/* The period tile of periodic node n, computed once by the CPU reference (host memory). */
+/* The period tile of node n that repeats (over its rect, or inside a border), computed once by
+ * the CPU reference (host memory) over tsr_period_rect. */
 static tsr_status
 period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, tsr_error *err)
 {
@@ -136,7 +137,7 @@ period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, t
         float *t = malloc((size_t)(pw * ph) * sizeof *t);
         if (!t)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
-        tsr_status st = tsr_cpu_compute_direct(e, n, tsr_rect_make(0, 0, pw, ph), t, err);
+        tsr_status st = tsr_cpu_compute_direct(e, n, tsr_period_rect(e, n), t, err);
         if (st != TSR_OK) {
             free(t);
             return st;
@@ -234,6 +235,62 @@ base_is_dead(const tsr_node *n, tsr_rect r)
     return c.w == r.w && c.h == r.h;
 }
 
+/* Node n's pixels over out.r from its period tile (uploaded once): the period's origin is
+ * the top-left of where n repeats, so out is read at that phase. */
+static tsr_status
+from_period(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
+{
+    const float *t = NULL;
+    tsr_status st = period_tile(e, s, n, &t, err);
+    if (st != TSR_OK)
+        return st;
+    tsr_rect pr = tsr_period_rect(e, n);
+    const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pr.w * pr.h) * sizeof(float), err);
+    if (!dt)
+        return TSR_ENOMEM;
+    out.r.x -= pr.x; /* the same memory, its rect in the period's frame */
+    out.r.y -= pr.y;
+    return tsr_gpu_periodic(s->g, dt, pr.w, pr.h, out, err);
+}
+
+static tsr_status eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
+                            const tsr_gpu_out *to, tsr_error *err);
+
+/* A device node that repeats inside a border (a lattice through a distance or a blur), over
+ * out.r, which meets that interior: the interior's part from its period, as the CPU copies it
+ * (the same bits), and only the rest computed, each piece in a buffer of its own copied into
+ * out. Below a chunk's scale nothing else changes: the pieces are computed as any rect is. */
+static tsr_status
+eval_inside(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_rect in,
+            tsr_error *err)
+{
+    tsr_rect rest[4];
+    size_t nrest = tsr_rect_minus(out.r, in, rest), mark = tsr_gpu_mark(s->g);
+    tsr_status st = TSR_OK;
+    int tm = tsr_gpu_stage_begin(s->g);
+    if (nrest == 0) {
+        st = from_period(e, s, n, out, err);
+    } else {
+        tsr_gpu_buf b = {in, tsr_gpu_alloc(s->g, (size_t)in.w * (size_t)in.h * sizeof(float), err)};
+        st = b.px ? from_period(e, s, n, b, err) : TSR_ENOMEM;
+        if (st == TSR_OK)
+            st = tsr_gpu_copy_rect(s->g, out, b, in, err);
+    }
+    tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
+    for (size_t i = 0; i < nrest && st == TSR_OK; i++) {
+        tsr_gpu_buf b = {rest[i],
+                         tsr_gpu_alloc(s->g, (size_t)rest[i].w * (size_t)rest[i].h * sizeof(float), err)};
+        st = b.px ? eval_into(e, s, n, b, NULL, err) : TSR_ENOMEM;
+        if (st == TSR_OK) {
+            tm = tsr_gpu_stage_begin(s->g);
+            st = tsr_gpu_copy_rect(s->g, out, b, rest[i], err);
+            tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
+        }
+    }
+    tsr_gpu_reset(s->g, mark); /* later launches reuse it after the copies (stream order) */
+    return st;
+}
+
 /* What eval computes into out (allocated by the caller). */
 static tsr_status
 eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
@@ -241,18 +298,16 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
 {
     tsr_rect r = out.r;
     tsr_status st = TSR_OK;
+    if (s->cls[n->id] == CLASS_DEVICE && !to && tsr_repeats(e, n)) {
+        tsr_rect in = tsr_rect_intersect(r, e->inner[n->id].in);
+        if (!tsr_rect_empty(in))
+            return eval_inside(e, s, n, out, in, err);
+    }
     int tm = tsr_gpu_stage_begin(s->g);
     switch (s->cls[n->id]) {
-    case CLASS_PERIODIC: {
-        const float *t = NULL;
-        st = period_tile(e, s, n, &t, err);
-        if (st != TSR_OK)
-            break;
-        int64_t pw = e->inner[n->id].p[0], ph = e->inner[n->id].p[1];
-        const float *dt = tsr_gpu_resident(s->g, t, (size_t)(pw * ph) * sizeof(float), err);
-        st = dt ? tsr_gpu_periodic(s->g, dt, pw, ph, out, err) : TSR_ENOMEM;
+    case CLASS_PERIODIC:
+        st = from_period(e, s, n, out, err);
         break;
-    }
     case CLASS_HOST: {
         float *h = malloc((size_t)r.w * (size_t)r.h * sizeof *h);
         uint64_t t0 = tsr_now_ns();
