@@ -14,7 +14,8 @@ SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks}
 mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
-d2h=$(awk '{print $2}' "$OUT/d2h.txt")
+d2h=$(awk '/d2h_gbps/ {print $2}' "$OUT/d2h.txt")
+store=$(awk '/store_gbps/ {print $2}' "$OUT/d2h.txt")
 # steady NAME FILE W [ENV=V]: the renderer's rate once running, from two profiles of one design
 # (--region of W x 10240 and W x 40960 px): the bytes between them over the seconds between them;
 # "fixed" is what a profile spends besides (pinning the writer's pool, the first band's
@@ -136,6 +137,16 @@ for f in repeat-tall repeat-16-tall; do
   for how in device host; do
     steady "$f, $how" "$OUT/$f.yaml" 200000 TSR_GPU_PERIOD=$how
   done
+done
+echo "  the period fill's own rate (its bytes over the device time of stage 'period') against the"
+echo "  device's store bandwidth (cudaMemset, ${store} GB/s):"
+for f in repeat-tall repeat-16-tall; do
+  "$T" profile "$OUT/$f.yaml" --backend gpu --region 0,0,200000,40960 --json 2>>"$OUT/err.txt" |
+      python3 -c "
+import json, sys
+p = json.load(sys.stdin); t = p['device']['stage_seconds']['period']
+r = p['bytes'] / t / 1e9 if t > 0 else 0
+print('  %-16s period fill %6.0f GB/s = %5.1f%% of the store bandwidth' % ('$f', r, 100 * r / $store))"
 done
 fi
 if on grid; then
