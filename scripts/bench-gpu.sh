@@ -125,6 +125,11 @@ sed 's/size: \[10240, 10240\]/size: [200000, 10240]/; s/depth: 8/depth: 16/' des
 # a gradient under the lattice: the root no longer repeats, so the device computes every band
 awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
     designs/bench/repeat.yaml | sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' >"$OUT/repeat-grad.yaml"
+# a region: the lattice inside [1000, 1000, 198000, 38960] (periodic inside it, the rest fill)
+sed 's/size: \[200000, 10240\]/size: [200000, 40960]/' "$OUT/repeat-16.yaml" |
+    sed 's/depth: 16/depth: 8/; s/      ref: motif/      ref: motif\n      region: [1000, 1000, 198000, 38960]/' \
+    >"$OUT/repeat-region-tall.yaml"
+steady "repeat-region" "$OUT/repeat-region-tall.yaml" 200000
 for f in blur4-16 repeat-16 repeat-grad; do
   sed 's/size: \[200000, 10240\]/size: [200000, 40960]/' "$OUT/$f.yaml" >"$OUT/$f-tall.yaml"
   steady "$f" "$OUT/$f-tall.yaml" 200000
