@@ -279,7 +279,7 @@ check_opts(const char *spec, const tsr_sink_opts *o, bool tcp, bool framed, tsr_
     if (tsr_fault_parse(o->fault, fault, err) != TSR_OK)
         return err ? err->status : TSR_EINVAL;
     *threads = 1;
-    if (framed && o->rate <= 0 && tsr_team_size(o->threads, threads, err) != TSR_OK)
+    if (framed && o->rate <= 0 && tsr_team_size(o->threads, o->deflate, threads, err) != TSR_OK)
         return err ? err->status : TSR_EINVAL;
     if (framed && o->start > o->header->total)
         return tsr_fail(err, TSR_EINVAL, "%s: resume offset %llu is past the end (%llu bytes)",
@@ -387,7 +387,8 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
         tsr_sink_file_locate(s);
     if (kind == SINK_STDOUT)
         tsr_sink_stdout_pipe(s);
-    if (set_units(s, spec, threads, err) != TSR_OK || (framed && handshake(s, o->header, err) != TSR_OK)) {
+    if (set_units(s, spec, threads, err) != TSR_OK ||
+        (framed && handshake(s, o->header, err) != TSR_OK)) {
         sink_free(s);
         return NULL;
     }

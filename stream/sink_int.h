@@ -93,9 +93,10 @@ tsr_frame_make(tsr_deflater *d, const uint8_t *p, size_t piece, uint8_t *zbuf, s
                tsr_frame *f, const uint8_t **payload, tsr_error *err);
 
 /* The team size for tsr_sink_opts.threads = asked: asked itself (at most 64), else
- * TSR_FRAME_THREADS (1..64; anything else is TSR_EINVAL naming it), else min(usable cores, 8). */
+ * TSR_FRAME_THREADS (1..64; anything else is TSR_EINVAL naming it), else by the usable cores:
+ * deflating min(cores, 8), crc alone min(cores / 4, 4) (1: no team). */
 tsr_status
-tsr_team_size(unsigned asked, unsigned *n, tsr_error *err);
+tsr_team_size(unsigned asked, bool deflate, unsigned *n, tsr_error *err);
 
 /* A frame team: `threads` threads, each with a level-1 compressor when `deflate`, that make
  * the frames (`chunk` raw bytes, the last one of a write shorter) of one write at a time, up

@@ -154,7 +154,8 @@ typedef struct tsr_sink_opts {
                                    * frames of a write while it sends them in order (stream/
                                    * team.c); 1 = none, the writing thread does it; 0 = the
                                    * TSR_FRAME_THREADS environment variable (1..64), else
-                                   * min(usable cores, 8) */
+                                   * deflating min(usable cores, 8), crc alone min(cores / 4,
+                                   * 4) */
 } tsr_sink_opts;
 
 /* Open a sink by its -o spelling with streaming options. Beyond tsr_sink_open:

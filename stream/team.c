@@ -19,13 +19,22 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Frames in flight per worker: one being made, one made and waiting for the sending thread,
- * so a worker rarely waits for a slot. Deflating, each holds a payload (~1 MiB). */
-#define SLOTS_PER_THREAD 2
+/* Frames in flight per worker. Deflating: one being made, one made and waiting for the
+ * sending thread, so a worker rarely waits for a slot; each holds a payload (~1 MiB). crc
+ * alone: a slot is a few bytes and a frame ~70 us of work, so workers run further ahead and
+ * are woken for half the window at a time, not for every frame sent (two context switches a
+ * frame made a framed pipe slower on two cores than no team at all). */
+#define SLOTS_DEFLATE 2
+#define SLOTS_CRC 16
 
-/* The default team: no more than this many threads (8 deflate at ~7 GB/s, crc alone at more
- * than 50 GB/s: beyond what a medium takes). */
-#define DEFAULT_MAX 8
+/* The default team. Deflating (level 1: ~0.4-1 GB/s a core): a thread a core, at most 8.
+ * crc alone (libdeflate's: ~15 GB/s a core): a thread for 4 cores, at most 4 (~60 GB/s, more
+ * than PCIe brings in), so none below 8 cores: on 2 cores a team of 2 made a framed pipe slower
+ * (its threads took the cores of the pipe's reader and the writer: 2.7 against 2.4-4.1 GB/s),
+ * while the writing thread crcs at several times what a pipe or disk takes. */
+#define DEFLATE_MAX 8
+#define CRC_CORES 4
+#define CRC_MAX 4
 #define THREADS_MAX 64
 
 typedef struct slot {
@@ -49,6 +58,7 @@ struct tsr_team {
     size_t zcap;           /* deflate output per slot, 0 without deflate */
     size_t nslot;          /* slots: frames in flight */
     slot *slots;
+    tsr_deflater *own;     /* the sending thread's compressor, for frames it makes itself */
     struct worker *w;      /* the workers: `threads` allocated, nw of them started */
     unsigned threads, nw;
     /* the current write, under mu: */
@@ -102,7 +112,7 @@ usable_cores(void)
 }
 
 tsr_status
-tsr_team_size(unsigned asked, unsigned *n, tsr_error *err)
+tsr_team_size(unsigned asked, bool deflate, unsigned *n, tsr_error *err)
 {
     if (asked > 0) {
         *n = asked > THREADS_MAX ? THREADS_MAX : asked;
@@ -119,7 +129,9 @@ tsr_team_size(unsigned asked, unsigned *n, tsr_error *err)
         return TSR_OK;
     }
     unsigned c = usable_cores();
-    *n = c < DEFAULT_MAX ? c : DEFAULT_MAX;
+    if (!deflate)
+        c = c / CRC_CORES < CRC_MAX ? c / CRC_CORES : CRC_MAX;
+    *n = c < 1 ? 1 : c < DEFLATE_MAX ? c : DEFLATE_MAX;
     return TSR_OK;
 }
 
@@ -129,6 +141,26 @@ static bool
 can_take(const tsr_team *t)
 {
     return t->next < t->nframe && t->next < t->sent + t->nslot;
+}
+
+/* Make frame t->next into its slot, with compressor d (mu held, released meanwhile). The slot
+ * is this thread's alone until done: the sending thread waits for it, and no other thread
+ * takes it before the frame is sent. */
+static void
+make_next(tsr_team *t, tsr_deflater *d)
+{
+    size_t i = t->next++;
+    slot *sl = &t->slots[i % t->nslot];
+    sl->frame = i;
+    sl->done = false;
+    t->busy++;
+    const uint8_t *p = t->p + i * t->chunk;
+    size_t piece = t->n - i * t->chunk < t->chunk ? t->n - i * t->chunk : t->chunk;
+    pthread_mutex_unlock(&t->mu);
+    sl->st = tsr_frame_make(d, p, piece, sl->zbuf, t->zcap, &sl->f, &sl->payload, &sl->err);
+    pthread_mutex_lock(&t->mu);
+    sl->done = true;
+    t->busy--;
 }
 
 static void *
@@ -142,23 +174,7 @@ worker_main(void *arg)
             pthread_cond_wait(&t->work, &t->mu);
         if (t->quit)
             break;
-        size_t i = t->next++;
-        slot *sl = &t->slots[i % t->nslot];
-        sl->frame = i;
-        sl->done = false;
-        t->busy++;
-        const uint8_t *p = t->p + i * t->chunk;
-        size_t piece = t->n - i * t->chunk < t->chunk ? t->n - i * t->chunk : t->chunk;
-        pthread_mutex_unlock(&t->mu);
-
-        /* The slot is this worker's alone until done: the sending thread waits for it, and
-         * no other worker takes it before the frame is sent. */
-        sl->st = tsr_frame_make(w->d, p, piece, sl->zbuf, t->zcap, &sl->f, &sl->payload,
-                                &sl->err);
-
-        pthread_mutex_lock(&t->mu);
-        sl->done = true;
-        t->busy--;
+        make_next(t, w->d);
         pthread_cond_signal(&t->made); /* one waiter at most: the sending thread */
     }
     pthread_mutex_unlock(&t->mu);
@@ -185,6 +201,7 @@ tsr_team_free(tsr_team *t)
     }
     for (unsigned k = 0; t->w && k < t->threads; k++)
         tsr_deflater_free(t->w[k].d);
+    tsr_deflater_free(t->own);
     if (t->slots)
         for (size_t k = 0; k < t->nslot; k++)
             free(t->slots[k].zbuf);
@@ -237,7 +254,7 @@ tsr_team_new(unsigned threads, bool deflate, size_t chunk, tsr_team **out, tsr_e
         goto fail;
     t->chunk = chunk;
     t->zcap = deflate ? tsr_deflate_bound(chunk) : 0;
-    t->nslot = (size_t)threads * SLOTS_PER_THREAD;
+    t->nslot = (size_t)threads * (deflate ? SLOTS_DEFLATE : SLOTS_CRC);
     t->slots = calloc(t->nslot, sizeof *t->slots);
     t->w = calloc(threads, sizeof *t->w);
     if (!t->slots || !t->w)
@@ -251,6 +268,8 @@ tsr_team_new(unsigned threads, bool deflate, size_t chunk, tsr_team **out, tsr_e
     for (unsigned k = 0; deflate && k < threads; k++)
         if (!(t->w[k].d = tsr_deflater_new(1)))
             goto fail;
+    if (deflate && !(t->own = tsr_deflater_new(1)))
+        goto fail;
     t->nw = start_workers(t, threads);
     if (t->nw == 0) {
         tsr_team_free(t); /* no thread: the sending thread frames alone */
@@ -285,8 +304,15 @@ tsr_team_take(tsr_team *t, size_t i, tsr_frame *f, const uint8_t **payload, tsr_
     pthread_mutex_lock(&t->mu);
     if (i > t->sent) {
         t->sent = i; /* frame i - 1 is on the wire: its slot may take frame i - 1 + nslot */
-        pthread_cond_broadcast(&t->work);
+        size_t lim = t->sent + t->nslot < t->nframe ? t->sent + t->nslot : t->nframe;
+        size_t free = lim > t->next ? lim - t->next : 0;
+        if (free >= t->nslot / 2 || (free > 0 && lim == t->nframe))
+            pthread_cond_broadcast(&t->work);
     }
+    /* No worker has begun frame i (they are all busy ahead of it, or get no core): this
+     * thread makes it rather than wait, so a team starved of cores is no slower than none. */
+    if (t->next == i)
+        make_next(t, t->own);
     while (sl->frame != i || !sl->done)
         pthread_cond_wait(&t->made, &t->mu);
     pthread_mutex_unlock(&t->mu);

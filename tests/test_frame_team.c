@@ -392,7 +392,7 @@ Test(frame_team, a_stop_between_frames_leaves_the_same_whole_frames_with_any_tea
     free(d);
 }
 
-/* ---- who gets a team -------------------------------------------------------------------------- */
+/* ---- who gets a team ---------------------------------------------------------------------- */
 
 static int
 threads_now(void)
@@ -409,10 +409,11 @@ threads_now(void)
 /* The threads a sink opened with these options starts (0: none), or -1 when it is refused;
  * *err then holds why. */
 static int
-team_of(const char *name, bool framed, double rate, unsigned threads, tsr_error *err)
+team_of(const char *name, bool framed, bool deflate, double rate, unsigned threads,
+        tsr_error *err)
 {
     tsr_header h = header(100);
-    tsr_sink_opts o = {.framed = framed, .deflate = framed, .header = &h, .rate = rate,
+    tsr_sink_opts o = {.framed = framed, .deflate = deflate, .header = &h, .rate = rate,
                        .threads = threads};
     int before = threads_now();
     tsr_sink *s = tsr_sink_open_ex(th_in_dir(name), &o, err);
@@ -428,28 +429,33 @@ Test(frame_team, framed_unpaced_sinks_get_a_team_of_the_size_asked_and_others_no
 {
     tsr_error err = {0};
     unsetenv("TSR_FRAME_THREADS");
-    cr_assert_eq(team_of("a.tsr", true, 0, 3, &err), 3);
-    cr_assert_eq(team_of("b.tsr", true, 0, 1, &err), 0, "1: the writing thread frames alone");
-    cr_assert_eq(team_of("c.tsr", true, 1e6, 3, &err), 0, "paced sinks frame alone");
-    cr_assert_eq(team_of("d.raw", false, 0, 3, &err), 0, "raw sinks have no frames");
+    cr_assert_eq(team_of("a.tsr", true, true, 0, 3, &err), 3);
+    cr_assert_eq(team_of("a.tsr", true, false, 0, 3, &err), 3);
+    cr_assert_eq(team_of("b.tsr", true, true, 0, 1, &err), 0, "1: the sending thread alone");
+    cr_assert_eq(team_of("c.tsr", true, true, 1e6, 3, &err), 0, "paced sinks frame alone");
+    cr_assert_eq(team_of("d.raw", false, false, 0, 3, &err), 0, "raw sinks have no frames");
     cpu_set_t set;
     cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
     int cores = CPU_COUNT(&set), want = cores < 8 ? cores : 8;
-    cr_assert_eq(team_of("e.tsr", true, 0, 0, &err), want > 1 ? want : 0,
-                 "default: min(cores, 8), none on one core");
+    cr_assert_eq(team_of("e.tsr", true, true, 0, 0, &err), want > 1 ? want : 0,
+                 "default, deflating: min(cores, 8), none on one core");
+    want = cores / 4 < 4 ? cores / 4 : 4;
+    cr_assert_eq(team_of("e.tsr", true, false, 0, 0, &err), want > 1 ? want : 0,
+                 "default, crc alone: min(cores / 4, 4), none below 8 cores");
     setenv("TSR_FRAME_THREADS", "2", 1);
-    cr_assert_eq(team_of("f.tsr", true, 0, 0, &err), 2);
-    cr_assert_eq(team_of("g.tsr", true, 0, 5, &err), 5, "the option before the variable");
+    cr_assert_eq(team_of("f.tsr", true, true, 0, 0, &err), 2);
+    cr_assert_eq(team_of("f.tsr", true, false, 0, 0, &err), 2);
+    cr_assert_eq(team_of("g.tsr", true, true, 0, 5, &err), 5, "the option before the variable");
     const char *bad[] = {"0", "65", "x", "2x", "-1", " 2", "+2", "99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TSR_FRAME_THREADS", bad[i], 1);
-        cr_assert_eq(team_of("h.tsr", true, 0, 0, &err), -1, "'%s' taken", bad[i]);
+        cr_assert_eq(team_of("h.tsr", true, true, 0, 0, &err), -1, "'%s' taken", bad[i]);
         cr_assert_eq(err.status, TSR_EINVAL);
         char want_msg[96];
         snprintf(want_msg, sizeof want_msg,
                  "TSR_FRAME_THREADS=%s: expected the number of framing threads, 1..64", bad[i]);
         cr_assert_str_eq(err.msg, want_msg);
-        cr_assert_eq(team_of("i.raw", false, 0, 0, &err), 0, "a raw sink does not read it");
+        cr_assert_eq(team_of("i.raw", false, false, 0, 0, &err), 0, "raw sinks do not read it");
     }
     unsetenv("TSR_FRAME_THREADS");
 }

@@ -32,9 +32,9 @@ for v in 0 65 x " 2"; do
   rm -f "$tmp/bad.tsr"
   TSR_FRAME_THREADS=$v "$TESSERA" "${R[@]}" --framed -o "$tmp/bad.tsr" 2>"$tmp/err"
   rc=$?
-  check "TSR_FRAME_THREADS='$v': exit 2, named, nothing written" test $rc -eq 2 -a \
-    -n "$(grep -F "TSR_FRAME_THREADS=$v: expected the number of framing threads, 1..64" "$tmp/err")" \
-    -a ! -e "$tmp/bad.tsr"
+  msg="TSR_FRAME_THREADS=$v: expected the number of framing threads, 1..64"
+  check "TSR_FRAME_THREADS='$v': exit 2, named, nothing written" \
+    test $rc -eq 2 -a -n "$(grep -F "$msg" "$tmp/err")" -a ! -e "$tmp/bad.tsr"
 done
 
 summary

@@ -1,11 +1,12 @@
 /* frame_bench: a framed sink's own cost (crc32, deflate, frame heads), without a renderer or
  * a medium in front of it: BYTES of rendered samples (a band of them, repeated) framed into
- * /dev/null, in writes of BAND bytes as the writer thread hands them over, with a team of
- * THREADS framing threads (1: the writing thread frames alone; stream/team.c). Prints MB/s of
- * sample bytes. Measure with
+ * /dev/null (or OUT: "-" for a pipe), in writes of BAND bytes (default 64 MiB) as the writer
+ * thread hands them over, with a team of THREADS framing threads (1: the writing thread frames
+ * alone; stream/team.c). Prints MB/s of sample bytes. Measure with
  *
  *     tessera render designs/examples/microlens-array.yaml --rows 0:512 -o band.raw
- *     frame_bench band.raw THREADS [deflate] [BYTES [BAND]]
+ *     frame_bench band.raw THREADS [deflate] [BYTES [BAND [OUT]]]
+ *     frame_bench band.raw THREADS 1e9 67108864 - | cat >/dev/null
  *
  * Build (not part of `make check`; docs/streaming.md "Framing threads" records its figures):
  *     cc -O2 -D_GNU_SOURCE -I. -Iinclude tests/stream/frame_bench.c BUILD/stream/libtsr_stream.a \
@@ -29,7 +30,7 @@ int
 main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: frame_bench SAMPLES.raw THREADS [deflate] [BYTES [BAND]]\n");
+        fprintf(stderr, "usage: frame_bench SAMPLES.raw THREADS [deflate] [BYTES [BAND [OUT]]]\n");
         return 2;
     }
     unsigned threads = (unsigned)atoi(argv[2]);
@@ -38,6 +39,7 @@ main(int argc, char **argv)
     a += deflate;
     size_t total = argc > a ? (size_t)atof(argv[a]) : (size_t)256 << 20;
     size_t band = argc > a + 1 ? (size_t)atof(argv[a + 1]) : (size_t)64 << 20;
+    const char *out = argc > a + 2 ? argv[a + 2] : "/dev/null";
     FILE *f = fopen(argv[1], "rb");
     uint8_t *buf = malloc(band);
     if (!f || !buf || threads < 1) {
@@ -57,7 +59,7 @@ main(int argc, char **argv)
                     .swath_width = total, .total = total};
     tsr_sink_opts o = {.framed = true, .deflate = deflate, .header = &h, .threads = threads};
     tsr_error err = {0};
-    tsr_sink *s = tsr_sink_open_ex("/dev/null", &o, &err);
+    tsr_sink *s = tsr_sink_open_ex(out, &o, &err);
     if (!s) {
         fprintf(stderr, "frame_bench: %s\n", err.msg);
         return 1;
@@ -76,9 +78,9 @@ main(int argc, char **argv)
         fprintf(stderr, "frame_bench: %s\n", err.msg);
         return 1;
     }
-    printf("%zu bytes in %zu-byte writes, %s, %u thread%s: %.3f s, %.0f MB/s\n", total, band,
-           deflate ? "deflated" : "crc only", threads, threads > 1 ? "s" : "", t,
-           (double)total / t / 1e6);
+    fprintf(stderr, "%zu bytes in %zu-byte writes, %s, %u thread%s: %.3f s, %.0f MB/s\n", total,
+            band, deflate ? "deflated" : "crc only", threads, threads > 1 ? "s" : "", t,
+            (double)total / t / 1e6);
     free(buf);
     return 0;
 }
