@@ -143,7 +143,7 @@ tsr_frame_decode(const uint8_t in[TSR_FRAME_HEAD], tsr_frame *f)
 }
 
 /* ---- crc32 and deflate -------------------------------------------------------------------
- * libdeflate for the writer thread's per-frame work: its crc32 (the same CRC-32 as zlib's,
+ * libdeflate for the per-frame work of framed sinks (stream/team.c): its crc32 (the same CRC-32 as zlib's,
  * with carry-less multiplies) and its whole-buffer zlib compressor ran at 7.5 and 0.84 GB/s
  * where zlib's crc32_z and compress2 ran at 3.6 and 0.43 (one core of the 2-core box, 64 MiB,
  * level 1; docs/performance.md), and the compressor's output was smaller. Its payloads are

@@ -98,11 +98,12 @@ tsr_frame_make(tsr_deflater *d, const uint8_t *p, size_t piece, uint8_t *zbuf, s
 tsr_status
 tsr_team_size(unsigned asked, bool deflate, unsigned *n, tsr_error *err);
 
-/* A frame team: `threads` threads, each with a level-1 compressor when `deflate`, that make
- * the frames (`chunk` raw bytes, the last one of a write shorter) of one write at a time, up
- * to 2 per thread ahead of the sending thread. *out NULL and TSR_OK when no thread could be
- * started (the caller frames alone); TSR_ENOMEM for its buffers (~1 MiB a frame in flight when
- * deflating) or compressors. Used by one sending thread at a time. */
+/* A frame team: `threads` threads, each with a level-1 compressor when `deflate` (and one for
+ * the sending thread), that make the frames (`chunk` raw bytes, the last one of a write
+ * shorter) of one write at a time, up to 2 (deflating) or 16 (crc alone) per thread ahead of
+ * the sending thread. *out NULL and TSR_OK when no thread could be started (the caller frames
+ * alone); TSR_ENOMEM for its buffers (~1 MiB a frame in flight when deflating) or
+ * compressors. Used by one sending thread at a time. */
 typedef struct tsr_team tsr_team;
 
 tsr_status

@@ -2,14 +2,15 @@
  * 1 MiB frames, and each frame's crc32 (and level-1 deflate) cost more than sending it: on the
  * one writing thread they capped a framed file behind a GPU renderer at ~0.2 GB/s deflated and
  * a framed pipe at ~1.6 GB/s (issue 12). The team makes the frames of one write on a few
- * threads of its own, up to WINDOW frames ahead of the sending thread, which still sends them
+ * threads of its own, a few frames ahead of the sending thread, which still sends them
  * strictly in order, checks the stop request between frames and counts whole frames, exactly
  * as when it made them itself (sink.c framed_write): the bytes on the wire, the accounting and
  * what a stop or a failure leaves are the same whatever the team's size.
  *
  * Threads: `threads` workers, each with its own compressor (allocated once, here), sleeping
- * between writes. A slot per frame in flight holds its result and, deflating, its payload; the
- * slot of frame i is reused for frame i + WINDOW once frame i is on the wire. */
+ * between writes; the sending thread has one too and makes a frame itself when no worker has
+ * begun it. A slot per frame in flight (nslot of them) holds its result and, deflating, its
+ * payload; the slot of frame i is reused for frame i + nslot once frame i is on the wire. */
 #include "stream/sink_int.h"
 
 #include <pthread.h>
