@@ -8,7 +8,7 @@
 #include <criterion/criterion.h>
 
 #include "helpers/helpers.h"
-#include "stream/stream.h"
+#include "stream/stream_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,22 +22,12 @@
 #include <stdatomic.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #define F ((size_t)1 << 20) /* an unpaced sink's frame payload (docs/streaming.md §4) */
 #define TEAM 4              /* more threads than CI's cores: the order must not be timing's */
 
 TestSuite(frame_team, .init = th_dir_make, .fini = th_dir_remove);
-
-static uint64_t
-rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
 
 /* n samples: lens-like runs that deflate well and stretches of noise that do not, so a
  * deflated stream carries both kinds of frames. */
@@ -47,23 +37,8 @@ samples(size_t n)
     uint8_t *b = malloc(n ? n : 1);
     uint64_t s = n + 1;
     for (size_t i = 0; i < n; i++)
-        b[i] = (i / 700000) % 3 == 1 ? (uint8_t)rnd(&s) : (uint8_t)(i / 53 % 7 * 30);
+        b[i] = (i / 700000) % 3 == 1 ? (uint8_t)th_rand(&s) : (uint8_t)(i / 53 % 7 * 30);
     return b;
-}
-
-static tsr_header
-header(size_t n)
-{
-    tsr_header h = {0};
-    h.version = 1;
-    h.depth = 8;
-    h.width = n;
-    h.height = 1;
-    h.swath_width = n;
-    h.total = n;
-    for (int i = 0; i < 32; i++)
-        h.fingerprint[i] = (uint8_t)(i * 3);
-    return h;
 }
 
 /* The transcript the sink must write, and where each of its units ends on the medium: ends[0]
@@ -88,7 +63,7 @@ expected(const uint8_t *d, size_t n, size_t write, bool deflate)
         frames += ((n - at < w ? n - at : w) + F - 1) / F;
     o.b = malloc(TSR_HEADER_SIZE + (frames + 1) * TSR_FRAME_HEAD + n);
     uint8_t *z = malloc(tsr_deflate_bound(F));
-    tsr_header h = header(n);
+    tsr_header h = th_header(n);
     tsr_header_encode(&h, o.b);
     o.len = TSR_HEADER_SIZE;
     o.ends[o.nends++] = o.len;
@@ -162,7 +137,7 @@ feed(tsr_sink *s, const uint8_t *d, size_t n, size_t write, result *r)
 static result
 run(const uint8_t *d, size_t n, size_t write, bool deflate, unsigned threads, const char *fault)
 {
-    tsr_header h = header(n);
+    tsr_header h = th_header(n);
     tsr_sink_opts o = {.framed = true, .deflate = deflate, .header = &h, .threads = threads,
                        .fault = fault};
     tsr_error err = {0};
@@ -286,14 +261,6 @@ write_all(void *arg)
     return NULL;
 }
 
-static double
-mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Whether thread `tid` of this process sleeps in write(2) (proc(5): /proc/PID/task/TID/syscall
  * names the call a blocked thread is in). */
 static bool
@@ -322,7 +289,7 @@ run_stopped(const uint8_t *d, size_t n, bool deflate, unsigned threads, size_t *
     char spec[64];
     snprintf(spec, sizeof spec, "/proc/self/fd/%d", fds[1]);
     volatile sig_atomic_t stop = 0;
-    tsr_header h = header(n);
+    tsr_header h = th_header(n);
     tsr_sink_opts o = {.framed = true, .deflate = deflate, .header = &h, .threads = threads,
                        .stop = &stop};
     tsr_error err = {0};
@@ -333,7 +300,7 @@ run_stopped(const uint8_t *d, size_t n, bool deflate, unsigned threads, size_t *
     pthread_t t;
     cr_assert_eq(pthread_create(&t, NULL, write_all, &w), 0);
     bool blocked = false;
-    for (double t0 = mono(); !blocked && mono() - t0 < 30;) {
+    for (double t0 = tsr_mono_s(); !blocked && tsr_mono_s() - t0 < 30;) {
         long tid = atomic_load(&w.tid);
         blocked = tid > 0 && blocked_in_write(tid);
         if (!blocked)
@@ -412,7 +379,7 @@ static int
 team_of(const char *name, bool framed, bool deflate, double rate, unsigned threads,
         tsr_error *err)
 {
-    tsr_header h = header(100);
+    tsr_header h = th_header(100);
     tsr_sink_opts o = {.framed = framed, .deflate = deflate, .header = &h, .rate = rate,
                        .threads = threads};
     int before = threads_now();
