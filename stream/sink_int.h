@@ -2,7 +2,8 @@
  * pacing, framing, accounting, the end of a stream) and its four media, each in a file of its
  * own: sink_file.c (descriptors: write(2), a raw resume, cutting back a framed file),
  * sink_stdout.c (stdout, vmsplice into a pipe), sink_null.c, sink_tcp.c (connect, send, the
- * resume answer, the receiver's confirmation). */
+ * resume answer, the receiver's confirmation); and team.c, the threads that make a framed
+ * sink's frames. */
 #ifndef TSR_SINK_INT_H
 #define TSR_SINK_INT_H
 
