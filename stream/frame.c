@@ -143,7 +143,7 @@ tsr_frame_decode(const uint8_t in[TSR_FRAME_HEAD], tsr_frame *f)
 }
 
 /* ---- crc32 and deflate -------------------------------------------------------------------
- * libdeflate for the writer thread's per-frame work: its crc32 (the same CRC-32 as zlib's,
+ * libdeflate for the per-frame work of framed sinks (stream/team.c): its crc32 (the same CRC-32 as zlib's,
  * with carry-less multiplies) and its whole-buffer zlib compressor ran at 7.5 and 0.84 GB/s
  * where zlib's crc32_z and compress2 ran at 3.6 and 0.43 (one core of the 2-core box, 64 MiB,
  * level 1; docs/performance.md), and the compressor's output was smaller. Its payloads are
@@ -173,22 +173,57 @@ tsr_deflate_bound(size_t n)
     return a > b ? a : b;
 }
 
+struct tsr_deflater {
+    struct libdeflate_compressor *c;
+};
+
+tsr_deflater *
+tsr_deflater_new(int level)
+{
+    tsr_deflater *d = malloc(sizeof *d);
+    if (!d)
+        return NULL;
+    d->c = libdeflate_alloc_compressor(level < 1 ? 1 : level > 12 ? 12 : level);
+    if (!d->c) {
+        free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void
+tsr_deflater_free(tsr_deflater *d)
+{
+    if (!d)
+        return;
+    libdeflate_free_compressor(d->c);
+    free(d);
+}
+
 tsr_status
-tsr_deflate(const void *in, size_t n, int level, void *out, size_t cap, size_t *outlen,
-            tsr_error *err)
+tsr_deflater_run(tsr_deflater *d, const void *in, size_t n, void *out, size_t cap,
+                 size_t *outlen, tsr_error *err)
 {
     /* one complete zlib stream (header, data, adler32), which is what a frame promises: each
-     * payload inflates on its own. A compressor per call: its tables are reset per buffer
-     * anyway, and frames are tens of KiB or more. */
-    struct libdeflate_compressor *c = libdeflate_alloc_compressor(level < 1 ? 1 : level > 12 ? 12 : level);
-    if (!c)
-        return tsr_fail(err, TSR_ENOMEM, "deflate: out of memory");
-    size_t len = libdeflate_zlib_compress(c, in, n, out, cap);
-    libdeflate_free_compressor(c);
+     * payload inflates on its own. libdeflate resets its tables for every buffer, so one
+     * compressor serves any number of frames with the same output as a fresh one. */
+    size_t len = libdeflate_zlib_compress(d->c, in, n, out, cap);
     if (len == 0)
         return tsr_fail(err, TSR_EINTERNAL, "deflate: %zu bytes do not fit %zu", n, cap);
     *outlen = len;
     return TSR_OK;
+}
+
+tsr_status
+tsr_deflate(const void *in, size_t n, int level, void *out, size_t cap, size_t *outlen,
+            tsr_error *err)
+{
+    tsr_deflater *d = tsr_deflater_new(level);
+    if (!d)
+        return tsr_fail(err, TSR_ENOMEM, "deflate: out of memory");
+    tsr_status st = tsr_deflater_run(d, in, n, out, cap, outlen, err);
+    tsr_deflater_free(d);
+    return st;
 }
 
 tsr_status

@@ -55,6 +55,8 @@ sink_free(tsr_sink *s)
         return;
     if (s->fd >= 0)
         close(s->fd);
+    tsr_team_free(s->team);
+    tsr_deflater_free(s->deflater);
     free(s->zbuf);
     free(s->name);
     free(s);
@@ -143,44 +145,45 @@ send_frame(tsr_sink *s, const tsr_frame *f, const uint8_t *payload, tsr_error *e
     return TSR_OK;
 }
 
+/* Frames of at most s->chunk bytes, sent in order; a stop is honoured between two of them.
+ * A team makes them ahead of the sending (team.c); without one this thread makes each just
+ * before sending it. Either way the same bytes go out and the same whole frames are counted,
+ * and a failure or a stop ends the write at the same frame. */
 static tsr_status
 framed_write(tsr_sink *s, const uint8_t *p, size_t n, tsr_error *err)
 {
-    while (n > 0) {
-        size_t piece = n < s->chunk ? n : s->chunk;
-        if (stopped(s))
-            return tsr_sink_interrupted(s, err);
-        if (tsr_sink_pace(s, piece, err) != TSR_OK)
-            return s->first.status;
-        tsr_frame f = {tsr_sink_offset(s), (uint32_t)piece, (uint32_t)piece,
-                       tsr_crc32(0, p, piece), 0};
-        const uint8_t *payload = p;
-        if (s->deflate) {
-            size_t zlen;
-            tsr_error e;
-            /* Level 1: the writer thread must keep up with the renderer; lens arrays and
-             * flat areas still shrink many times over. A payload that does not shrink goes
-             * raw, which the per-frame flag allows. */
-            if (tsr_deflate(p, piece, 1, s->zbuf, s->zcap, &zlen, &e) != TSR_OK) {
-                s->first = e;
-                if (err)
-                    *err = e;
-                return e.status;
-            }
-            if (zlen < piece) {
-                f.wire = (uint32_t)zlen;
-                f.flags |= TSR_FRAME_DEFLATE;
-                payload = s->zbuf;
-            }
+    tsr_status st = TSR_OK;
+    if (s->team)
+        tsr_team_start(s->team, p, n);
+    for (size_t i = 0, off = 0; off < n; i++) {
+        size_t piece = n - off < s->chunk ? n - off : s->chunk;
+        if (stopped(s)) {
+            st = tsr_sink_interrupted(s, err);
+            break;
         }
-        if (send_frame(s, &f, payload, err) != TSR_OK)
-            return s->first.status;
+        if ((st = tsr_sink_pace(s, piece, err)) != TSR_OK)
+            break;
+        tsr_frame f = {tsr_sink_offset(s), 0, 0, 0, 0};
+        const uint8_t *payload;
+        tsr_error e;
+        st = s->team ? tsr_team_take(s->team, i, &f, &payload, &e)
+                     : tsr_frame_make(s->deflater, p + off, piece, s->zbuf, s->zcap, &f,
+                                      &payload, &e);
+        if (st != TSR_OK) {
+            s->first = e;
+            if (err)
+                *err = e;
+            break;
+        }
+        if ((st = send_frame(s, &f, payload, err)) != TSR_OK)
+            break;
         s->crc = tsr_crc32_combine(s->crc, f.crc, piece);
         atomic_fetch_add(&s->bytes, (uint64_t)piece);
-        p += piece;
-        n -= piece;
+        off += piece;
     }
-    return TSR_OK;
+    if (s->team)
+        tsr_team_end(s->team); /* before p goes back to the caller */
+    return st;
 }
 
 static tsr_status
@@ -257,7 +260,7 @@ tsr_sink_open(const char *spec, tsr_error *err)
  * this order: the first wrong one is named), and the fault hook parsed into *fault. */
 static tsr_status
 check_opts(const char *spec, const tsr_sink_opts *o, bool tcp, bool framed, tsr_fault *fault,
-           tsr_error *err)
+           unsigned *threads, tsr_error *err)
 {
     if (!spec || !*spec)
         return tsr_fail(err, TSR_EINVAL, "-o: empty output name");
@@ -274,6 +277,9 @@ check_opts(const char *spec, const tsr_sink_opts *o, bool tcp, bool framed, tsr_
     if (o->stall_s < 0 || o->stall_s != o->stall_s)
         return tsr_fail(err, TSR_EINVAL, "%s: stall timeout must be positive", spec);
     if (tsr_fault_parse(o->fault, fault, err) != TSR_OK)
+        return err ? err->status : TSR_EINVAL;
+    *threads = 1;
+    if (framed && o->rate <= 0 && tsr_team_size(o->threads, o->deflate, threads, err) != TSR_OK)
         return err ? err->status : TSR_EINVAL;
     if (framed && o->start > o->header->total)
         return tsr_fail(err, TSR_EINVAL, "%s: resume offset %llu is past the end (%llu bytes)",
@@ -310,9 +316,12 @@ open_medium(const char *spec, const tsr_sink_opts *o, bool tcp, bool *framed, en
 
 /* Units: a paced sink moves 1/20 s of its rate at a time (at least 512 bytes, whole pages from
  * 4 KiB on so vmsplice keeps page alignment), so pacing stays smooth at any rate; frames are
- * at most 1 MiB. A deflating sink gets its output buffer for one unit. */
+ * at most 1 MiB. An unpaced framed sink gets a team of `threads` to make its frames (when
+ * more than 1 and one starts); otherwise a deflating sink gets its compressor and output
+ * buffer for one unit. A paced sink frames alone: at 1/20 s of a controller's rate a frame is
+ * made in a fraction of the time the bucket leaves between two. */
 static tsr_status
-set_units(tsr_sink *s, const char *spec, tsr_error *err)
+set_units(tsr_sink *s, const char *spec, unsigned threads, tsr_error *err)
 {
     if (s->rate > 0) {
         double c = s->rate / 20;
@@ -324,10 +333,18 @@ set_units(tsr_sink *s, const char *spec, tsr_error *err)
     } else {
         s->chunk = s->framed ? FRAME_RAW : WRITE_CHUNK;
     }
+    if (s->framed && s->rate <= 0 && s->kind != SINK_NULL && threads > 1) {
+        tsr_error e;
+        if (tsr_team_new(threads, s->deflate, s->chunk, &s->team, &e) != TSR_OK)
+            return tsr_fail(err, e.status, "%s: %s", spec, e.msg);
+        if (s->team)
+            return TSR_OK;
+    }
     if (s->deflate) {
         s->zcap = tsr_deflate_bound(s->chunk);
         s->zbuf = malloc(s->zcap);
-        if (!s->zbuf)
+        s->deflater = tsr_deflater_new(1);
+        if (!s->zbuf || !s->deflater)
             return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (deflate buffer)", spec);
     }
     return TSR_OK;
@@ -345,7 +362,8 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
     bool tcp = spec && strncmp(spec, "tcp://", 6) == 0;
     bool framed = o->framed || tcp;
     tsr_fault fault;
-    if (check_opts(spec, o, tcp, framed, &fault, err) != TSR_OK ||
+    unsigned threads;
+    if (check_opts(spec, o, tcp, framed, &fault, &threads, err) != TSR_OK ||
         open_medium(spec, o, tcp, &framed, &kind, &fd, err) != TSR_OK)
         return NULL;
 
@@ -369,7 +387,8 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
         tsr_sink_file_locate(s);
     if (kind == SINK_STDOUT)
         tsr_sink_stdout_pipe(s);
-    if (set_units(s, spec, err) != TSR_OK || (framed && handshake(s, o->header, err) != TSR_OK)) {
+    if (set_units(s, spec, threads, err) != TSR_OK ||
+        (framed && handshake(s, o->header, err) != TSR_OK)) {
         sink_free(s);
         return NULL;
     }

@@ -2,7 +2,8 @@
  * pacing, framing, accounting, the end of a stream) and its four media, each in a file of its
  * own: sink_file.c (descriptors: write(2), a raw resume, cutting back a framed file),
  * sink_stdout.c (stdout, vmsplice into a pipe), sink_null.c, sink_tcp.c (connect, send, the
- * resume answer, the receiver's confirmation). */
+ * resume answer, the receiver's confirmation); and team.c, the threads that make a framed
+ * sink's frames. */
 #ifndef TSR_SINK_INT_H
 #define TSR_SINK_INT_H
 
@@ -38,8 +39,11 @@ struct tsr_sink {
     size_t chunk;                  /* frame payload / paced write size */
     uint32_t crc;                  /* crc32 of the raw bytes sent since start (framed) */
     uint64_t total;                /* header total (framed), for the resume check */
-    uint8_t *zbuf;                 /* deflate output, zcap bytes */
+    uint8_t *zbuf;                 /* deflate output, zcap bytes (framed by the writing
+                                    * thread: no team) */
     size_t zcap;
+    tsr_deflater *deflater;        /* ... and its compressor, made once */
+    struct tsr_team *team;         /* the threads that make frames (team.c); NULL: none */
     _Atomic uint64_t underruns;    /* times the paced sink waited for data */
     _Atomic uint64_t underrun_ns;  /* ... and for how long in all */
     double stall_s;                /* tcp: give up on a receiver taking nothing this long */
@@ -78,6 +82,51 @@ tsr_sink_took(tsr_sink *s, size_t k);
  * one chunk, so no 2 s window carries more than the rate plus one chunk (1/20 s of it). */
 tsr_status
 tsr_sink_pace(tsr_sink *s, size_t n, tsr_error *err);
+
+/* ---- making frames (team.c) ------------------------------------------------------------- */
+
+/* One frame of `piece` raw bytes at p: f->crc, f->raw, and with a compressor d its deflated
+ * payload in zbuf (zcap bytes, tsr_deflate_bound(piece) or more) when that is smaller (f->wire,
+ * TSR_FRAME_DEFLATE), else the raw bytes (f->wire = piece). *payload gets what goes on the
+ * wire. f->offset is left alone. Fails only as tsr_deflater_run does. */
+tsr_status
+tsr_frame_make(tsr_deflater *d, const uint8_t *p, size_t piece, uint8_t *zbuf, size_t zcap,
+               tsr_frame *f, const uint8_t **payload, tsr_error *err);
+
+/* The team size for tsr_sink_opts.threads = asked: asked itself (at most 64), else
+ * TSR_FRAME_THREADS (1..64; anything else is TSR_EINVAL naming it), else by the usable cores:
+ * deflating min(cores, 8), crc alone min(cores / 4, 4) (1: no team). */
+tsr_status
+tsr_team_size(unsigned asked, bool deflate, unsigned *n, tsr_error *err);
+
+/* A frame team: `threads` threads, each with a level-1 compressor when `deflate` (and one for
+ * the sending thread), that make the frames (`chunk` raw bytes, the last one of a write
+ * shorter) of one write at a time, up to 2 (deflating) or 16 (crc alone) per thread ahead of
+ * the sending thread. *out NULL and TSR_OK when no thread could be started (the caller frames
+ * alone); TSR_ENOMEM for its buffers (~1 MiB a frame in flight when deflating) or
+ * compressors. Used by one sending thread at a time. */
+typedef struct tsr_team tsr_team;
+
+tsr_status
+tsr_team_new(unsigned threads, bool deflate, size_t chunk, tsr_team **out, tsr_error *err);
+
+/* Stop and join the threads, free everything. NULL is fine. Not during a write. */
+void
+tsr_team_free(tsr_team *t);
+
+/* Hand the team the frames of p[0, n) (borrowed until tsr_team_end). */
+void
+tsr_team_start(tsr_team *t, const uint8_t *p, size_t n);
+
+/* Frame i of the write (i = 0, 1, ... in turn: frame i - 1 is on the wire, its payload may
+ * be reused), once it is made: like tsr_frame_make. */
+tsr_status
+tsr_team_take(tsr_team *t, size_t i, tsr_frame *f, const uint8_t **payload, tsr_error *err);
+
+/* End the write, whole or not: frames not yet begun are dropped and those being made are
+ * waited for, so the team touches p no more once this returns. */
+void
+tsr_team_end(tsr_team *t);
 
 /* ---- file (sink_file.c): any descriptor we write(2) to ---------------------------------- */
 

@@ -93,6 +93,22 @@ tsr_status
 tsr_deflate(const void *in, size_t n, int level, void *out, size_t cap, size_t *outlen,
             tsr_error *err);
 
+/* A compressor kept for many buffers (tsr_deflate allocates one per call, ~200 KiB at level
+ * 1): each framing thread owns one. new: NULL when out of memory (level clamped to 1..12).
+ * run: as tsr_deflate, the same bytes; one thread at a time per compressor. free: NULL is
+ * fine. */
+typedef struct tsr_deflater tsr_deflater;
+
+tsr_deflater *
+tsr_deflater_new(int level);
+
+tsr_status
+tsr_deflater_run(tsr_deflater *d, const void *in, size_t n, void *out, size_t cap,
+                 size_t *outlen, tsr_error *err);
+
+void
+tsr_deflater_free(tsr_deflater *d);
+
 /* Inflate exactly one zlib stream of n bytes that must expand to exactly `raw` bytes at out.
  * TSR_EINVAL for a corrupt, truncated, trailing-garbage or wrong-length stream. */
 tsr_status
@@ -134,6 +150,12 @@ typedef struct tsr_sink_opts {
     const char *fault;            /* test hook, NULL = none: "enospc@N", "epipe@N", "eio@N",
                                    * "reset@N" fail the medium at its byte N; "short[:SEED]"
                                    * makes every call take a random part (stream/fault.c) */
+    unsigned threads;             /* framed and unpaced: threads that crc (and deflate) the
+                                   * frames of a write while it sends them in order (stream/
+                                   * team.c); 1 = none, the writing thread does it; 0 = the
+                                   * TSR_FRAME_THREADS environment variable (1..64), else
+                                   * deflating min(usable cores, 8), crc alone min(cores / 4,
+                                   * 4) */
 } tsr_sink_opts;
 
 /* Open a sink by its -o spelling with streaming options. Beyond tsr_sink_open:

@@ -377,3 +377,61 @@ Test(alloc, every_allocation_of_a_pulled_job_can_fail_cleanly)
     free(want);
     NO_LEAKS("job");
 }
+
+/* A framed, deflating sink with a team of framing threads (stream/team.c): its slots, payload
+ * buffers, compressors and threads' records, each allocation failed in turn. The open fails
+ * with TSR_ENOMEM and a message, nothing half made is left running or allocated; once it
+ * opens, the frames are today's (the same file as with every allocation granted). */
+Test(alloc, every_allocation_of_a_framing_team_can_fail_cleanly)
+{
+    size_t n = (3 << 20) + 777;
+    uint8_t *d = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (uint8_t)(i / 300 % 5 * 40);
+    tsr_header h = th_header(n);
+    tsr_sink_opts o = {.framed = true, .deflate = true, .header = &h, .threads = 3};
+    char path[64], want_path[64];
+    snprintf(path, sizeof path, "/tmp/tsr_alloc_team_%d.tsr", (int)getpid());
+    snprintf(want_path, sizeof want_path, "/tmp/tsr_alloc_team_%d.want", (int)getpid());
+    uint8_t *want = NULL;
+    size_t want_n = 0;
+    long n_fail = 0;
+    for (long k = 0;; k++) {
+        tsr_error err = {TSR_OK, ""};
+        if (k > 0)
+            fa_arm(k);
+        tsr_sink *s = tsr_sink_open_ex(k > 0 ? path : want_path, &o, &err);
+        fa_disarm();
+        bool fired = k > 0 && fa_fired();
+        if (!s) {
+            cr_assert(fired, "open failed without an allocation failure: %s", err.msg);
+            cr_assert_eq(err.status, TSR_ENOMEM, "allocation %ld: %s", k, err.msg);
+            cr_assert(strstr(err.msg, "out of memory"), "allocation %ld: %s", k, err.msg);
+            NO_LEAKS("framing team");
+            n_fail++;
+            continue;
+        }
+        cr_assert_eq(tsr_sink_write(s, d, n, &err), TSR_OK, "%s", err.msg);
+        cr_assert_eq(tsr_sink_finish(s, &err), TSR_OK, "%s", err.msg);
+        cr_assert_eq(tsr_sink_close(s, &err), TSR_OK, "%s", err.msg);
+        size_t got_n = 0;
+        uint8_t *got = th_read_file(k > 0 ? path : want_path, &got_n);
+        cr_assert_not_null(got);
+        if (k == 0) {
+            want = got;
+            want_n = got_n;
+            continue;
+        }
+        cr_assert(got_n == want_n && memcmp(got, want, want_n) == 0, "allocation %ld", k);
+        free(got);
+        NO_LEAKS("framing team");
+        if (!fired)
+            break;
+    }
+    report("sink", "framed, deflated, 3 threads", n_fail);
+    cr_assert_gt(n_fail, 3, "the team's allocations were not reached");
+    unlink(path);
+    unlink(want_path);
+    free(want);
+    free(d);
+}

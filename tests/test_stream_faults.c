@@ -25,15 +25,6 @@
 
 TestSuite(stream_faults, .init = th_dir_make, .fini = th_dir_remove);
 
-static uint64_t
-rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15u);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-    return z ^ (z >> 31);
-}
-
 /* Samples that deflate well in places and not at all in others, so deflated sinks send both
  * kinds of frames. */
 static uint8_t *
@@ -42,23 +33,8 @@ reference(void)
     uint8_t *b = malloc(TOTAL);
     uint64_t s = 7;
     for (size_t i = 0; i < TOTAL; i++)
-        b[i] = (i / 150000) % 2 ? (uint8_t)rnd(&s) : (uint8_t)(i / 97 % 251);
+        b[i] = (i / 150000) % 2 ? (uint8_t)th_rand(&s) : (uint8_t)(i / 97 % 251);
     return b;
-}
-
-static tsr_header
-header(void)
-{
-    tsr_header h = {0};
-    h.version = 1;
-    h.depth = 8;
-    h.width = TOTAL;
-    h.height = 1;
-    h.swath_width = TOTAL;
-    h.total = TOTAL;
-    for (int i = 0; i < 32; i++)
-        h.fingerprint[i] = (uint8_t)(i * 7);
-    return h;
 }
 
 typedef enum sinkkind { RAW_FILE, FRAMED_FILE, DEFLATE_FILE, RAW_PIPE, FRAMED_PIPE } sinkkind;
@@ -124,11 +100,11 @@ feed(tsr_sink *s, sinkkind kind, const uint8_t *ref, uint64_t start, uint64_t *r
         m = mmap(NULL, mapcap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     tsr_status st = TSR_OK;
     for (uint64_t at = start; at < TOTAL && st == TSR_OK;) {
-        size_t n = 1 + (size_t)(rnd(rng) % PIECE_MAX);
+        size_t n = 1 + (size_t)(th_rand(rng) % PIECE_MAX);
         if (n > TOTAL - at)
             n = TOTAL - at;
         if (m) {
-            size_t skew = (size_t)(rnd(rng) % 3) * 1000; /* unaligned heads too */
+            size_t skew = (size_t)(th_rand(rng) % 3) * 1000; /* unaligned heads too */
             memcpy(m + skew, ref + at, n);
             st = tsr_sink_write_donate(s, m + skew, n, err);
         } else {
@@ -167,7 +143,7 @@ typedef struct outcome {
 static outcome
 run_faulty(sinkkind kind, const char *fault, uint64_t seed, const uint8_t *ref)
 {
-    tsr_header h = header();
+    tsr_header h = th_header(TOTAL);
     target t;
     const char *spec = target_open(&t, kind, "a.out");
     tsr_sink_opts o = {.framed = is_framed(kind), .deflate = kind == DEFLATE_FILE,
@@ -242,7 +218,7 @@ run_faulty(sinkkind kind, const char *fault, uint64_t seed, const uint8_t *ref)
 static void
 resume_and_check(sinkkind kind, uint64_t b, uint64_t seed, const uint8_t *ref, const char *why)
 {
-    tsr_header h = header();
+    tsr_header h = th_header(TOTAL);
     target t;
     /* Raw files resume in place; framed files start a new transcript (DESIGN.md §3). */
     const char *spec = target_open(&t, kind, kind == RAW_FILE ? "a.out" : "b.out");
@@ -315,7 +291,7 @@ sweep(sinkkind kind, const char *errname)
             points[np++] = ends[i] + (uint64_t)(int64_t)d;
     uint64_t rng = seed;
     for (int i = 0; i < POINTS; i++)
-        points[np++] = rnd(&rng) % len;
+        points[np++] = th_rand(&rng) % len;
     int faults = 0, completed = 0;
     for (size_t i = 0; i < np; i++) {
         for (int shorts = 0; shorts < 2; shorts++) {
@@ -365,7 +341,7 @@ Test(stream_faults, short_writes_alone_change_nothing)
 
 Test(stream_faults, fault_specs_are_checked)
 {
-    tsr_header h = header();
+    tsr_header h = th_header(TOTAL);
     const char *bad[] = {"enospc", "enospc@", "enospc@x", "nospace@5", "short:", "short:1x",
                          "enospc@5,eio@6", "enospc@5,", "@5", "enospc@99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -42,28 +42,13 @@ pattern(size_t n, unsigned seed)
     return b;
 }
 
-static tsr_header
-header_for(uint64_t total)
-{
-    tsr_header h = {0};
-    h.version = 1;
-    h.depth = 8;
-    h.width = total;
-    h.height = 1;
-    h.swath_width = total;
-    h.total = total;
-    for (int i = 0; i < 32; i++)
-        h.fingerprint[i] = (uint8_t)i;
-    return h;
-}
-
 TestSuite(stream_sink, .init = th_dir_make, .fini = th_dir_remove);
 
 Test(stream_sink, framed_file_is_header_frames_and_a_trailer)
 {
     size_t n = 3 * 1000000 + 17;
     uint8_t *b = pattern(n, 1);
-    tsr_header h = header_for(n);
+    tsr_header h = th_header(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h};
     tsr_sink *s = tsr_sink_open_ex(th_in_dir("t.tsr"), &o, &err);
@@ -89,7 +74,7 @@ Test(stream_sink, framed_resume_starts_at_b_and_the_trailer_covers_only_what_was
 {
     size_t n = 500000, B = 123457;
     uint8_t *b = pattern(n, 2);
-    tsr_header h = header_for(n);
+    tsr_header h = th_header(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h, .start = B, .deflate = true};
     tsr_sink *s = tsr_sink_open_ex(th_in_dir("r.tsr"), &o, &err);
@@ -121,7 +106,7 @@ Test(stream_sink, incompressible_payloads_go_raw_under_deflate)
         x = x * 1103515245u + 12345u;
         b[i] = (uint8_t)(x >> 23);
     }
-    tsr_header h = header_for(n);
+    tsr_header h = th_header(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .deflate = true, .header = &h};
     tsr_sink *s = tsr_sink_open_ex(th_in_dir("z.tsr"), &o, &err);
@@ -139,7 +124,7 @@ Test(stream_sink, abort_frame_carries_the_next_byte_and_the_reason_never_a_trail
 {
     size_t n = 100000;
     uint8_t *b = pattern(n, 3);
-    tsr_header h = header_for(n);
+    tsr_header h = th_header(n);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h};
     tsr_sink *s = tsr_sink_open_ex(th_in_dir("a.tsr"), &o, &err);
@@ -169,7 +154,7 @@ Test(stream_sink, abort_frame_carries_the_next_byte_and_the_reason_never_a_trail
 
 Test(stream_sink, a_failed_framed_write_sends_neither_abort_nor_trailer)
 {
-    tsr_header h = header_for(1 << 20);
+    tsr_header h = th_header(1 << 20);
     tsr_error err = {0};
     tsr_sink_opts o = {.framed = true, .header = &h};
     /* /dev/full takes nothing: the header write fails already */
@@ -230,7 +215,7 @@ Test(stream_sink, stop_request_ends_writes_with_eintr_and_exact_accounting)
 
     /* framed: the stop leaves the stream whole, so the abort frame can still go */
     stop = 0;
-    tsr_header h = header_for(5000);
+    tsr_header h = th_header(5000);
     tsr_sink_opts of = {.framed = true, .header = &h, .stop = &stop};
     s = tsr_sink_open_ex(th_in_dir("stop.tsr"), &of, &err);
     cr_assert_eq(tsr_sink_write(s, b, sizeof b, &err), TSR_OK);
@@ -405,7 +390,7 @@ open_against(uint64_t answer, tsr_header *h, uint8_t seen[TSR_HEADER_SIZE], tsr_
 
 Test(stream_sink, tcp_handshake_sends_the_header_and_takes_the_answer)
 {
-    tsr_header h = header_for(1000);
+    tsr_header h = th_header(1000);
     uint8_t want[TSR_HEADER_SIZE], seen[TSR_HEADER_SIZE];
     tsr_header_encode(&h, want);
     tsr_error err = {0};
@@ -441,7 +426,7 @@ Test(stream_sink, tcp_connect_failures_are_clear)
     int port;
     int fd = listen_any(&port);
     close(fd); /* nothing listens there now */
-    tsr_header h = header_for(10);
+    tsr_header h = th_header(10);
     tsr_sink_opts o = {.header = &h};
     char spec[64], want[128];
     snprintf(spec, sizeof spec, "tcp://127.0.0.1:%d", port);
@@ -497,7 +482,7 @@ Test(stream_sink, controller_receives_a_job_and_records_it_durably)
 {
     size_t n = 2500000;
     uint8_t *b = pattern(n, 6);
-    tsr_header h = header_for(n);
+    tsr_header h = th_header(n);
     ctl_run r = {.o = {.listen = "127.0.0.1:0", .out = th_in_dir("c.raw"), .jobs = 1}};
     pthread_t t;
     FILE *log;

@@ -198,6 +198,30 @@ th_parse_transcript(const uint8_t *f, size_t n, bool allow_cut)
     return p;
 }
 
+tsr_header
+th_header(uint64_t total)
+{
+    tsr_header h = {0};
+    h.version = 1;
+    h.depth = 8;
+    h.width = total;
+    h.height = 1;
+    h.swath_width = total;
+    h.total = total;
+    for (int i = 0; i < 32; i++)
+        h.fingerprint[i] = (uint8_t)i;
+    return h;
+}
+
+uint64_t
+th_rand(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
 th_transcript
 th_parse_transcript_file(const char *path)
 {

@@ -79,6 +79,13 @@ typedef struct th_transcript {
     uint64_t abort_offset;
 } th_transcript;
 
+/* The header of a one-row 8-bit stream of `total` samples (fingerprint bytes 0, 1, ... 31), for
+ * sinks fed by hand. */
+tsr_header th_header(uint64_t total);
+
+/* splitmix64: a fixed, seedable sequence (*state advances), so a failing test replays. */
+uint64_t th_rand(uint64_t *state);
+
 /* Parse n bytes; asserts (fails the test) on anything malformed, and on a cut frame unless
  * allow_cut (a stream whose pipe broke may end inside one). */
 th_transcript th_parse_transcript(const uint8_t *f, size_t n, bool allow_cut);
