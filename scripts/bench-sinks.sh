@@ -41,6 +41,9 @@ row "stdout pipe to cat" "$(best "$r -o - | cat >/dev/null")"
 row "framed file" "$(best "$r --framed -o $tmp/a.tsr")"
 row "framed, stdout pipe to cat" "$(best "$r --framed -o - | cat >/dev/null")"
 row "framed, deflated file" "$(best "$r --framed --deflate -o $tmp/a.tsr")"
+# the framing team against one thread (TSR_FRAME_THREADS=1: how every frame was made before)
+row "framed, stdout pipe, 1 framing thread" "$(best "TSR_FRAME_THREADS=1 $r --framed -o - | cat >/dev/null")"
+row "framed, deflated file, 1 framing thread" "$(best "TSR_FRAME_THREADS=1 $r --framed --deflate -o $tmp/a.tsr")"
 # tcp: a fresh controller for each run (one that completed this job answers `total` to it
 # again, and the rerun would send nothing)
 tcp_best=999999
