@@ -433,18 +433,19 @@ Test(gpu, streams_equal_the_cpu_in_every_order_crop_and_resume, .timeout = 1200)
 }
 
 /* A root that repeats, whole or inside a border: its bands come from the converted period,
- * by the device's period fill (the default) or the host's row copies (TSR_GPU_PERIOD=host),
- * the border computed on the device; both equal the CPU computing every pixel (`direct`).
+ * by the device's period fill or the host's row copies (TSR_GPU_PERIOD=device|host, and the
+ * default, which tries the host on the first bands and then keeps the faster), the border
+ * computed on the device; each equals the CPU computing every pixel (`direct`).
  * Whole streams of small designs; of big ones the first 160 rows (border) and 96 rows in the
  * middle (interior and both side borders). */
 static void
 assert_period_rows(const char *path, const tsr_design *d, int64_t r0, int64_t r1)
 {
-    const char *ways[] = {NULL, "host"};
+    const char *ways[] = {NULL, "host", "device"};
     size_t nref, n;
     tsr_engine_opts o = {.backend = "cpu", .direct = true, .rows = {r0, r1}};
     uint8_t *ref = th_stream_opts(d, &o, &nref);
-    for (size_t w = 0; w < 2; w++) {
+    for (size_t w = 0; w < 3; w++) {
         if (ways[w])
             setenv("TSR_GPU_PERIOD", ways[w], 1);
         else
@@ -453,8 +454,8 @@ assert_period_rows(const char *path, const tsr_design *d, int64_t r0, int64_t r1
         tsr_engine *e = gpu_engine(d, 0, rows);
         uint8_t *got = th_stream_engine(e, 0, &n);
         cr_assert(n == nref && memcmp(ref, got, n) == 0,
-                  "%s rows %lld:%lld, period by the %s: GPU stream differs from the CPU's "
-                  "direct one", path, (long long)r0, (long long)r1, ways[w] ? "host" : "device");
+                  "%s rows %lld:%lld, period by %s: GPU stream differs from the CPU's "
+                  "direct one", path, (long long)r0, (long long)r1, ways[w] ? ways[w] : "choice");
         free(got);
         tsr_engine_free(e);
     }
@@ -515,6 +516,23 @@ Test(gpu, a_periodic_root_streams_from_its_period_as_the_cpu_computes_it, .timeo
     tsr_engine_free(e);
     assert_period_rows("made", d, 0, d->root->h);
     assert_period_rows("made", d, 101, 399);
+    tsr_design_free(d);
+    /* a period row of 2 x 12347 bytes, too long for the fill's shared-memory copy: the other
+     * kernel, gathering from the period in global memory */
+    d = th_design("tessera: 1\n"
+                  "output: {depth: 16}\n"
+                  "nodes:\n"
+                  "  bar: {size: [12347, 3], source: {gradient: linear, from: [0, 0],"
+                  " to: [12347, 3], values: [0, 1]}}\n"
+                  "root:\n"
+                  "  size: [30001, 17]\n"
+                  "  children: [{trait: repeat, ref: bar, offset: [-5, 1]}]\n");
+    nperiodic++;
+    e = gpu_engine(d, 0, NULL);
+    cr_assert(tsr_engine_period(e, d->root, p, &in) && p[0] == 12347,
+              "the long design's root is not periodic 12347 px wide");
+    tsr_engine_free(e);
+    assert_period_rows("long period", d, 0, d->root->h);
     tsr_design_free(d);
     cr_assert(nperiodic >= 4, "only %zu periodic roots tried", nperiodic);
 }
