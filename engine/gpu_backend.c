@@ -55,15 +55,14 @@
 
 enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
 
-/* How a band wholly inside a periodic root's interior is filled: by the host's row copies (on
- * all its cores, no copy across the link) or by the device's period fill and the band's copy
- * (bound by the link). Neither is faster everywhere (docs/performance.md: the host's copies
- * beat the link on one machine at 8 bits and lost to it on another, and lose at 16), so
- * PERIOD_CHOOSE times the host on the first PERIOD_PROBE such bands, measures the link once,
- * and keeps the faster. TSR_GPU_PERIOD=host|device forces one. */
-enum { PERIOD_CHOOSE, PERIOD_HOST, PERIOD_DEVICE };
-#define PERIOD_PROBE 4
-#define PERIOD_LINK_BYTES ((size_t)64 << 20)
+/* How a band wholly inside a periodic root's interior is filled: by the device's period fill
+ * and the band's copy (bound by the link; the default), or by the host's row copies on all
+ * its cores (TSR_GPU_PERIOD=host, no copy across the link). Measured on machines of one kind
+ * (docs/performance.md), the host's copies ran at 0.65-1.09 x the link at 8 bits and 0.4-0.8 x
+ * at 16; a choice timed on the first bands misjudged the host (its first, small bands ran at
+ * 36 against 57 GB/s later) and cost ~100 ms of probing, so the device's way is kept: it is
+ * at the link every time and leaves the host's cores to the sink (framing, deflate). */
+enum { PERIOD_DEVICE, PERIOD_HOST };
 
 _Static_assert(TSR_GPU_STAGES <= 8, "tsr_engine_stats.gpu_stage_seconds holds 8 stages");
 
@@ -101,8 +100,6 @@ typedef struct gpu_state {
     int64_t arena;         /* the device memory plan's arena bytes */
     uint64_t host_ns;      /* the CPU's time computing host-class nodes */
     int period_way;        /* a band inside a periodic root's interior: PERIOD_* */
-    int period_probed;     /* bands the host filled while choosing, their bytes and time */
-    uint64_t period_bytes, period_ns;
     uint8_t *att_mem;      /* the writer pool attached (pinned, band buffers carved), or NULL */
     size_t att_len;
 } gpu_state;
@@ -624,28 +621,6 @@ band_period(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_re
     return st;
 }
 
-/* PERIOD_CHOOSE: the host filled band j since t0; after PERIOD_PROBE such bands (the first
- * also makes the period), the host's rate against the link's decides for the rest. */
-static tsr_status
-period_choose(tsr_engine *e, gpu_state *s, const tsr_band_job *j, uint64_t t0, tsr_error *err)
-{
-    if (s->period_probed++ > 0) { /* the first band's time includes making the period */
-        s->period_bytes += (uint64_t)(j->w * j->h * j->bps);
-        s->period_ns += tsr_now_ns() - t0;
-    }
-    if (s->period_probed < PERIOD_PROBE + 1)
-        return TSR_OK;
-    double link = 0, host = s->period_ns ? (double)s->period_bytes / (double)s->period_ns : 0;
-    tsr_status st = tsr_gpu_d2h_rate(e->opts.gpu_device, PERIOD_LINK_BYTES, &link, err);
-    if (st != TSR_OK)
-        return st;
-    s->period_way = host > link ? PERIOD_HOST : PERIOD_DEVICE;
-    if (getenv("TSR_GPU_TRACE"))
-        fprintf(stderr, "gpu: periodic bands by the %s (host %.1f GB/s, link %.1f GB/s)\n",
-                s->period_way == PERIOD_HOST ? "host" : "device", host, link);
-    return TSR_OK;
-}
-
 /* A band: the part inside a periodic root's interior from its period (on the device, or by
  * the host's row copies when the whole band is inside: period_way), the rest computed
  * on the device; then one copy to the host. */
@@ -661,11 +636,8 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
                                        : tsr_rect_make(0, 0, 0, 0);
     size_t nrest = tsr_rect_minus(band, in, rest);
     tsr_status st = TSR_OK;
-    if (nrest == 0 && s->period_way != PERIOD_DEVICE) {
-        uint64_t t0 = tsr_now_ns();
+    if (nrest == 0 && s->period_way == PERIOD_HOST) {
         if ((st = tsr_engine_fill_inner(e, j, rest, &nrest, err)) != TSR_OK)
-            return st;
-        if (s->period_way == PERIOD_CHOOSE && (st = period_choose(e, s, j, t0, err)) != TSR_OK)
             return st;
         s->pend[at].copy = false;
         s->pn++;
@@ -989,9 +961,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     bool trace = getenv("TSR_GPU_TRACE") != NULL;
     uint64_t t0 = tsr_now_ns();
     const char *pe = getenv("TSR_GPU_PERIOD");
-    s->period_way = !pe ? PERIOD_CHOOSE
-                    : strcmp(pe, "host") == 0 ? PERIOD_HOST
-                    : strcmp(pe, "device") == 0 ? PERIOD_DEVICE : PERIOD_CHOOSE;
+    s->period_way = pe && strcmp(pe, "host") == 0 ? PERIOD_HOST : PERIOD_DEVICE;
     const char *f = getenv("TSR_GPU_FAULT");
     s->fault_at = f ? strtoull(f, NULL, 10) : 0;
     s->cls = calloc(d->nnodes, sizeof *s->cls);

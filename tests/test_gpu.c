@@ -433,9 +433,9 @@ Test(gpu, streams_equal_the_cpu_in_every_order_crop_and_resume, .timeout = 1200)
 }
 
 /* A root that repeats, whole or inside a border: its bands come from the converted period,
- * by the device's period fill or the host's row copies (TSR_GPU_PERIOD=device|host, and the
- * default, which tries the host on the first bands and then keeps the faster), the border
- * computed on the device; each equals the CPU computing every pixel (`direct`).
+ * by the device's period fill (the default, and TSR_GPU_PERIOD=device) or the host's row
+ * copies (TSR_GPU_PERIOD=host), the border computed on the device; each equals the CPU
+ * computing every pixel (`direct`).
  * Whole streams of small designs; of big ones the first 160 rows (border) and 96 rows in the
  * middle (interior and both side borders). */
 static void
@@ -455,7 +455,7 @@ assert_period_rows(const char *path, const tsr_design *d, int64_t r0, int64_t r1
         uint8_t *got = th_stream_engine(e, 0, &n);
         cr_assert(n == nref && memcmp(ref, got, n) == 0,
                   "%s rows %lld:%lld, period by %s: GPU stream differs from the CPU's "
-                  "direct one", path, (long long)r0, (long long)r1, ways[w] ? ways[w] : "choice");
+                  "direct one", path, (long long)r0, (long long)r1, ways[w] ? ways[w] : "default");
         free(got);
         tsr_engine_free(e);
     }
