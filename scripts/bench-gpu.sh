@@ -16,6 +16,12 @@ on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
 d2h=$(awk '/d2h_gbps/ {print $2}' "$OUT/d2h.txt")
 store=$(awk '/store_gbps/ {print $2}' "$OUT/d2h.txt")
+# repeat_grad H: bench/repeat.yaml 200000 x H with a gradient under the lattice: the root no
+# longer repeats, so the device computes every band
+repeat_grad() {
+  awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
+      designs/bench/repeat.yaml | sed "s/size: \[10240, 10240\]/size: [200000, $1]/"
+}
 # steady NAME FILE W [ENV=V]: the renderer's rate once running, from two profiles of one design
 # (--region of W x 10240 and W x 40960 px): the bytes between them over the seconds between them;
 # "fixed" is what a profile spends besides (pinning the writer's pool, the first band's
@@ -122,9 +128,7 @@ sed 's/size: \[10240, 10240\]/size: [200000, 10240]/; s/depth: 8/depth: 16/' des
     >"$OUT/blur4-16.yaml"
 sed 's/size: \[10240, 10240\]/size: [200000, 10240]/; s/depth: 8/depth: 16/' designs/bench/repeat.yaml \
     >"$OUT/repeat-16.yaml"
-# a gradient under the lattice: the root no longer repeats, so the device computes every band
-awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
-    designs/bench/repeat.yaml | sed 's/size: \[10240, 10240\]/size: [200000, 10240]/' >"$OUT/repeat-grad.yaml"
+repeat_grad 10240 >"$OUT/repeat-grad.yaml"
 # a region: the lattice inside [1000, 1000, 198000, 38960] (periodic inside it, the rest fill)
 sed 's/size: \[200000, 10240\]/size: [200000, 40960]/' "$OUT/repeat-16.yaml" |
     sed 's/depth: 16/depth: 8/; s/      ref: motif/      ref: motif\n      region: [1000, 1000, 198000, 38960]/' \
@@ -158,8 +162,7 @@ if on grid; then
 echo
 echo "launch shape: a block row per row (TSR_GPU_GRID_BLOCKS=0, before) against ~4096 blocks of"
 echo "  several rows a thread (the default); profile MB/s of each, the same run"
-awk '{ print } /^root:/ { r = 1 } r && /^  fill: 0.0$/ { print "  source: {gradient: linear, from: [0, 0], to: [200000, 0], values: [0, 0.2]}"; r = 0 }' \
-    designs/bench/repeat.yaml | sed 's/size: \[10240, 10240\]/size: [200000, 40960]/' >"$OUT/repeat-grad-tall.yaml"
+repeat_grad 40960 >"$OUT/repeat-grad-tall.yaml"
 steady "repeat-grad, before" "$OUT/repeat-grad-tall.yaml" 200000 TSR_GPU_GRID_BLOCKS=0
 steady "repeat-grad, after" "$OUT/repeat-grad-tall.yaml" 200000
 for f in designs/examples/*.yaml designs/bench/lens-blur.yaml; do
