@@ -55,15 +55,6 @@
 
 enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
 
-/* How a band wholly inside a periodic root's interior is filled: by the device's period fill
- * and the band's copy (bound by the link; the default), or by the host's row copies on all
- * its cores (TSR_GPU_PERIOD=host, no copy across the link). Measured on machines of one kind
- * (docs/performance.md), the host's copies ran at 0.65-1.09 x the link at 8 bits and 0.4-0.8 x
- * at 16; a choice timed on the first bands misjudged the host (its first, small bands ran at
- * 36 against 57 GB/s later) and cost ~100 ms of probing, so the device's way is kept: it is
- * at the link every time and leaves the host's cores to the sink (framing, deflate). */
-enum { PERIOD_DEVICE, PERIOD_HOST };
-
 _Static_assert(TSR_GPU_STAGES <= 8, "tsr_engine_stats.gpu_stage_seconds holds 8 stages");
 
 typedef struct gpu_state {
@@ -99,7 +90,7 @@ typedef struct gpu_state {
     size_t nblocks, nfree;
     int64_t arena;         /* the device memory plan's arena bytes */
     uint64_t host_ns;      /* the CPU's time computing host-class nodes */
-    int period_way;        /* a band inside a periodic root's interior: PERIOD_* */
+    bool period_host;      /* TSR_GPU_PERIOD=host: see gpu_submit */
     uint8_t *att_mem;      /* the writer pool attached (pinned, band buffers carved), or NULL */
     size_t att_len;
 } gpu_state;
@@ -264,6 +255,13 @@ from_period(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
 static tsr_status eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
                             const tsr_gpu_out *to, tsr_error *err);
 
+/* A scratch buffer of floats over r from the arena (px NULL, err filled, when it is full). */
+static tsr_gpu_buf
+scratch(gpu_state *s, tsr_rect r, tsr_error *err)
+{
+    return (tsr_gpu_buf){r, tsr_gpu_alloc(s->g, (size_t)r.w * (size_t)r.h * sizeof(float), err)};
+}
+
 /* A device node that repeats inside a border (a lattice through a distance or a blur), over
  * out.r, which meets that interior: the interior's part from its period, as the CPU copies it
  * (the same bits), and only the rest computed, each piece in a buffer of its own copied into
@@ -279,15 +277,14 @@ eval_inside(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
     if (nrest == 0) {
         st = from_period(e, s, n, out, err);
     } else {
-        tsr_gpu_buf b = {in, tsr_gpu_alloc(s->g, (size_t)in.w * (size_t)in.h * sizeof(float), err)};
+        tsr_gpu_buf b = scratch(s, in, err);
         st = b.px ? from_period(e, s, n, b, err) : TSR_ENOMEM;
         if (st == TSR_OK)
             st = tsr_gpu_copy_rect(s->g, out, b, in, err);
     }
     tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
     for (size_t i = 0; i < nrest && st == TSR_OK; i++) {
-        tsr_gpu_buf b = {rest[i],
-                         tsr_gpu_alloc(s->g, (size_t)rest[i].w * (size_t)rest[i].h * sizeof(float), err)};
+        tsr_gpu_buf b = scratch(s, rest[i], err);
         st = b.px ? eval_into(e, s, n, b, NULL, err) : TSR_ENOMEM;
         if (st == TSR_OK) {
             tm = tsr_gpu_stage_begin(s->g);
@@ -475,7 +472,7 @@ eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
     tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
     if (nmiss > 0 && st == TSR_OK) {
         size_t mark = tsr_gpu_mark(s->g);
-        tsr_gpu_buf mb = {m, tsr_gpu_alloc(s->g, (size_t)m.w * (size_t)m.h * sizeof(float), err)};
+        tsr_gpu_buf mb = scratch(s, m, err);
         st = mb.px ? eval_into(e, s, n, mb, NULL, err) : TSR_ENOMEM;
         tm = tsr_gpu_stage_begin(s->g);
         for (; kept < nmiss && st == TSR_OK; kept++) {
@@ -622,7 +619,7 @@ band_period(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_re
 }
 
 /* A band: the part inside a periodic root's interior from its period (on the device, or by
- * the host's row copies when the whole band is inside: period_way), the rest computed
+ * the host's row copies when the whole band is inside and s->period_host), the rest computed
  * on the device; then one copy to the host. */
 static tsr_status
 gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
@@ -636,7 +633,14 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
                                        : tsr_rect_make(0, 0, 0, 0);
     size_t nrest = tsr_rect_minus(band, in, rest);
     tsr_status st = TSR_OK;
-    if (nrest == 0 && s->period_way == PERIOD_HOST) {
+    /* How a band wholly inside a periodic root's interior is filled: by the device's period fill
+     * and the band's copy (bound by the link; the default), or by the host's row copies on all
+     * its cores (TSR_GPU_PERIOD=host, no copy across the link). Measured on machines of one kind
+     * (docs/performance.md), the host's copies ran at 0.65-1.09 x the link at 8 bits and 0.4-0.8 x
+     * at 16; a choice timed on the first bands misjudged the host (its first, small bands ran at
+     * 36 against 57 GB/s later) and cost ~100 ms of probing, so the device's way is kept: it is
+     * at the link every time and leaves the host's cores to the sink (framing, deflate). */
+    if (nrest == 0 && s->period_host) {
         if ((st = tsr_engine_fill_inner(e, j, rest, &nrest, err)) != TSR_OK)
             return st;
         s->pend[at].copy = false;
@@ -961,7 +965,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
     bool trace = getenv("TSR_GPU_TRACE") != NULL;
     uint64_t t0 = tsr_now_ns();
     const char *pe = getenv("TSR_GPU_PERIOD");
-    s->period_way = pe && strcmp(pe, "host") == 0 ? PERIOD_HOST : PERIOD_DEVICE;
+    s->period_host = pe && strcmp(pe, "host") == 0;
     const char *f = getenv("TSR_GPU_FAULT");
     s->fault_at = f ? strtoull(f, NULL, 10) : 0;
     s->cls = calloc(d->nnodes, sizeof *s->cls);

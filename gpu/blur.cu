@@ -201,9 +201,9 @@ spline(tsr_gpu *g, const tsr_blur_state *st, const tsr_blur_state *dst, tsr_bm_s
         int64_t lds = (TSR_BM_SEG + h - 1) | 1; /* odd: a row a bank apart */
         size_t shared = (size_t)(XB_ROWS * lds + XB_ROWS * (TSR_BM_SEG + 1)) * sizeof(int32_t);
         int64_t gy = (th + XB_ROWS - 1) / XB_ROWS, gx = tsr_bm_nseg(nc);
+        dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535));
         if (shared <= 48 * 1024)
-            xbox_tile_k<<<dim3((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535)),
-                          128, shared, g->compute>>>(in, out, pw, th, h, inv_h, nc, lds);
+            xbox_tile_k<<<grid, 128, shared, g->compute>>>(in, out, pw, th, h, inv_h, nc, lds);
         else
             xbox_k<<<tsr_grid2(tsr_bm_nseg(nc), th), THREADS, 0, g->compute>>>(in, out, pw, th, h,
                                                                              inv_h, nc);
