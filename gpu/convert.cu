@@ -70,103 +70,83 @@ tsr_gpu_convert(tsr_gpu *g, tsr_gpu_buf in, const tsr_gpu_out *to, tsr_error *er
 
 /* A periodic root's samples, from its converted period (engine.c makes it once on the host,
  * with the CPU's conversion: the same bits). Each thread writes 16 bytes of a band row as one
- * aligned store, gathering them from the period row byte by byte with a wrapping index: one
- * 32-bit remainder per thread, none per byte. The period row is read through the L1 (it is
- * small and every block of the row reads it). */
+ * aligned store; byte k of the rect's row is byte (x0b + k) mod prow of period row
+ * (py0 + b) mod ph. A thread finds its phase with one remainder and then steps it, none per
+ * vector. A block takes PF_VECS vectors of a row; rows go round the grid's y.
+ *
+ * SH (the period row fits shared memory, the common case: small motifs): each block copies
+ * the row there, repeated to 2 x prow + 32 bytes, so a vector's 16 bytes are contiguous from
+ * its phase and are read as five aligned words realigned by funnel shifts (byte gathers held
+ * the fill at 28 % of the device's store bandwidth). Otherwise they are gathered byte by byte
+ * from the period in global memory, through the L1. */
+#define PF_VECS 1024
+
+template <bool SH>
+__device__ static inline uint4
+pf_vec(const uint32_t *D32, const uint8_t *src, uint32_t prow, uint32_t s)
+{
+    if constexpr (SH) {
+        uint32_t w = s >> 2, sh = (s & 3) * 8, v[5];
+        for (int q = 0; q < 5; q++)
+            v[q] = D32[w + q];
+        return make_uint4(__funnelshift_r(v[0], v[1], sh), __funnelshift_r(v[1], v[2], sh),
+                          __funnelshift_r(v[2], v[3], sh), __funnelshift_r(v[3], v[4], sh));
+    } else {
+        uint32_t w[4];
+        for (int q = 0; q < 4; q++) {
+            uint32_t v = 0;
+            for (int i = 0; i < 4; i++) {
+                v |= (uint32_t)__ldg(src + s) << (8 * i);
+                s = s + 1 == prow ? 0 : s + 1;
+            }
+            w[q] = v;
+        }
+        return make_uint4(w[0], w[1], w[2], w[3]);
+    }
+}
+
+template <bool SH>
 static __global__ void
 period_fill_kernel(const uint8_t *__restrict__ per, uint32_t prow, uint32_t ph, uint32_t py0,
                    uint32_t x0b, int64_t rows, size_t len, uint8_t *dst, size_t pitch,
-                   size_t xoff, int64_t row0, int64_t h, bool up)
+                   size_t xoff, int64_t row0, int64_t h, bool up, uint32_t dlen)
 {
+    extern __shared__ uint32_t D32[];
+    uint8_t *D = (uint8_t *)D32;
+    const uint32_t step = (uint32_t)((size_t)blockDim.x * 16 % prow); /* a thread's stride */
     for (int64_t b = blockIdx.y; b < rows; b += gridDim.y) {
         int64_t row = row0 + b;
         uint8_t *d = dst + (size_t)(up ? h - 1 - row : row) * pitch + xoff;
-        /* byte k of the rect's row is byte (x0b + k) mod prow of period row (py0 + b) mod ph */
         const uint8_t *src = per + (size_t)((py0 + (uint64_t)b) % ph) * prow;
+        if constexpr (SH) {
+            __syncthreads(); /* the last row's readers are done with D */
+            for (uint32_t i = threadIdx.x, j = threadIdx.x % prow; i < dlen; i += blockDim.x) {
+                D[i] = __ldg(src + j);
+                j += blockDim.x % prow;
+                j = j >= prow ? j - prow : j;
+            }
+            __syncthreads();
+        }
         size_t lead = (size_t)((16 - ((uintptr_t)d & 15)) & 15); /* bytes before d is aligned */
         if (lead > len)
             lead = len;
         size_t nvec = (len - lead) / 16;
-        for (size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x; t < nvec + 2;
-             t += (size_t)gridDim.x * blockDim.x) {
-            /* t = 0: the unaligned head, t = 1: the tail, t >= 2: the aligned vectors */
-            size_t k0 = t == 0 ? 0 : t == 1 ? lead + nvec * 16 : lead + (t - 2) * 16;
-            size_t n = t == 0 ? lead : t == 1 ? len - k0 : 16;
-            if (n == 0)
-                continue;
-            uint32_t s = (uint32_t)((x0b + k0) % prow);
-            if (n < 16) {
-                for (size_t i = 0; i < n; i++) {
-                    d[k0 + i] = __ldg(src + s);
-                    s = s + 1 == prow ? 0 : s + 1;
-                }
-                continue;
-            }
-            uint32_t w[4];
-            for (int q = 0; q < 4; q++) {
-                uint32_t v = 0;
-                for (int i = 0; i < 4; i++) {
-                    v |= (uint32_t)__ldg(src + s) << (8 * i);
-                    s = s + 1 == prow ? 0 : s + 1;
-                }
-                w[q] = v;
-            }
-            *(uint4 *)(d + k0) = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-    }
-}
-
-/* The same fill where the period row fits shared memory (the common case: small motifs):
- * each block copies the period row there, repeated to 2 x prow + 32 bytes, so the 16 bytes
- * any thread writes are contiguous there from its phase s, and it reads them as five aligned
- * 32-bit words realigned by funnel shifts instead of sixteen byte loads (ncu-style arithmetic:
- * the byte gathers held the first kernel at 28 % of the device's store bandwidth). A block
- * takes PF_VECS vectors of a row; rows go round the grid's y. */
-#define PF_VECS 1024
-static __global__ void
-period_fill_smem_kernel(const uint8_t *__restrict__ per, uint32_t prow, uint32_t ph,
-                        uint32_t py0, uint32_t x0b, int64_t rows, size_t len, uint8_t *dst,
-                        size_t pitch, size_t xoff, int64_t row0, int64_t h, bool up,
-                        uint32_t dlen)
-{
-    extern __shared__ uint32_t D32[];
-    uint8_t *D = (uint8_t *)D32;
-    for (int64_t b = blockIdx.y; b < rows; b += gridDim.y) {
-        int64_t row = row0 + b;
-        uint8_t *d = dst + (size_t)(up ? h - 1 - row : row) * pitch + xoff;
-        const uint8_t *src = per + (size_t)((py0 + (uint64_t)b) % ph) * prow;
-        __syncthreads(); /* the last row's readers are done with D */
-        for (uint32_t i = threadIdx.x, j = threadIdx.x % prow; i < dlen; i += blockDim.x) {
-            D[i] = __ldg(src + j);
-            j += blockDim.x % prow;
-            j = j >= prow ? j - prow : j;
-        }
-        __syncthreads();
-        uint32_t lead = (uint32_t)((16 - ((uintptr_t)d & 15)) & 15);
-        if (lead > len)
-            lead = (uint32_t)len;
-        uint32_t nvec = (uint32_t)((len - lead) / 16), step = (blockDim.x * 16) % prow;
-        for (uint32_t c = blockIdx.x; (size_t)c * PF_VECS < (size_t)nvec + 2; c += gridDim.x) {
-            uint32_t t = c * PF_VECS + threadIdx.x, t1 = (c + 1) * PF_VECS;
-            if (t1 > nvec + 2)
-                t1 = nvec + 2;
+        for (size_t c = blockIdx.x; c * PF_VECS < nvec + 2; c += gridDim.x) {
+            size_t t = c * PF_VECS + threadIdx.x, t1 = (c + 1) * PF_VECS;
+            t1 = t1 < nvec + 2 ? t1 : nvec + 2;
             if (t < 2) { /* t = 0: the unaligned head, t = 1: the tail */
-                uint32_t k0 = t == 0 ? 0 : lead + nvec * 16, n = t == 0 ? lead : (uint32_t)len - k0;
-                uint32_t s = (x0b + k0) % prow;
-                for (uint32_t i = 0; i < n; i++)
-                    d[k0 + i] = D[s + i];
+                size_t k0 = t == 0 ? 0 : lead + nvec * 16, n = t == 0 ? lead : len - k0;
+                uint32_t s = (uint32_t)((x0b + k0) % prow);
+                for (size_t i = 0; i < n; i++) {
+                    d[k0 + i] = SH ? D[s] : __ldg(src + s);
+                    s = s + 1 == prow ? 0 : s + 1;
+                }
                 t += blockDim.x;
             }
-            /* the vectors: the phase from one remainder, then stepped (no remainder a vector) */
-            uint32_t s = (x0b + lead + (t - 2) * 16) % prow;
+            /* t >= 2: the aligned vectors */
+            uint32_t s = (uint32_t)((x0b + lead + (t - 2) * 16) % prow);
             for (; t < t1; t += blockDim.x) {
-                uint32_t k0 = lead + (t - 2) * 16, w = s >> 2, sh = (s & 3) * 8, v[5];
-                for (int q = 0; q < 5; q++)
-                    v[q] = D32[w + q];
-                *(uint4 *)(d + k0) = make_uint4(__funnelshift_r(v[0], v[1], sh),
-                                                __funnelshift_r(v[1], v[2], sh),
-                                                __funnelshift_r(v[2], v[3], sh),
-                                                __funnelshift_r(v[3], v[4], sh));
+                *(uint4 *)(d + lead + (t - 2) * 16) = pf_vec<SH>(D32, src, prow, s);
                 s += step;
                 s = s >= prow ? s - prow : s;
             }
@@ -190,23 +170,19 @@ tsr_gpu_period_fill(tsr_gpu *g, const uint8_t *period, int64_t pw, int64_t ph, i
     size_t len = (size_t)(r.w * bps), nvec = len / 16 + 2;
     /* the period row repeated, with room for the last vector's fifth word */
     size_t dlen = ((size_t)prow * 2 + 32 + 3) & ~(size_t)3;
-    if (dlen <= 48 * 1024 && len + prow < ((size_t)1 << 31)) { /* 32-bit byte offsets */
-        size_t bx = (nvec + PF_VECS - 1) / PF_VECS;
-        size_t by = (TSR_GRID_BLOCKS + bx - 1) / bx;
-        by = by > (size_t)r.h ? (size_t)r.h : by;
-        dim3 grid(bx > 65535 ? 65535 : (unsigned)bx, by > 65535 ? 65535 : (unsigned)by);
-        period_fill_smem_kernel<<<grid, 256, dlen, g->compute>>>(
-            period, prow, (uint32_t)ph, py0, x0b, r.h, len, to->dst, to->pitch,
-            (size_t)((r.x - to->x0) * bps), r.y - to->y0, to->h, to->up, (uint32_t)dlen);
-        TSR_LAUNCHED("period fill", err);
-        return TSR_OK;
-    }
-    size_t bx = (nvec + 255) / 256;
-    dim3 grid(bx > 65535 ? 65535 : (unsigned)bx, r.h > 65535 ? 65535 : (unsigned)r.h);
-    period_fill_kernel<<<grid, 256, 0, g->compute>>>(period, prow, (uint32_t)ph, py0, x0b, r.h,
-                                                    len, to->dst, to->pitch,
-                                                    (size_t)((r.x - to->x0) * bps), r.y - to->y0,
-                                                    to->h, to->up);
+    size_t bx = (nvec + PF_VECS - 1) / PF_VECS;
+    size_t by = (TSR_GRID_BLOCKS + bx - 1) / bx;
+    by = by > (size_t)r.h ? (size_t)r.h : by;
+    dim3 grid(bx > 65535 ? 65535 : (unsigned)bx, by > 65535 ? 65535 : (unsigned)by);
+    size_t xoff = (size_t)((r.x - to->x0) * bps);
+    if (dlen <= 48 * 1024)
+        period_fill_kernel<true><<<grid, 256, dlen, g->compute>>>(
+            period, prow, (uint32_t)ph, py0, x0b, r.h, len, to->dst, to->pitch, xoff,
+            r.y - to->y0, to->h, to->up, (uint32_t)dlen);
+    else
+        period_fill_kernel<false><<<grid, 256, 0, g->compute>>>(
+            period, prow, (uint32_t)ph, py0, x0b, r.h, len, to->dst, to->pitch, xoff,
+            r.y - to->y0, to->h, to->up, 0);
     TSR_LAUNCHED("period fill", err);
     return TSR_OK;
 }
