@@ -1,12 +1,16 @@
 /* tessera: the command line. Argument parsing and nothing else; the work is in engine/. */
 #include "cli/progress.h"
+#include "cli/tune.h"
 #include "controller/controller.h"
 #include "dist/dist.h"
 #include "engine/engine.h"
 #include "engine/version.h"
 #include "gpu/gpu.h"
+#include "tiles/tune.h"
 
 #include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -698,10 +702,9 @@ cmd_render(args *a, tsr_engine *e)
     tsr_error err = {0};
     render_view v = {.pm = progress_mode(a->progress), .total = tsr_engine_stream_bytes(e),
                      .first = -1};
-    /* TSR_FAULT: the sink fault hook the reliability tests use (docs/reliability.md). */
     tsr_render_opts o = {.out = a->out, .have_resume = a->have_resume,
                          .resume_at = a->resume_at, .framed = a->framed, .deflate = a->deflate,
-                         .rate = a->rate, .stall_s = a->stall, .fault = getenv("TSR_FAULT"),
+                         .rate = a->rate, .stall_s = a->stall,
                          .stop = &g_stop, .computed = &v.computed, .opened = render_opened,
                          .ending = render_ending, .ctx = &v};
     tsr_render_result r;
@@ -733,7 +736,7 @@ cmd_controller(args *a)
     tsr_controller_opts o = {.listen = a->listen, .rate = a->rate, .out = a->out,
                              .jobs = a->jobs, .stall_s = a->stall,
                              .exit_on_abort = a->exit_on_abort, .stop = &g_stop, .log = stderr,
-                             .fault = getenv("TSR_FAULT")}; /* docs/reliability.md */
+                             .fault = tsr_tune_get()->sink_fault}; /* docs/tuning.md */
     if (tsr_controller_run(&o, &err) != TSR_OK)
         return fail(&err);
     return 0;
@@ -1282,6 +1285,39 @@ cmd_help_version(const command *c, int n, char **operands)
     return stdout_done(0);
 }
 
+/* The command's own process-wide choices, which the library leaves alone (docs/library.md).
+ * Tiles, layers and scratch are a few hundred KiB to a few MiB, allocated and freed for every
+ * tile: glibc would serve those with mmap and give them back with munmap, so every tile paid
+ * for fresh zeroed pages (page faults were ~10% of a profile); keep them in the heap instead.
+ * And one heap for all threads: a tile freed by another thread than made it went back to that
+ * thread's arena, where nothing else reused it (peak RSS 56-67 MB at --memory 64M, 57-60 MB with
+ * one arena, tests/cli/memory.sh). The heap's free pages go back between bands (trim_heap). */
+static void
+own_process(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    mallopt(M_ARENA_MAX, 1);
+    tsr_tune t = *tsr_tune_get();
+    t.trim_heap = true;
+    tsr_tune_set(&t);
+}
+
+/* Threads the command starts from now on (the writer, framing teams, --gpus workers) get the
+ * stack the design needs, as the engine's workers do: exactly that, lowered from glibc's
+ * 8 MiB too, so many threads under an address-space limit (ulimit -v) fit. Best effort: a
+ * stack that stays too small still fails the render cleanly (cpu/stack.c). */
+static void
+own_thread_stacks(size_t bytes)
+{
+    pthread_attr_t at;
+    if (pthread_getattr_default_np(&at) != 0)
+        return;
+    if (pthread_attr_setstacksize(&at, bytes) == 0)
+        (void)pthread_setattr_default_np(&at);
+    pthread_attr_destroy(&at);
+}
+
 /* Load, plan and run a command on the engine (render, preview, profile, check). */
 static int
 run(args *a)
@@ -1299,6 +1335,7 @@ run(args *a)
         tsr_design_free(d);
         return fail(&err);
     }
+    own_thread_stacks(tsr_engine_thread_stack(e));
     if (strcmp(a->cmd, "render") == 0)
         rc = cmd_render(a, e);
     else if (strcmp(a->cmd, "preview") == 0)
@@ -1326,6 +1363,10 @@ main(int argc, char **argv)
                 strerror(errno));
         return 1;
     }
+    tsr_error terr = {0};
+    if (tsr_cli_tune_from_env(&terr) != TSR_OK) /* docs/tuning.md */
+        return fail(&terr);
+    own_process();
     if (argc < 2) {
         print_usage(stderr, NULL);
         return 2;
@@ -1355,7 +1396,21 @@ main(int argc, char **argv)
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
     /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */
-    a.eo.direct = getenv("TSR_DIRECT") && strcmp(getenv("TSR_DIRECT"), "1") == 0;
+    a.eo.direct = tsr_cli_direct_from_env();
+    /* --gpus: the several-GPU backend, injected (dist/gpus.c; it refuses --backend cpu) */
+    int gpus = a.eo.gpus < 0 ? tsr_gpu_count() : a.eo.gpus;
+    bool on_cpu = a.eo.backend && strcmp(a.eo.backend, "cpu") == 0;
+    if (a.eo.gpus != 0 && (gpus > 1 || on_cpu || tsr_tune_get()->gpus_on_cpu)) {
+        a.eo.ops = &tsr_backend_gpus;
+    } else if (a.eo.gpus != 0) { /* one GPU (or none: refused, saying why) */
+        char why[256];
+        if (!tsr_gpu_available()) {
+            tsr_gpu_describe(why, sizeof why);
+            fprintf(stderr, "tessera: --gpus: no usable GPU (%s); use --backend cpu\n", why);
+            return 2;
+        }
+        a.eo.backend = "gpu";
+    }
     tsr_error err = {0};
     /* mpirun -n K tessera render: rank 0 streams, the other ranks compute its bands (dist/) */
     int rank = strcmp(a.cmd, "render") == 0 ? tsr_dist_start(&g_stop, &err) : 0;

@@ -1,4 +1,5 @@
-/* dist: `mpirun -n K tessera render ...` (Open MPI), K >= 2. Rank 0 owns the stream: its
+/* dist: the backends a caller injects (engine/backend.h): bands on several GPUs of one host
+ * (gpus.c), and `mpirun -n K tessera render ...` (Open MPI), K >= 2. Rank 0 owns the stream: its
  * engine's backend is tsr_backend_mpi, which hands each band to a worker rank and receives its
  * samples back, in order (the stream loop's in-flight bands are the reorder window). Ranks
  * 1..K-1 load the same design, check rank 0's fingerprint and render the bands they are sent
@@ -37,6 +38,12 @@ tsr_dist_worker(const char *path, const tsr_engine_opts *opts);
  * when MPI was not started. */
 int
 tsr_dist_end(int rc);
+
+/* Bands on several GPUs of this host (dist/gpus.c, `--gpus N`): injected as the engine's
+ * backend (tsr_engine_opts.ops) with tsr_engine_opts.gpus saying how many (-1: every device).
+ * With the gpus_on_cpu knob (tiles/tune.h) its engines are CPU ones (tests of the hand-out and
+ * reorder path without a GPU). */
+extern const tsr_backend_ops tsr_backend_gpus;
 
 /* Rank 0's backend (NULL in a build without MPI): open fails unless MPI was started. */
 extern const tsr_backend_ops *const tsr_dist_backend;

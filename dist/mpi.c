@@ -14,7 +14,8 @@
  * a blocking MPI call: Open MPI's blocking calls spin a core that a worker may need (ranks
  * share cores when the job is oversubscribed), and a poll also reads the stop flag. */
 #include "dist/dist.h"
-#include "engine/engine_int.h"
+#include "cpu/cpu.h"
+#include "engine/engine.h"
 
 #include <mpi.h>
 #include <stddef.h>
@@ -176,6 +177,8 @@ typedef struct mpi_bk {
     peer_state *peers;    /* per rank */
     tsr_error failure;    /* what ended the stream (a worker's failure, a stop), once `failed` */
     bool failed;
+    const tsr_backend_ctx *ctx;
+    tsr_cpu *host;        /* a periodic root's bands, previews: this process computes */
 } mpi_bk;
 
 /* A worker's FAIL message into err ("rank N: what it said") and *band (its band that failed).
@@ -259,19 +262,19 @@ goodbye(uint64_t max_band)
 
 /* The band bytes rank 0 asks for at most: a whole band of the stream's width (a swath's). */
 static uint64_t
-max_band_bytes(const tsr_engine *e)
+max_band_bytes(const tsr_backend_ctx *c)
 {
-    return (uint64_t)tsr_band_width(e->d) * (uint64_t)e->band_rows *
-           (uint64_t)(e->d->out.depth / 8);
+    return (uint64_t)tsr_band_width(c->d) * (uint64_t)c->plan->band_rows *
+           (uint64_t)(c->d->out.depth / 8);
 }
 
 /* The reorder window: RUN bands per worker in flight, fewer when --memory cannot hold them
  * (rank 0 computes nothing, so its budget is the design's fixed part and band buffers: the
  * in-flight ones and two for the writer). */
 static void
-size_window(tsr_engine *e, mpi_bk *b)
+size_window(const tsr_backend_ctx *c, mpi_bk *b, tsr_backend_shape *shape)
 {
-    int64_t workers = g.size - 1, room = e->plan.budget - e->plan.fixed;
+    int64_t workers = g.size - 1, room = c->plan->budget - c->plan->fixed;
     int64_t bufs = b->max_band > 0 ? room / (int64_t)b->max_band : 0;
     int64_t depth = workers * RUN;
     if (depth > bufs - 2)
@@ -281,17 +284,17 @@ size_window(tsr_engine *e, mpi_bk *b)
     if (depth < 1)
         depth = 1; /* the plan holds three bands whatever happens */
     b->run = depth >= workers * RUN ? RUN : (depth / workers > 0 ? depth / workers : 1);
-    e->depth = (int)depth;
-    e->writer_bufs = depth + 2;
+    shape->depth = (int)depth;
+    shape->writer_bufs = depth + 2;
 }
 
 /* HELLO to every worker, then READY from each: a FAIL ends the job before its first byte.
  * Fills err (never NULL). */
 static tsr_status
-handshake(tsr_engine *e, mpi_bk *b, tsr_error *err)
+handshake(const tsr_backend_ctx *c, mpi_bk *b, tsr_error *err)
 {
     tsr_header hdr;
-    tsr_status st = tsr_engine_header(e, &hdr, err);
+    tsr_status st = tsr_design_header(c->d, c->rows0, c->rows1, &hdr, err);
     if (st != TSR_OK)
         return st;
     hello h = {.total = hdr.total, .max_band = b->max_band};
@@ -320,60 +323,66 @@ handshake(tsr_engine *e, mpi_bk *b, tsr_error *err)
     return st;
 }
 
+static void
+mpi_free(mpi_bk *b)
+{
+    goodbye(b->max_band);
+    tsr_cpu_free(b->host);
+    free(b->peers);
+    free(b);
+}
+
 static tsr_status
-mpi_open(tsr_engine *e, tsr_error *err)
+mpi_open(const tsr_backend_ctx *c, void **bk, tsr_backend_shape *shape, tsr_error *err)
 {
     if (!g.started || g.rank != 0 || g.size < 2)
         return tsr_fail(err, TSR_EINVAL, "the MPI backend runs on rank 0 of an mpirun job");
     mpi_bk *b = calloc(1, sizeof *b);
-    if (!b || !(b->peers = calloc((size_t)g.size, sizeof *b->peers))) {
+    if (!b || !(b->peers = calloc((size_t)g.size, sizeof *b->peers)) ||
+        !(b->host = tsr_cpu_new(c, c->plan->cache, err))) {
+        if (b)
+            free(b->peers);
         free(b);
         goodbye(0);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     }
-    e->band_rows = e->plan.band_rows;
-    b->max_band = max_band_bytes(e);
+    b->ctx = c;
+    shape->band_rows = c->plan->band_rows;
+    b->max_band = max_band_bytes(c);
     tsr_status st = TSR_OK;
     if (b->max_band / MIB > (uint64_t)INT32_MAX)
         st = tsr_fail(err, TSR_EPLAN, "a band of %llu bytes is too large for MPI",
                       (unsigned long long)b->max_band);
     tsr_error le = {0};
     if (st == TSR_OK) {
-        size_window(e, b);
-        if ((st = handshake(e, b, &le)) != TSR_OK && err)
+        size_window(c, b, shape);
+        if ((st = handshake(c, b, &le)) != TSR_OK && err)
             *err = le;
     }
     if (st != TSR_OK) {
-        goodbye(b->max_band);
-        free(b->peers);
-        free(b);
+        mpi_free(b);
         return st;
     }
-    e->bk = b;
+    *bk = b;
     return TSR_OK;
 }
 
 static void
-mpi_close(tsr_engine *e)
+mpi_close(void *bk)
 {
-    mpi_bk *b = e->bk;
-    if (!b)
-        return;
-    goodbye(b->max_band);
-    free(b->peers);
-    free(b);
-    e->bk = NULL;
+    if (bk)
+        mpi_free(bk);
 }
 
 /* Band seq k goes to worker 1 + (k / run) mod workers: runs of consecutive bands. */
 static tsr_status
-mpi_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
+mpi_submit(void *bk, const tsr_band_job *j, tsr_error *err)
 {
-    mpi_bk *b = e->bk;
+    mpi_bk *b = bk;
     inflight *f = &b->q[(b->head + b->n) % TSR_PIPE_MAX];
     *f = (inflight){.dst = j->dst, .req = {MPI_REQUEST_NULL, MPI_REQUEST_NULL}};
     /* a root periodic everywhere is row copies of its period: cheaper here than any transfer */
-    tsr_status st = tsr_engine_fill_periodic(e, j, &f->local, err);
+    tsr_status st = tsr_cpu_fill_periodic(b->host, j, &f->local, err);
     if (st != TSR_OK)
         return st;
     if (!f->local) {
@@ -421,9 +430,9 @@ cancel_band(MPI_Request req[2])
  * in order and says which one failed (its FAIL may overtake the samples of the band before), so
  * the stream ends exactly at the first band that failed, and every band before it goes out. */
 static tsr_status
-mpi_complete(tsr_engine *e, tsr_error *err)
+mpi_complete(void *bk, tsr_error *err)
 {
-    mpi_bk *b = e->bk;
+    mpi_bk *b = bk;
     inflight *f = &b->q[b->head];
     b->head = (b->head + 1) % TSR_PIPE_MAX;
     b->n--;
@@ -460,9 +469,17 @@ mpi_complete(tsr_engine *e, tsr_error *err)
 }
 
 static tsr_status
-mpi_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
+mpi_values(void *bk, tsr_rect r, float *out, tsr_error *err)
 {
-    return tsr_backend_cpu.values(e, r, out, err); /* previews and tests: this process computes */
+    mpi_bk *b = bk; /* previews and tests: this process computes */
+    tsr_cpu *cp = b->host;
+    return tsr_cpu_compute(cp, b->ctx->d->root, r, out, err);
+}
+
+static void
+mpi_stats(void *bk, tsr_engine_stats *st)
+{
+    tsr_cpu_stats(((mpi_bk *)bk)->host, st);
 }
 
 static const tsr_backend_ops mpi_ops = {
@@ -474,6 +491,7 @@ static const tsr_backend_ops mpi_ops = {
     .submit = mpi_submit,
     .complete = mpi_complete,
     .values = mpi_values,
+    .stats = mpi_stats,
 };
 
 const tsr_backend_ops *const tsr_dist_backend = &mpi_ops;
@@ -556,8 +574,8 @@ wait_sent(MPI_Request req[2], bool after_stop, tsr_error *err)
 static bool
 band_fits(const tsr_engine *e, const band_msg *m, uint64_t max_band)
 {
-    const tsr_node *root = e->d->root;
-    int64_t bps = e->d->out.depth / 8;
+    const tsr_node *root = tsr_engine_design(e)->root;
+    int64_t bps = tsr_engine_design(e)->out.depth / 8;
     return m->w > 0 && m->h > 0 && m->x >= 0 && m->y >= 0 && m->w <= root->w - m->x &&
            m->h <= root->h - m->y && (uint64_t)m->w * (uint64_t)m->h * (uint64_t)bps <= max_band;
 }
@@ -591,11 +609,9 @@ greet(worker *w, const hello *h, tsr_error *err)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (two bands of %llu bytes)",
                         (unsigned long long)w->max_band);
     w->buf[1] = w->buf[0] + w->max_band;
-    if (w->e->ops->attach) {
-        if ((st = w->e->ops->attach(w->e, w->buf[0], (size_t)len, err)) != TSR_OK)
-            return st;
-        w->attached = true;
-    }
+    if ((st = tsr_engine_attach(w->e, w->buf[0], (size_t)len, err)) != TSR_OK)
+        return st;
+    w->attached = true;
     return TSR_OK;
 }
 
@@ -643,7 +659,7 @@ serve(worker *w, tsr_error *err)
             if (st == TSR_OK)
                 st = tsr_engine_band(w->e, m.x, m.w, m.y, m.h, m.up != 0, dst, err);
             if (st == TSR_OK)
-                st = post_band(dst, (uint64_t)(m.w * m.h * (w->e->d->out.depth / 8)), 0, true,
+                st = post_band(dst, (uint64_t)(m.w * m.h * (tsr_engine_design(w->e)->out.depth / 8)), 0, true,
                                req, err);
         } else {
             st = tsr_fail(err, TSR_EIO, "unexpected message (tag %d) from rank 0", tag);
@@ -709,7 +725,7 @@ tsr_dist_worker(const char *path, const tsr_engine_opts *opts)
     }
     int rc = g.lost ? 1 : 0;
     if (w.attached)
-        w.e->ops->detach(w.e, w.buf[0]);
+        tsr_engine_detach(w.e, w.buf[0]);
     free(w.buf[0]);
     tsr_engine_free(w.e);
     tsr_design_free(d);

@@ -1,12 +1,54 @@
-/* The backend seam (engine-internal): what the stream loop, drain and previews ask of whoever
- * computes pixels. One table of functions per backend, one file each: engine/cpu.c (a worker team,
- * the reference) and engine/gpu_backend.c (CUDA through gpu/). The stream loop is a small
- * in-order pipeline over it: submit band k, and once `depth` bands are in flight, complete the
- * oldest and hand it to the writer. A synchronous backend (the CPU) does everything in submit. */
+/* The backend seam: what the engine asks of whoever computes pixels, and the one header of the
+ * engine a backend includes. A backend is one table of functions over its own state (a `void
+ * *`), in a file of its own: cpu/backend.c (a worker team, the reference), gpu/backend.c (CUDA
+ * through gpu/), and the ones a caller injects (tsr_engine_opts.ops): dist/gpus.c (bands on
+ * several GPUs) and dist/mpi.c (bands on MPI ranks). A backend sees the design and what the
+ * engine planned for it through a small read-only context, and tells the engine the shape of
+ * its bands; it never reaches into the engine (docs/architecture.md).
+ *
+ * The stream loop is a small in-order pipeline over the table: submit band k, and once `depth`
+ * bands are in flight, complete the oldest and hand it to the writer. A synchronous backend
+ * (the CPU) does everything in submit. */
 #ifndef TSR_ENGINE_BACKEND_H
 #define TSR_ENGINE_BACKEND_H
 
 #include "engine/engine.h"
+
+#include <stdatomic.h>
+
+/* Where a node repeats (engine/plan.c): value(x, y) = value(x + p[0], y) = value(x, y + p[1])
+ * wherever both points lie inside `in` (node coordinates); p[0] == 0 when nowhere. One period
+ * tile, in's top-left p[0] x p[1], is computed and copied over `in`. */
+typedef struct tsr_inner {
+    int64_t p[2];
+    tsr_rect in;
+} tsr_inner;
+
+/* What a backend sees of the engine: the design and the engine's plan for it. Owned by the
+ * engine, read-only, valid from open to close. */
+typedef struct tsr_backend_ctx {
+    const tsr_design *d;
+    const tsr_engine_opts *opts;
+    const tsr_plan *plan;       /* the host memory plan (tsr_plan.cache: the host tile cache) */
+    const int64_t *tile;        /* per node id: the tile edge in use */
+    const tsr_grid *grid;       /* per node id */
+    const tsr_inner *inner;     /* per node id: where it repeats */
+    const bool *uncached;       /* per node id: read by one pattern edge only, so computed
+                                 * straight into that parent's buffer, never cached */
+    int threads;                /* CPU worker threads, the caller's included */
+    size_t stack;               /* the stack the CPU's worker threads get */
+    int64_t nest;               /* nodes on the design's longest chain, the root included */
+    int64_t rows0, rows1;       /* the stream's crop: root rows [rows0, rows1) */
+} tsr_backend_ctx;
+
+/* What a backend's bands look like, from its open(). */
+typedef struct tsr_backend_shape {
+    int64_t band_rows;   /* rows per stream band */
+    int64_t band_bytes;  /* 0, or the bytes a band should hold whatever its width (a backend that
+                          * pins its buffers: profile's regions) */
+    int depth;           /* bands it keeps in flight (1 .. TSR_PIPE_MAX) */
+    int64_t writer_bufs; /* writer buffers of band_rows rows the stream needs */
+} tsr_backend_shape;
 
 /* One band of the stream: root columns [x, x + w), root rows [y, y + h), written bottom row
  * first when `up`, as samples of bps bytes into dst (w * h * bps bytes, a writer buffer). */
@@ -21,49 +63,103 @@ typedef struct tsr_band_job {
                              * the progress display; the pipeline accounts the rest */
 } tsr_band_job;
 
-/* Bands in flight at most (e->depth): the CPU asks for 1, the GPU up to 4, rank 0 of an MPI job
- * a few per worker rank (dist/mpi.c: its reorder window). */
+/* Bands in flight at most: the CPU keeps 1, the GPU up to 4, --gpus a run per engine, rank 0
+ * of an MPI job a few per worker rank (its reorder window). */
 #define TSR_PIPE_MAX 256
 
 typedef struct tsr_backend_ops {
     const char *name; /* "cpu", "gpu": for people (check, profile), never compared */
-    /* Build the backend's state in e->bk; set e->band_rows and e->depth. */
-    tsr_status (*open)(tsr_engine *e, tsr_error *err);
-    /* Free e->bk (waits for work in flight). */
-    void (*close)(tsr_engine *e);
+    /* Build the backend's state over ctx (borrowed until close) into *bk and its bands' shape
+     * into *shape. On failure nothing is left to close. */
+    tsr_status (*open)(const tsr_backend_ctx *ctx, void **bk, tsr_backend_shape *shape,
+                       tsr_error *err);
+    /* Free the state (waits for work in flight). */
+    void (*close)(void *bk);
     /* The writer's pool [mem, mem + len) that jobs' dst lie in, before the first submit (the
-     * GPU pins it), and its release before the pool goes away. */
-    tsr_status (*attach)(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err);
-    void (*detach)(tsr_engine *e, uint8_t *mem);
+     * GPU pins it), and its release before the pool goes away. Both NULL when not needed. */
+    tsr_status (*attach)(void *bk, uint8_t *mem, size_t len, tsr_error *err);
+    void (*detach)(void *bk, uint8_t *mem);
     /* Start computing a band into j->dst (may return before it is done). */
-    tsr_status (*submit)(tsr_engine *e, const tsr_band_job *j, tsr_error *err);
+    tsr_status (*submit)(void *bk, const tsr_band_job *j, tsr_error *err);
     /* Wait until the oldest submitted band is in its dst. */
-    tsr_status (*complete)(tsr_engine *e, tsr_error *err);
+    tsr_status (*complete)(void *bk, tsr_error *err);
     /* Root values of rect r (inside the root) into out (r.w * r.h floats): previews, tests. */
-    tsr_status (*values)(tsr_engine *e, tsr_rect r, float *out, tsr_error *err);
-    /* The backend's own figures into st (may be NULL: none beyond the engine's). */
-    void (*stats)(tsr_engine *e, tsr_engine_stats *st);
+    tsr_status (*values)(void *bk, tsr_rect r, float *out, tsr_error *err);
+    /* May be NULL: the values of n small root rects at once, out[k] the first value of rects[k]
+     * (fast previews: only the child tiles under them are computed); `done` (may be NULL)
+     * counts the rects finished. Without it the engine asks values() for each. */
+    tsr_status (*samples)(void *bk, const tsr_rect *rects, size_t n, float *out,
+                          _Atomic uint64_t *done, tsr_error *err);
+    /* The backend's figures into st (may be NULL: none beyond the engine's). */
+    void (*stats)(void *bk, tsr_engine_stats *st);
+    /* May be NULL: how it keeps node n, for `tessera check --tree` (the GPU: "device",
+     * "periodic", "host", ...); NULL for nothing to say. */
+    const char *(*node_class)(void *bk, const tsr_node *n);
 } tsr_backend_ops;
 
-/* Swath k's columns [*x, *x + *w) of swaths `sw` wide, for the output's start corner: from
- * the left, or from the right edge inward (the last swath may be narrower). The stream loop
- * (engine.c) and the pull reader (job.c) walk bands with it. */
-void
-tsr_engine_swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, int64_t *w);
+/* The backends `--backend` names and `auto` walks (engine/engine.c: tsr_backends[]), in the
+ * order auto prefers them: the first usable one wins. */
+typedef struct tsr_backend_entry {
+    const char *name;
+    const tsr_backend_ops *ops;
+    /* Whether it can run here; when not, why into why[0 .. n) ("no CUDA device: ..."). */
+    bool (*usable)(char *why, size_t n);
+} tsr_backend_entry;
 
-extern const tsr_backend_ops tsr_backend_cpu;
-extern const tsr_backend_ops tsr_backend_gpu;
-extern const tsr_backend_ops tsr_backend_multi; /* --gpus: bands on several engines */
+extern const tsr_backend_entry tsr_backends[]; /* terminated by a NULL name */
 
-/* TSR_MULTI_CPU=1: --gpus makes CPU engines (engine/multi.c's tests on machines without a
- * GPU: the same hand-out and reorder path). */
-bool
-tsr_multi_cpu(void);
+extern const tsr_backend_ops tsr_backend_cpu; /* cpu/backend.c */
+extern const tsr_backend_ops tsr_backend_gpu; /* gpu/backend.c */
+
+/* ---- what backends share of the plan (read-only helpers over the context) ------------------ */
+
+/* Columns of a stream band: the swath's in swath order (the last may be narrower), else the
+ * root's width. */
+static inline int64_t
+tsr_band_width(const tsr_design *d)
+{
+    const tsr_output *o = &d->out;
+    return o->order == TSR_ORDER_SWATH && o->swath_width < d->root->w ? o->swath_width
+                                                                      : d->root->w;
+}
+
+/* Whether node n repeats somewhere (engine/plan.c). */
+static inline bool
+tsr_repeats(const tsr_backend_ctx *c, const tsr_node *n)
+{
+    return c->inner && c->inner[n->id].p[0];
+}
+
+/* Whether node n repeats over its whole rect: its period tile then sits at the origin, and a
+ * whole root streams by copies of converted rows. */
+static inline bool
+tsr_periodic_whole(const tsr_backend_ctx *c, const tsr_node *n)
+{
+    const tsr_rect in = tsr_repeats(c, n) ? c->inner[n->id].in : tsr_rect_make(0, 0, 0, 0);
+    return in.x == 0 && in.y == 0 && in.w == n->w && in.h == n->h;
+}
+
+/* Node n's period tile's rect: the period at the top-left of where it repeats. */
+static inline tsr_rect
+tsr_period_rect(const tsr_backend_ctx *c, const tsr_node *n)
+{
+    const tsr_inner *per = &c->inner[n->id];
+    return tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
+}
+
+/* Whether a stop was requested (tsr_engine_opts.stop). */
+static inline bool
+tsr_ctx_stopping(const tsr_backend_ctx *c)
+{
+    return c->opts->stop && *c->opts->stop;
+}
+
+/* ---- engines inside a backend (the injected ones: dist/) ----------------------------------- */
 
 /* Band (x, w, y, h; bottom row first when up) into dst (w * h * bps bytes), computed by e's
  * backend synchronously in bands of e's own size (its plan counts those), whoever cut the
- * band: a worker of another engine's stream (dist/mpi.c, engine/multi.c). For a backend that
- * attaches a pool (the GPU), dst lies in the pool attached, of at least
+ * band: a worker of another engine's stream (dist/mpi.c, dist/gpus.c). For a backend that
+ * attaches a pool (the GPU), dst lies in the pool attached (tsr_engine_attach), of at least
  * tsr_engine_band_pool(e, bytes of the largest band) bytes. */
 tsr_status
 tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool up,
@@ -75,22 +171,21 @@ tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool 
 int64_t
 tsr_engine_band_pool(const tsr_engine *e, int64_t max_band);
 
-/* A periodic root's period (tsr_period_rect) as output samples in e->root_period, computed
- * by the CPU reference and converted once (the GPU fills bands from it on the device). */
+/* Give e's backend the pool its bands will be written into (pinned by the GPU), and take it
+ * back; nothing for a backend that needs no pool. */
 tsr_status
-tsr_engine_root_period(tsr_engine *e, tsr_error *err);
+tsr_engine_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err);
 
-/* Shared by both backends: a periodic root's band by row copies of its converted period
- * (engine.c), true when the root is periodic over its whole rect (then the band is filled,
- * synchronously). */
-tsr_status
-tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err);
+void
+tsr_engine_detach(tsr_engine *e, uint8_t *mem);
 
-/* The CPU's: the part of band j inside the root's periodic interior (the whole band when the
- * root is periodic everywhere) filled the same way; rest[0..*nrest) get what is left to
- * compute (the band itself when the root does not repeat). */
-tsr_status
-tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], size_t *nrest,
-                      tsr_error *err);
+/* e's bands' shape (what its backend's open said). */
+const tsr_backend_shape *
+tsr_engine_shape(const tsr_engine *e);
+
+/* Swath k's columns [*x, *x + *w) of swaths `sw` wide, for the output's start corner: from
+ * the left, or from the right edge inward (the last swath may be narrower). */
+void
+tsr_swath_cols(const tsr_design *d, int64_t sw, int64_t k, int64_t *x, int64_t *w);
 
 #endif

@@ -1,11 +1,9 @@
 /* Engine lifetime, design loading, root rects and the stream in output order. */
 #include "engine/engine_int.h"
 #include "designs/designs.h"
-#include "engine/backend.h"
 #include "gpu/gpu.h"
 #include "image/image.h"
 
-#include <malloc.h>
 #include <math.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -61,10 +59,76 @@ cores(void)
     return n > 0 ? (int)n : 1;
 }
 
+/* The backends --backend names, in the order `auto` prefers them. */
+static bool
+cpu_usable(char *why, size_t n)
+{
+    (void)why, (void)n;
+    return true;
+}
+
+static bool
+gpu_usable(char *why, size_t n)
+{
+    if (tsr_gpu_available())
+        return true;
+    tsr_gpu_describe(why, n);
+    return false;
+}
+
+const tsr_backend_entry tsr_backends[] = {
+    {"gpu", &tsr_backend_gpu, gpu_usable},
+    {"cpu", &tsr_backend_cpu, cpu_usable},
+    {NULL, NULL, NULL},
+};
+
+/* The backend for opts: an injected one (--gpus, MPI), the one --backend names, or with
+ * `auto` the first usable one of the table. NULL with err filled when the named one cannot
+ * run here. */
+static const tsr_backend_ops *
+choose_backend(const tsr_engine_opts *o, tsr_error *err)
+{
+    if (o->ops)
+        return o->ops;
+    const char *be = o->backend ? o->backend : "auto";
+    bool any = strcmp(be, "auto") == 0;
+    char why[256] = "";
+    for (const tsr_backend_entry *b = tsr_backends; b->name; b++) {
+        if (!any && strcmp(be, b->name) != 0)
+            continue;
+        if (b->usable(why, sizeof why))
+            return b->ops;
+        if (!any) {
+            tsr_fail(err, TSR_EINVAL, "--backend %s: no usable GPU (%s); use --backend cpu",
+                     be, why);
+            return NULL;
+        }
+    }
+    tsr_fail(err, TSR_EINVAL, "--backend %s: must be cpu, gpu or auto", be);
+    return NULL;
+}
+
+/* What the backend sees: pointers into the engine's plan (engine/backend.h). */
+static void
+make_ctx(tsr_engine *e)
+{
+    e->ctx = (tsr_backend_ctx){.d = e->d,
+                               .opts = &e->opts,
+                               .plan = &e->plan,
+                               .tile = e->tile,
+                               .grid = e->grid,
+                               .inner = e->inner,
+                               .uncached = e->uncached,
+                               .threads = e->threads,
+                               .stack = e->stack,
+                               .nest = e->nest,
+                               .rows0 = e->rows0,
+                               .rows1 = e->rows1};
+}
+
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
 {
-    tsr_cpu_tune_malloc();
     tsr_engine *e = calloc(1, sizeof *e);
     if (!e) {
         tsr_fail(err, TSR_ENOMEM, "out of memory");
@@ -73,34 +137,9 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     e->d = d;
     if (opts)
         e->opts = *opts;
-    /* the backend: the one option spelled as a word, parsed once here */
-    const char *be = e->opts.backend ? e->opts.backend : "auto";
-    bool multi_cpu = tsr_multi_cpu();
-    int gpus = e->opts.gpus < 0 ? tsr_gpu_count() : e->opts.gpus; /* --gpus all|N */
-    if (e->opts.gpus != 0 && strcmp(be, "cpu") == 0) {
-        tsr_fail(err, TSR_EINVAL, "--gpus: needs the GPU backend, not --backend cpu");
+    const tsr_backend_ops *ops = choose_backend(&e->opts, err);
+    if (!ops)
         goto fail;
-    }
-    if (e->opts.ops) {
-        e->ops = e->opts.ops;
-    } else if (gpus > 1 || (e->opts.gpus != 0 && multi_cpu)) {
-        e->ops = &tsr_backend_multi;
-    } else if (strcmp(be, "cpu") == 0) {
-        e->ops = &tsr_backend_cpu;
-    } else if (strcmp(be, "gpu") == 0 || strcmp(be, "auto") == 0) {
-        bool gpu = tsr_gpu_available();
-        if (!gpu && (strcmp(be, "gpu") == 0 || e->opts.gpus != 0)) {
-            char why[256];
-            tsr_gpu_describe(why, sizeof why);
-            tsr_fail(err, TSR_EINVAL, "--%s: no usable GPU (%s); use --backend cpu",
-                     e->opts.gpus != 0 ? "gpus" : "backend gpu", why);
-            goto fail;
-        }
-        e->ops = gpu ? &tsr_backend_gpu : &tsr_backend_cpu;
-    } else {
-        tsr_fail(err, TSR_EINVAL, "--backend %s: must be cpu, gpu or auto", be);
-        goto fail;
-    }
     e->threads = e->opts.threads > 0 ? e->opts.threads : cores();
     e->rows0 = 0;
     e->rows1 = d->root->h;
@@ -117,9 +156,8 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     }
     e->tile = calloc(d->nnodes, sizeof *e->tile);
     e->grid = calloc(d->nnodes, sizeof *e->grid);
-    e->node_ns = calloc(d->nnodes, sizeof *e->node_ns);
     e->node_seconds = calloc(d->nnodes, sizeof *e->node_seconds);
-    if (!e->tile || !e->grid || !e->node_ns || !e->node_seconds) {
+    if (!e->tile || !e->grid || !e->node_seconds) {
         tsr_fail(err, TSR_ENOMEM, "out of memory");
         goto fail;
     }
@@ -132,22 +170,19 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
         threads_error(e, err);
         goto fail;
     }
-    e->cache = tsr_cache_new((size_t)e->plan.cache);
-    if (!e->cache) {
-        tsr_fail(err, TSR_ENOMEM, "out of memory (cache)");
-        goto fail;
-    }
-    if (e->ops->open(e, err) != TSR_OK) {
+    make_ctx(e);
+    if (ops->open(&e->ctx, &e->bk, &e->shape, err) != TSR_OK) {
         /* `auto` takes the CPU for a design the device's memory plan cannot hold (a band of a
          * 2^40 px wide root); `--backend gpu` says why instead */
-        bool fallback = e->ops == &tsr_backend_gpu && strcmp(be, "auto") == 0 &&
-                        e->opts.gpus == 0 && err && err->status == TSR_EPLAN;
-        e->ops = fallback ? &tsr_backend_cpu : NULL; /* NULL: nothing to close */
-        if (!fallback || e->ops->open(e, err) != TSR_OK) {
-            e->ops = NULL;
+        bool fallback = ops == &tsr_backend_gpu && !e->opts.ops &&
+                        (!e->opts.backend || strcmp(e->opts.backend, "auto") == 0) && err &&
+                        err->status == TSR_EPLAN;
+        e->bk = NULL;
+        if (!fallback || tsr_backend_cpu.open(&e->ctx, &e->bk, &e->shape, err) != TSR_OK)
             goto fail;
-        }
+        ops = &tsr_backend_cpu;
     }
+    e->ops = ops;
     return e;
 fail:
     tsr_engine_free(e);
@@ -160,20 +195,22 @@ tsr_engine_free(tsr_engine *e)
     if (!e)
         return;
     if (e->ops && e->wmem.mem && e->ops->detach)
-        e->ops->detach(e, e->wmem.mem);
+        e->ops->detach(e->bk, e->wmem.mem);
     if (e->ops)
-        e->ops->close(e);
+        e->ops->close(e->bk);
     tsr_writer_mem_free(&e->wmem);
-    tsr_cache_free(e->cache);
     free(e->tile);
     free(e->inner);
     free(e->uncached);
-    tsr_pool_free(e->pool);
-    free(e->root_period);
     free(e->grid);
-    free(e->node_ns);
     free(e->node_seconds);
     free(e);
+}
+
+const tsr_design *
+tsr_engine_design(const tsr_engine *e)
+{
+    return e->d;
 }
 
 const tsr_plan *
@@ -197,7 +234,7 @@ tsr_engine_threads(const tsr_engine *e)
 bool
 tsr_engine_period(const tsr_engine *e, const tsr_node *n, int64_t p[2], tsr_rect *in)
 {
-    bool periodic = tsr_repeats(e, n);
+    bool periodic = tsr_repeats(&e->ctx, n);
     p[0] = periodic ? e->inner[n->id].p[0] : 0;
     p[1] = periodic ? e->inner[n->id].p[1] : 0;
     if (in)
@@ -214,25 +251,19 @@ tsr_engine_uncached(const tsr_engine *e, const tsr_node *n)
 tsr_engine_stats
 tsr_engine_get_stats(tsr_engine *e)
 {
-    tsr_cache_stats cs = tsr_cache_get_stats(e->cache);
     tsr_engine_stats s = {0};
-    s.hits = cs.hits;
-    s.misses = cs.misses;
-    s.evictions = cs.evictions;
-    s.waits = cs.waits;
-    s.overflow = cs.overflow;
-    s.cache_bytes = (int64_t)cs.bytes;
-    s.cache_peak = (int64_t)cs.peak_bytes;
+    memset(e->node_seconds, 0, e->d->nnodes * sizeof *e->node_seconds);
     s.node_seconds = e->node_seconds;
     s.nnodes = e->d->nnodes;
-    for (size_t i = 0; i < e->d->nnodes; i++)
-        e->node_seconds[i] = (double)atomic_load(&e->node_ns[i]) * 1e-9;
-    for (size_t i = 0; i < 16; i++)
-        s.trait_seconds[i] = (double)atomic_load(&e->trait_ns[i]) * 1e-9;
-    s.busy_seconds = e->pool ? (double)tsr_pool_busy_ns(e->pool) * 1e-9 : 0.0;
-    if (e->ops->stats)
-        e->ops->stats(e, &s);
+    if (e->ops->stats) /* the backend adds what it counted */
+        e->ops->stats(e->bk, &s);
     return s;
+}
+
+const char *
+tsr_engine_node_class(const tsr_engine *e, const tsr_node *n)
+{
+    return e->ops->node_class ? e->ops->node_class(e->bk, n) : NULL;
 }
 
 tsr_status
@@ -245,168 +276,7 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
                         (long long)root->w, (long long)root->h);
     if (e->opts.plan_only) /* its images and tables were never made */
         return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
-    return e->ops->values(e, r, out, err);
-}
-
-/* ---- a periodic root ------------------------------------------------------------------
- * When the root itself repeats (engine/plan.c finds its period Px x Py: a motif repeated over
- * the whole root, or a lattice through distance and blur inside its border), every output
- * sample inside that interior is the converted value of one pixel of its period, and the
- * conversion is per pixel. So the period is computed and converted once, and the interior of
- * every band is filled by copying sample rows: no per-band tile computation, float copy or
- * conversion at all (the bits are the same: tsr_convert of a value does not depend on its
- * neighbours). Only the border, if any, is computed (the CPU backend: cpu.c). */
-
-tsr_status
-tsr_engine_root_period(tsr_engine *e, tsr_error *err)
-{
-    if (e->root_period)
-        return TSR_OK;
-    const tsr_node *root = e->d->root;
-    tsr_rect pr = tsr_period_rect(e, root);
-    int64_t pw = pr.w, ph = pr.h, bps = e->d->out.depth / 8;
-    tsr_tile *t = tsr_tile_new(pr);
-    uint8_t *s = malloc((size_t)(pw * ph * bps));
-    tsr_status st = TSR_OK;
-    if (!t || !s)
-        st = tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", root->name);
-    else
-        st = tsr_cpu_compute_direct(e, root, t->r, t->px, err);
-    if (st == TSR_OK)
-        for (int64_t y = 0; y < ph; y++)
-            tsr_convert(&e->d->out, t->px + y * pw, (size_t)pw, s + y * pw * bps);
-    tsr_tile_free(t);
-    if (st != TSR_OK) {
-        free(s);
-        return st;
-    }
-    e->root_period = s;
-    return TSR_OK;
-}
-
-void
-tsr_period_row(const uint8_t *src, size_t prow, size_t x0b, uint8_t *dst, size_t row)
-{
-    size_t first = prow - x0b, done;
-    if (first > row)
-        first = row;
-    memcpy(dst, src + x0b, first);
-    done = first;
-    if (done < row) {
-        size_t more = prow - first < row - done ? prow - first : row - done;
-        memcpy(dst + done, src, more);
-        done += more;
-    }
-    while (done < row) {
-        size_t n = done < row - done ? done : row - done;
-        memcpy(dst + done, dst, n);
-        done += n;
-    }
-}
-
-/* Rect r of band j0 (inside the root's interior), on all the engine's threads: its first Py
- * rows from the period, then every later row a copy of the row Py above it in root order (the
- * same bytes). Rows are independent within each pass, so one memory-bound core does not set
- * the rate. */
-typedef struct periodic_fill {
-    const tsr_band_job *j;
-    int64_t b0, b1;     /* the band rows [b0, b1) that r covers */
-    int64_t ph, py0, lead;
-    size_t xoff, len;   /* r's bytes within a band row */
-    size_t x0b, row, prow;
-    const uint8_t *period;
-} periodic_fill;
-
-/* rows of a pass go to the team in blocks of this many, so claiming one costs little */
-#define FILL_ROWS 16
-
-/* band row b's bytes for r */
-static uint8_t *
-fill_at(const periodic_fill *f, int64_t b)
-{
-    const tsr_band_job *j0 = f->j;
-    return j0->dst + (size_t)(j0->up ? j0->h - 1 - b : b) * f->row + f->xoff;
-}
-
-static void
-fill_lead(void *ctx, int worker, size_t k)
-{
-    (void)worker;
-    const periodic_fill *f = ctx;
-    int64_t end = f->b0 + f->lead;
-    for (int64_t b = f->b0 + (int64_t)k * FILL_ROWS; b < end && b < f->b0 + (int64_t)(k + 1) * FILL_ROWS; b++) {
-        int64_t j = b - f->b0;
-        int64_t py = f->py0 + j < f->ph ? f->py0 + j : f->py0 + j - f->ph;
-        tsr_period_row(f->period + (size_t)py * f->prow, f->prow, f->x0b, fill_at(f, b), f->len);
-    }
-}
-
-static void
-fill_rest(void *ctx, int worker, size_t k)
-{
-    (void)worker;
-    const periodic_fill *f = ctx;
-    int64_t from = f->b0 + f->lead;
-    for (int64_t b = from + (int64_t)k * FILL_ROWS; b < f->b1 && b < from + (int64_t)(k + 1) * FILL_ROWS; b++) {
-        int64_t same = f->b0 + (b - f->b0) % f->ph; /* a row among the first Py, same phase */
-        memcpy(fill_at(f, b), fill_at(f, same), f->len);
-    }
-}
-
-static void
-fill_periodic(tsr_engine *e, const tsr_band_job *j0, tsr_rect r)
-{
-    int64_t bps = j0->bps;
-    const tsr_inner *per = &e->inner[e->d->root->id];
-    int64_t pw = per->p[0], ph = per->p[1], h = r.h;
-    periodic_fill f = {j0,
-                       r.y - j0->y,
-                       r.y - j0->y + r.h,
-                       ph,
-                       tsr_floor_mod(r.y - per->in.y, ph),
-                       h < ph ? h : ph,
-                       (size_t)((r.x - j0->x) * bps),
-                       (size_t)(r.w * bps),
-                       (size_t)(tsr_floor_mod(r.x - per->in.x, pw) * bps),
-                       (size_t)(j0->w * bps),
-                       (size_t)(pw * bps),
-                       e->root_period};
-    tsr_pool_run(e->pool, (size_t)((f.lead + FILL_ROWS - 1) / FILL_ROWS), fill_lead, &f);
-    tsr_pool_run(e->pool, (size_t)((h - f.lead + FILL_ROWS - 1) / FILL_ROWS), fill_rest, &f);
-}
-
-tsr_status
-tsr_engine_fill_inner(tsr_engine *e, const tsr_band_job *j, tsr_rect rest[4], size_t *nrest,
-                      tsr_error *err)
-{
-    tsr_rect band = tsr_rect_make(j->x, j->y, j->w, j->h);
-    const tsr_node *root = e->d->root;
-    tsr_rect in = tsr_repeats(e, root) ? tsr_rect_intersect(band, e->inner[root->id].in)
-                                       : tsr_rect_make(0, 0, 0, 0);
-    *nrest = tsr_rect_minus(band, in, rest);
-    if (tsr_rect_empty(in))
-        return TSR_OK;
-    tsr_status st = tsr_engine_root_period(e, err); /* counts its own compute time */
-    if (st == TSR_OK)
-        st = tsr_cpu_team(e, err);
-    if (st != TSR_OK)
-        return st;
-    uint64_t t0 = tsr_now_ns();
-    fill_periodic(e, j, in);
-    /* the row copies are the root's own time too (profile's per-node seconds) */
-    atomic_fetch_add(&e->node_ns[e->d->root->id], tsr_now_ns() - t0);
-    return TSR_OK;
-}
-
-tsr_status
-tsr_engine_fill_periodic(tsr_engine *e, const tsr_band_job *j, bool *done, tsr_error *err)
-{
-    *done = tsr_periodic_whole(e, e->d->root);
-    if (!*done)
-        return TSR_OK;
-    tsr_rect rest[4];
-    size_t n;
-    return tsr_engine_fill_inner(e, j, rest, &n, err); /* a whole root leaves no rest */
+    return e->ops->values(e->bk, r, out, err);
 }
 
 uint64_t
@@ -417,10 +287,10 @@ tsr_engine_stream_bytes(const tsr_engine *e)
 }
 
 void
-tsr_engine_swath_cols(const tsr_engine *e, int64_t sw, int64_t k, int64_t *x, int64_t *w)
+tsr_swath_cols(const tsr_design *d, int64_t sw, int64_t k, int64_t *x, int64_t *w)
 {
-    int64_t W = e->d->root->w;
-    int start = e->d->out.start;
+    int64_t W = d->root->w;
+    int start = d->out.start;
     bool right = start == TSR_TOP_RIGHT || start == TSR_BOTTOM_RIGHT;
     int64_t a = k * sw, b = a + sw < W ? a + sw : W;
     if (right) {
@@ -446,19 +316,19 @@ tsr_status
 tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool up,
                 uint8_t *dst, tsr_error *err)
 {
-    int64_t bps = e->d->out.depth / 8, bh = e->band_rows;
-    if (e->band_bytes > 0) { /* a backend that sizes bands in bytes (tsr_engine_drain) */
-        bh = e->band_bytes / (w * bps);
-        bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
+    int64_t bps = e->d->out.depth / 8, bh = e->shape.band_rows;
+    if (e->shape.band_bytes > 0) { /* a backend that sizes bands in bytes (tsr_engine_drain) */
+        bh = e->shape.band_bytes / (w * bps);
+        bh = bh < 1 ? 1 : (bh > e->shape.band_rows ? e->shape.band_rows : bh);
     }
     tsr_status st = TSR_OK;
     for (int64_t i = 0; i < h && st == TSR_OK; i += bh) {
         int64_t n = h - i < bh ? h - i : bh;
         int64_t y0 = up ? y + h - i - n : y + i;
         tsr_band_job j = {x, w, y0, n, up, bps, dst + i * w * bps, 0, NULL};
-        st = e->ops->submit(e, &j, err);
+        st = e->ops->submit(e->bk, &j, err);
         if (st == TSR_OK)
-            st = e->ops->complete(e, err);
+            st = e->ops->complete(e->bk, err);
     }
     return st;
 }
@@ -469,11 +339,30 @@ tsr_engine_band_pool(const tsr_engine *e, int64_t max_band)
     int64_t len, own = 0;
     if (!tsr_mul_checked(max_band > 0 ? max_band : 1, 2, &len))
         return -1;
-    if (e->ops->attach && (!tsr_mul_checked(e->band_rows, e->d->root->w, &own) ||
+    if (e->ops->attach && (!tsr_mul_checked(e->shape.band_rows, e->d->root->w, &own) ||
                            !tsr_mul_checked(own, e->d->out.depth / 8, &own) ||
-                           !tsr_mul_checked(own, e->writer_bufs, &own)))
+                           !tsr_mul_checked(own, e->shape.writer_bufs, &own)))
         return -1;
     return len > own ? len : own;
+}
+
+tsr_status
+tsr_engine_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
+{
+    return e->ops->attach ? e->ops->attach(e->bk, mem, len, err) : TSR_OK;
+}
+
+void
+tsr_engine_detach(tsr_engine *e, uint8_t *mem)
+{
+    if (e->ops->detach)
+        e->ops->detach(e->bk, mem);
+}
+
+const tsr_backend_shape *
+tsr_engine_shape(const tsr_engine *e)
+{
+    return &e->shape;
 }
 
 /* ---- the pipeline: bands submitted in order, completed in order, handed to the writer ----- */
@@ -517,21 +406,21 @@ pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t row
     if (e->opts.plan_only) /* its images and tables were never made */
         return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     p->e = e;
-    p->depth = (size_t)(e->depth > 0 && e->depth <= PIPE_MAX ? e->depth : 1);
+    p->depth = (size_t)(e->shape.depth > 0 && e->shape.depth <= PIPE_MAX ? e->shape.depth : 1);
     size_t cap = (size_t)(width * rows * (e->d->out.depth / 8));
     if (!e->ops->attach) {
-        p->wr = tsr_writer_new(sink, (size_t)e->writer_bufs, cap);
+        p->wr = tsr_writer_new(sink, (size_t)e->shape.writer_bufs, cap);
         return p->wr ? TSR_OK : tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
     }
     /* A backend that pins the pool keeps it for the engine's life (pinning costs time per
      * byte: a profile's samples and a job's streams pin it once); a bigger one replaces it. */
-    if (e->wmem.mem && (e->wmem.nbuf != (size_t)e->writer_bufs || e->wmem.cap < cap)) {
-        e->ops->detach(e, e->wmem.mem);
+    if (e->wmem.mem && (e->wmem.nbuf != (size_t)e->shape.writer_bufs || e->wmem.cap < cap)) {
+        e->ops->detach(e->bk, e->wmem.mem);
         tsr_writer_mem_free(&e->wmem);
     }
-    if (!e->wmem.mem && !tsr_writer_mem_new(&e->wmem, (size_t)e->writer_bufs, cap))
+    if (!e->wmem.mem && !tsr_writer_mem_new(&e->wmem, (size_t)e->shape.writer_bufs, cap))
         return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
-    tsr_status st = e->ops->attach(e, e->wmem.mem, e->wmem.memlen, err);
+    tsr_status st = e->ops->attach(e->bk, e->wmem.mem, e->wmem.memlen, err);
     if (st != TSR_OK)
         return st;
     p->wr = tsr_writer_new_in(sink, &e->wmem, cap); /* never donates its (pinned) pages */
@@ -542,7 +431,7 @@ pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t row
 static tsr_status
 pipe_pop(pipeline *p, tsr_error *err)
 {
-    tsr_status st = p->e->ops->complete(p->e, err);
+    tsr_status st = p->e->ops->complete(p->e->bk, err);
     pipe_slot s = p->q[p->head];
     p->head = (p->head + 1) % PIPE_MAX;
     p->n--;
@@ -585,7 +474,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
         raise_to(p->computed, p->next);
     p->next += len;
     tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++, p->computed};
-    tsr_status st = p->e->ops->submit(p->e, &j, err);
+    tsr_status st = p->e->ops->submit(p->e->bk, &j, err);
     if (st != TSR_OK)
         return st;
     p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len};
@@ -603,7 +492,7 @@ pipe_close(pipeline *p, tsr_status st, tsr_error *err)
             st = pipe_pop(p, err);
         } else { /* wait for the band's device work, drop it */
             tsr_error ignore;
-            (void)p->e->ops->complete(p->e, &ignore);
+            (void)p->e->ops->complete(p->e->bk, &ignore);
             p->head = (p->head + 1) % PIPE_MAX;
             p->n--;
         }
@@ -630,7 +519,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
     int64_t sw = tsr_band_width(d);
     int64_t nswath = (W + sw - 1) / sw;
-    int64_t bh = e->band_rows;
+    int64_t bh = e->shape.band_rows;
     uint64_t total = tsr_engine_stream_bytes(e), pos = 0;
     if (start > total)
         return tsr_fail(err, TSR_EINVAL, "resume offset %llu is past the end (%llu bytes)",
@@ -649,7 +538,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT, stopped = false;
     for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
         int64_t x, w;
-        tsr_engine_swath_cols(e, sw, k, &x, &w);
+        tsr_swath_cols(e->d, sw, k, &x, &w);
         bool up = bottom;
         if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
             up = !up;
@@ -691,10 +580,10 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
     /* A backend that sizes bands in bytes (the GPU pins its pool: every byte costs) gets bands
      * of those bytes across the region, which may be wider than the stream's swath; the CPU's
      * bands are its plan's rows. */
-    int64_t bh = e->band_rows, bps = e->d->out.depth / 8;
-    if (e->band_bytes > 0) {
-        bh = e->band_bytes / (r.w * bps);
-        bh = bh < 1 ? 1 : (bh > e->band_rows ? e->band_rows : bh);
+    int64_t bh = e->shape.band_rows, bps = e->d->out.depth / 8;
+    if (e->shape.band_bytes > 0) {
+        bh = e->shape.band_bytes / (r.w * bps);
+        bh = bh < 1 ? 1 : (bh > e->shape.band_rows ? e->shape.band_rows : bh);
     }
     pipeline p;
     tsr_status st = pipe_open(&p, e, null, r.w, bh, err);
@@ -733,19 +622,25 @@ hash_put(void *ctx, const void *bytes, size_t n)
 tsr_status
 tsr_engine_header(const tsr_engine *e, tsr_header *hd, tsr_error *err)
 {
-    const tsr_design *d = e->d;
+    return tsr_design_header(e->d, e->rows0, e->rows1, hd, err);
+}
+
+tsr_status
+tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header *hd,
+                  tsr_error *err)
+{
     const tsr_output *o = &d->out;
     tsr_header h = {0};
     h.version = 1;
     h.depth = (uint16_t)o->depth;
     h.width = (uint64_t)d->root->w;
-    h.height = (uint64_t)(e->rows1 - e->rows0);
+    h.height = (uint64_t)(rows1 - rows0);
     h.order = o->order == TSR_ORDER_SWATH ? 1 : 0;
     h.serpentine = h.order && o->serpentine ? 1 : 0;
     h.start = h.order ? (uint8_t)o->start : 0;
     h.swath_width = h.order && (uint64_t)o->swath_width < h.width ? (uint64_t)o->swath_width
                                                                   : h.width;
-    h.total = tsr_engine_stream_bytes(e);
+    h.total = (uint64_t)d->root->w * (uint64_t)(rows1 - rows0) * (uint64_t)(o->depth / 8);
 
     tsr_sha256 *sh = tsr_sha256_new();
     if (!sh)
@@ -754,8 +649,8 @@ tsr_engine_header(const tsr_engine *e, tsr_header *hd, tsr_error *err)
     /* every trait is bit-identical across backends (DESIGN.md §5): the backend is not part of
      * the fingerprint, so a job started on one resumes on the other */
     char tail[160];
-    snprintf(tail, sizeof tail, "stream:\n  rows: [%lld, %lld]\n", (long long)e->rows0,
-             (long long)e->rows1);
+    snprintf(tail, sizeof tail, "stream:\n  rows: [%lld, %lld]\n", (long long)rows0,
+             (long long)rows1);
     tsr_sha256_update(sh, tail, strlen(tail));
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_source *src = d->nodes[i]->source;
@@ -771,4 +666,10 @@ tsr_engine_header(const tsr_engine *e, tsr_header *hd, tsr_error *err)
     tsr_sha256_final(sh, h.fingerprint);
     *hd = h;
     return TSR_OK;
+}
+
+size_t
+tsr_engine_thread_stack(const tsr_engine *e)
+{
+    return e->stack;
 }

@@ -7,6 +7,7 @@
 #ifndef TSR_ENGINE_H
 #define TSR_ENGINE_H
 
+#include "gpu/gpu.h"
 #include "nodes/nodes.h"
 #include "stream/stream.h"
 
@@ -64,7 +65,8 @@ typedef struct tsr_engine_stats {
     int64_t cache_bytes, cache_peak;
     double *node_seconds;  /* per design node id: seconds spent computing its tiles (self) */
     size_t nnodes;
-    double trait_seconds[16]; /* per tsr_traits[] index: seconds in layer() + blend, all threads */
+    double trait_seconds[TSR_TRAIT_COUNT]; /* per trait id: seconds in layer() + blend, all
+                                            * threads */
     double busy_seconds;   /* the CPU backend's threads' time inside band work, summed over
                             * them (what waits, on cache tiles or for the team, is left out) */
     /* The GPU backend (all zero on the CPU): its device tile cache's counters and bytes, and
@@ -72,7 +74,7 @@ typedef struct tsr_engine_stats {
     uint64_t dev_hits, dev_misses, dev_evictions;
     int64_t dev_cache_bytes, dev_cache_budget, dev_arena, dev_arena_peak;
     int dev_bands;               /* bands in flight on the device at once (per engine) */
-    double gpu_stage_seconds[8]; /* device time per stage (gpu/gpu.h TSR_GPU_BASE ...) */
+    double gpu_stage_seconds[TSR_GPU_STAGES]; /* device time per stage (gpu/gpu.h) */
     double gpu_host_seconds;     /* the CPU's time on nodes of class host */
     /* --gpus (engine/multi.c): each engine's device, the bytes of the bands it computed and
      * its time computing them; nengines 0 otherwise */
@@ -103,12 +105,10 @@ tsr_engine_load_string(const char *text, size_t len, const char *name, const cha
  * the plan's minimum do not fit an address-space limit (ulimit -v), naming the remedy. Then
  * completes a design tsr_engine_load left unbuilt (tsr_design_build: decodes its images,
  * builds its tables), so two engines must not be made at once on one such design. NULL on
- * failure.
- * Process-wide effect: sets the default stack of threads created from now on to what the
- * design's deepest chain needs (tsr_engine_thread_stack: 1 MiB for shallow designs, ~5 MiB for
- * a chain of TSR_DESIGN_MAX_DEPTH; more under ASan), as the engine's own workers get; never
- * below what an earlier engine or tsr_engine_thread_stacks asked for. That may lower glibc's initial default (8 MiB
- * under `ulimit -s 8192`): many threads under an address-space limit then fit. */
+ * failure. Changes nothing process-wide: the engine's worker threads get the stack the
+ * design's deepest chain needs through their own attributes (tsr_engine_thread_stack), and
+ * malloc's settings and the default thread stack are the program's to choose (the `tessera`
+ * command sets both for itself: cli/main.c). */
 tsr_engine *
 tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err);
 
@@ -129,6 +129,10 @@ tsr_engine_thread_stacks(size_t bytes, tsr_error *err);
 void
 tsr_engine_free(tsr_engine *e);
 
+/* The design the engine renders (borrowed from its caller). */
+const tsr_design *
+tsr_engine_design(const tsr_engine *e);
+
 /* The memory plan the engine runs under. */
 const tsr_plan *
 tsr_engine_plan(const tsr_engine *e);
@@ -137,10 +141,10 @@ tsr_engine_plan(const tsr_engine *e);
 const char *
 tsr_engine_backend(const tsr_engine *e);
 
-/* How the GPU backend keeps node n ("device", "periodic" or "host": engine/gpu_backend.c), or
- * NULL when the engine runs on the CPU. */
+/* How the backend keeps node n, for people (the GPU's: "device", "periodic", "host", ...
+ * gpu/backend.c), or NULL when it has nothing to say (the CPU). */
 const char *
-tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n);
+tsr_engine_node_class(const tsr_engine *e, const tsr_node *n);
 
 /* Threads the CPU backend uses. */
 int
@@ -217,7 +221,6 @@ typedef struct tsr_render_opts {
     bool framed, deflate;         /* framed stream (always on for tcp), deflated frames */
     double rate;                  /* sample bytes per second, 0 = unpaced */
     double stall_s;               /* tcp stall limit, 0 = the sink's default */
-    const char *fault;            /* the sink's fault hook (tsr_sink_opts.fault), may be NULL */
     volatile sig_atomic_t *stop;  /* may be NULL: the stop request (as tsr_stream_opts.stop);
                                    * a signal number (SIGINT, SIGTERM) names the reason the
                                    * abort frame gives */
@@ -285,6 +288,12 @@ tsr_engine_render_to(tsr_engine *e, const tsr_render_opts *opts, tsr_render_resu
 tsr_status
 tsr_engine_header(const tsr_engine *e, tsr_header *h, tsr_error *err);
 
+/* The same for design d streamed over root rows [rows0, rows1) (what an engine's crop makes):
+ * a rank that has no engine of its own checks against it. */
+tsr_status
+tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header *h,
+                  tsr_error *err);
+
 /* Render root rect r (inside the root) to samples and discard them: what `tessera profile`
  * measures. Returns the sample bytes produced in *bytes. */
 tsr_status
@@ -293,16 +302,6 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err);
 /* Counters so far; node_seconds points into the engine (valid until the next call). */
 tsr_engine_stats
 tsr_engine_get_stats(tsr_engine *e);
-
-/* ---- output conversion (DESIGN.md §2.4) ------------------------------------------ */
-
-/* Convert n values to samples: 1 byte each at depth 8, 2 bytes little-endian at depth 16. */
-void
-tsr_convert(const tsr_output *o, const float *v, size_t n, uint8_t *out);
-
-/* One value to its sample (reference for tests and preview). */
-uint32_t
-tsr_convert_one(const tsr_output *o, double v);
 
 /* ---- previews and plans -------------------------------------------------------------- */
 

@@ -4,8 +4,7 @@
  * them), and hands out slices of them. So the caller's thread does the work a writer thread
  * does for the CLI, and nothing is queued behind its back: a read that returns has computed
  * only the bands it handed out (plus, on a backend that keeps bands in flight, the GPU, the
- * next e->depth - 1 submitted while the caller consumes this one). */
-#include "engine/backend.h"
+ * next shape.depth - 1 submitted while the caller consumes this one). */
 #include "engine/engine_int.h"
 #include "engine/version.h"
 #include "tessera.h"
@@ -26,7 +25,7 @@ struct tsr_job {
     uint64_t nb, nbands;        /* bands per swath, bands in all */
     uint8_t *pool;              /* band buffers: band b lives in slot b % depth */
     size_t cap, pool_len;       /* bytes of a slot, of the pool */
-    uint64_t depth;             /* bands in flight at most (the backend's e->depth) */
+    uint64_t depth;             /* bands in flight at most (the backend's shape.depth) */
     bool attached;              /* the pool is attached to the backend (the GPU pins it) */
     uint64_t head, next;        /* bands [head, next) are submitted, head first */
     bool ready;                 /* head is complete: its bytes are in its slot */
@@ -49,7 +48,7 @@ band_at(const tsr_job *j, uint64_t b, tsr_band_job *bj, uint64_t *at)
 {
     const tsr_output *o = &j->d->out;
     int64_t k = (int64_t)(b / j->nb), i = (int64_t)(b % j->nb), x, w;
-    tsr_engine_swath_cols(j->e, j->sw, k, &x, &w);
+    tsr_swath_cols(j->e->d, j->sw, k, &x, &w);
     bool up = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT;
     if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
         up = !up;
@@ -65,7 +64,7 @@ band_of(const tsr_job *j, uint64_t off)
 {
     uint64_t k = off / j->per_swath;
     int64_t x, w;
-    tsr_engine_swath_cols(j->e, j->sw, (int64_t)k, &x, &w);
+    tsr_swath_cols(j->e->d, j->sw, (int64_t)k, &x, &w);
     return k * j->nb + (off - k * j->per_swath) / (uint64_t)(j->bh * w * j->bps);
 }
 
@@ -88,7 +87,7 @@ drain(tsr_job *j)
 {
     for (uint64_t n = j->next - j->head - j->ready; n > 0; n--) {
         tsr_error ignore;
-        (void)j->e->ops->complete(j->e, &ignore);
+        (void)j->e->ops->complete(j->e->bk, &ignore);
     }
     j->head = j->next;
     j->ready = false;
@@ -104,7 +103,7 @@ submit_next(tsr_job *j)
     band_at(j, j->next, &bj, &at);
     bj.dst = j->pool + (size_t)(j->next % j->depth) * j->cap;
     uint64_t t0 = tsr_now_ns();
-    tsr_status st = j->e->ops->submit(j->e, &bj, &j->err);
+    tsr_status st = j->e->ops->submit(j->e->bk, &bj, &j->err);
     j->ns += tsr_now_ns() - t0;
     if (st != TSR_OK)
         return job_fail(j, st);
@@ -129,13 +128,13 @@ fill(tsr_job *j, uint64_t b)
     }
     for (; j->head < b; j->head++) { /* a seek forward past bands in flight */
         tsr_error ignore;
-        (void)j->e->ops->complete(j->e, &ignore);
+        (void)j->e->ops->complete(j->e->bk, &ignore);
     }
     while (j->next < j->nbands && j->next - j->head < j->depth)
         if (submit_next(j) != TSR_OK)
             return j->failed;
     uint64_t t0 = tsr_now_ns();
-    tsr_status st = j->e->ops->complete(j->e, &j->err);
+    tsr_status st = j->e->ops->complete(j->e->bk, &j->err);
     j->ns += tsr_now_ns() - t0;
     if (st != TSR_OK) { /* the backend let go of it */
         j->head++;
@@ -160,15 +159,15 @@ job_setup(tsr_job *j, tsr_error *err)
     j->H = e->rows1 - e->rows0;
     j->bps = o->depth / 8;
     j->sw = tsr_band_width(j->d);
-    j->bh = e->band_rows;
+    j->bh = e->shape.band_rows;
     j->per_swath = (uint64_t)j->sw * (uint64_t)j->H * (uint64_t)j->bps;
     j->nb = (uint64_t)((j->H + j->bh - 1) / j->bh);
     j->nbands = (uint64_t)((W + j->sw - 1) / j->sw) * j->nb;
     j->total = tsr_engine_stream_bytes(e);
-    j->depth = e->depth >= 1 ? (uint64_t)e->depth : 1;
+    j->depth = e->shape.depth >= 1 ? (uint64_t)e->shape.depth : 1;
     /* a backend that attaches the pool (the GPU pins it) carves its device buffers from its
      * size: it gets the writer's buffers, which its plan counted; the CPU needs one */
-    int64_t slots = e->ops->attach ? e->writer_bufs : (int64_t)j->depth, cap, len;
+    int64_t slots = e->ops->attach ? e->shape.writer_bufs : (int64_t)j->depth, cap, len;
     if (slots < (int64_t)j->depth || !tsr_mul_checked(j->sw, j->bh, &cap) ||
         !tsr_mul_checked(cap, j->bps, &cap) ||
         !tsr_mul_checked(cap, slots, &len) || !tsr_add_checked(len, 4095, &len) ||
@@ -182,7 +181,7 @@ job_setup(tsr_job *j, tsr_error *err)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (%lld band buffers of %zu bytes)",
                         (long long)slots, j->cap);
     if (e->ops->attach) {
-        tsr_status st = e->ops->attach(e, j->pool, j->pool_len, err);
+        tsr_status st = e->ops->attach(e->bk, j->pool, j->pool_len, err);
         if (st != TSR_OK)
             return st;
         j->attached = true;
@@ -345,7 +344,7 @@ tsr_job_close(tsr_job *j)
     if (j->e) {
         drain(j);
         if (j->attached && j->e->ops->detach)
-            j->e->ops->detach(j->e, j->pool);
+            j->e->ops->detach(j->e->bk, j->pool);
         tsr_engine_free(j->e);
     }
     free(j->pool);

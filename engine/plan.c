@@ -3,6 +3,7 @@
  * the deepest chain of nested computations (a parent tile's scratch stays allocated while its
  * children compute), so a run that starts never runs out of its budget. */
 #include "engine/engine_int.h"
+#include "cpu/cpu.h"
 #include "image/image.h"
 #include "nodes/params.h"
 
@@ -78,8 +79,7 @@ static bool
 edge_period(const tsr_engine *e, const tsr_node *n, const tsr_edge *ed, int64_t p[2],
             tsr_rect *in)
 {
-    tsr_trait_id id = tsr_trait_id_of(ed->trait);
-    if (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector) {
+    if (tsr_trait_has(ed->trait, TSR_CAP_LATTICE)) {
         const tsr_repeat_params *r = ed->params;
         *in = r->region[2] > 0 ? tsr_rect_make(r->region[0], r->region[1], r->region[2], r->region[3])
                                : tsr_rect_make(0, 0, n->w, n->h);
@@ -146,7 +146,7 @@ find_uncached(tsr_engine *e)
             for (size_t k = 0; k < d->nodes[i]->nedges; k++) {
                 const tsr_edge *ed = &d->nodes[i]->edges[k];
                 uses[ed->child->id]++;
-                pattern[ed->child->id] = tsr_trait_id_of(ed->trait) == TSR_TRAIT_pattern;
+                pattern[ed->child->id] = tsr_trait_has(ed->trait, TSR_CAP_PLACES);
             }
         for (size_t i = 0; i < d->nnodes; i++) {
             const tsr_node *n = d->nodes[i];
@@ -270,7 +270,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
         const tsr_inner *per = &e->inner[n->id];
         int64_t period_work = 0;
         if (per->p[0]) { /* the period tile, cached but counted as always held */
-            tsr_rect pr = tsr_period_rect(e, n);
+            tsr_rect pr = tsr_rect_make(per->in.x, per->in.y, per->p[0], per->p[1]);
             p->fixed = sat_add(p->fixed, (int64_t)tsr_tile_bytes(pr));
             if (n == root) /* and a periodic root's samples (engine.c) */
                 p->fixed = sat_add(p->fixed, sat_mul(sat_mul(pr.w, pr.h), bps));
@@ -320,7 +320,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     p->minimum = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
     p->budget = budget;
     /* Tiles of many sizes, freed by other threads than made them, leave holes in malloc's heap
-     * (cpu.c: heap_within_budget gives whole free pages back between bands): an eighth of
+     * (the `tessera` command gives whole free pages back between bands: cli/main.c): an eighth of
      * what the cache could have is kept for them, so the process, not only what is live,
      * stays within the budget (measured: peak RSS up to 0.4 MiB over --memory 64M plus the
      * binary's own without it, tests/cli/memory.sh). */
@@ -384,7 +384,7 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
     e->design_bytes = tsr_design_bytes(e->d);
     tsr_status st = plan_fit(e, err);
     if (st == TSR_OK)
-        st = tsr_stack_setup(e, err);
+        st = tsr_stack_check(e->threads, e->stack, e->plan.minimum, err);
     if (st != TSR_OK)
         return st;
     /* Only now that the plan counted them: decode the images and build the tables a design

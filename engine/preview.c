@@ -1,6 +1,5 @@
 /* tessera preview and tessera check's printout, and size parsing. */
 #include "designs/designs.h"
-#include "engine/backend.h"
 #include "engine/engine_int.h"
 #include "image/image.h"
 #include "nodes/params.h"
@@ -129,20 +128,6 @@ fast_sample(tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t bx, int64_t 
  * 60 s at 16 or 64, 18 s at the design's own). */
 #define FAST_TILE 16
 
-typedef struct fast_ctx {
-    float *v; /* one value per rect of the batch */
-    _Atomic uint64_t *done;
-} fast_ctx;
-
-static void
-emit_sample(void *ctx, size_t k, const float *px)
-{
-    fast_ctx *c = ctx;
-    c->v[k] = px[0];
-    if (c->done)
-        atomic_fetch_add_explicit(c->done, 1, memory_order_relaxed);
-}
-
 /* The fast overview: each output pixel is the mean (in double, in sample order) of the values
  * of TSR_PREVIEW_FAST_SAMPLES region pixels of its block (fast_sample), computed through the
  * engine's values path for those pixels alone. On the CPU a batch of rows of samples goes to
@@ -167,9 +152,8 @@ preview_fast(tsr_engine *e, tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int6
         for (int64_t p = p0; p < p0 + np; p++)
             for (int s = 0; s < S; s++)
                 rects[n++] = fast_sample(r, kx, ky, ow, p % ow, p / ow, s);
-        fast_ctx c = {v, done};
-        if (e->ops == &tsr_backend_cpu) {
-            st = tsr_cpu_root_batch(e, rects, n, emit_sample, &c, err);
+        if (e->ops->samples) {
+            st = e->ops->samples(e->bk, rects, n, v, done, err);
         } else { /* another backend: its values path, one sample at a time */
             for (size_t k = 0; k < n && st == TSR_OK; k++) {
                 st = tsr_engine_render_rect(e, rects[k], &v[k], err);
@@ -195,8 +179,7 @@ tsr_preview_fast_tile(const tsr_design *d)
 {
     for (size_t i = 0; i < d->nnodes; i++)
         for (size_t k = 0; k < d->nodes[i]->nedges; k++) {
-            tsr_trait_id t = tsr_trait_id_of(d->nodes[i]->edges[k].trait);
-            if (t == TSR_TRAIT_blur || t == TSR_TRAIT_distance)
+            if (tsr_trait_has(d->nodes[i]->edges[k].trait, TSR_CAP_NEIGHBOURS))
                 return 0;
         }
     return FAST_TILE;
@@ -407,7 +390,7 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
                     (long long)in.w, (long long)in.h);
         if (tsr_engine_uncached(e, n))
             fprintf(f, "; uncached: computed where its one pattern parent reads it");
-        const char *cls = tsr_engine_gpu_class(e, n);
+        const char *cls = tsr_engine_node_class(e, n);
         if (cls)
             fprintf(f, "; gpu: %s", cls);
         fputc('\n', f);

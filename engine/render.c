@@ -3,6 +3,7 @@
  * from. It decides and reports (tsr_render_result); the caller says it in its own words, so
  * the CLI's messages and exit statuses stay in cli/ and the engine prints nothing. */
 #include "engine/engine_int.h"
+#include "tiles/tune.h"
 
 #include <signal.h>
 #include <string.h>
@@ -85,7 +86,7 @@ render_steps(tsr_engine *e, const tsr_render_opts *o, tsr_render_result *r, tsr_
     tsr_header hdr;
     tsr_sink_opts so = {.start = o->resume_at, .framed = o->framed || r->tcp,
                         .deflate = o->deflate, .rate = o->rate, .stop = o->stop,
-                        .stall_s = o->stall_s, .fault = o->fault};
+                        .stall_s = o->stall_s, .fault = tsr_tune_get()->sink_fault};
     if (so.framed) {
         r->step = TSR_RENDER_HEADER;
         if ((st = tsr_engine_header(e, &hdr, le)) != TSR_OK)

@@ -272,6 +272,14 @@ blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr
     return tsr_gpu_blend_rect(g, e, P, cr, L, to, err);
 }
 
+/* Every edge of this trait runs on the device (nodes/traits.def). */
+extern "C" bool
+tsr_gpu_blur_can(const tsr_edge *e)
+{
+    (void)e;
+    return true;
+}
+
 extern "C" tsr_status
 tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
              const tsr_gpu_out *to, tsr_error *err)

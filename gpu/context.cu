@@ -14,9 +14,8 @@ probe(void)
 {
     if (probed)
         return;
-    const char *no = getenv("TSR_NOGPU");
-    if (no && *no && strcmp(no, "0") != 0) {
-        snprintf(why, sizeof why, "no CUDA device: TSR_NOGPU is set");
+    if (tsr_tune_get()->no_gpu) {
+        snprintf(why, sizeof why, "no CUDA device: the GPU is turned off (TSR_NOGPU)");
         probed = -1;
         return;
     }
@@ -83,10 +82,17 @@ tsr_grid_blocks(void)
 {
     static size_t blocks = (size_t)-1; /* racy first use is harmless: all write the same */
     if (blocks == (size_t)-1) {
-        const char *v = getenv("TSR_GPU_GRID_BLOCKS");
-        blocks = v ? strtoull(v, NULL, 10) : TSR_GRID_BLOCKS;
+        int64_t v = tsr_tune_get()->gpu_grid_blocks;
+        blocks = v >= 0 ? (size_t)v : TSR_GRID_BLOCKS;
     }
     return blocks;
+}
+
+/* This build has the CUDA side (gpu_none.c says false). */
+extern "C" bool
+tsr_gpu_built(void)
+{
+    return true;
 }
 
 extern "C" tsr_status

@@ -164,29 +164,40 @@ tsr_gpu_download(tsr_gpu *g, tsr_gpu_buf in, float *host, tsr_error *err);
  * `child` holds the child's pixels over (at least) the bounding box of what e->trait->need()
  * returns for P.r; pixels outside it are never read. P and child never overlap. With `to`
  * (may be NULL: the last edge of a root chunk) every pixel of P.r goes out as a sample, blended
- * or not, and P itself is not written. */
+ * or not, and P itself is not written. One launcher family per gpu/<family>.cu, named by the
+ * trait table's gpu column (nodes/traits.def), each with a `_can` saying whether an edge runs
+ * on the device (false: its node is computed on the host; repeat's lattices that must be
+ * walked in a reduced basis with order-dependent overlaps). */
 
-tsr_status
-tsr_gpu_pattern(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
-                const tsr_gpu_out *to, tsr_error *err);
+typedef tsr_status (*tsr_gpu_edge_fn)(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P,
+                                      tsr_gpu_buf child, const tsr_gpu_out *to, tsr_error *err);
 
-/* repeat and repeat-vector. False from tsr_gpu_repeat_supported when the edge's lattice must
- * be walked in a reduced basis with order-dependent overlaps (the engine computes such a node
- * on the host). */
+#define TSR_GPU_FAMILY(f)                                                                       \
+    tsr_status tsr_gpu_##f(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,     \
+                           const tsr_gpu_out *to, tsr_error *err);                               \
+    bool tsr_gpu_##f##_can(const tsr_edge *e);
+TSR_GPU_FAMILY(pattern)
+TSR_GPU_FAMILY(repeat)
+TSR_GPU_FAMILY(distance)
+TSR_GPU_FAMILY(blur)
+#undef TSR_GPU_FAMILY
+
+/* The trait table's GPU column (gpu/traits.c): per trait id its launcher and `_can`, both NULL
+ * for a trait whose gpu column says `none`. */
+typedef struct tsr_gpu_trait {
+    tsr_gpu_edge_fn launch;
+    bool (*can)(const tsr_edge *e);
+} tsr_gpu_trait;
+
+extern const tsr_gpu_trait tsr_gpu_traits[TSR_TRAIT_COUNT];
+
+/* Whether edge e runs on the device (its trait has a launcher that takes it). */
 bool
-tsr_gpu_repeat_supported(const tsr_edge *e);
+tsr_gpu_edge_can(const tsr_edge *e);
 
-tsr_status
-tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
-               const tsr_gpu_out *to, tsr_error *err);
-
-tsr_status
-tsr_gpu_distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
-                 const tsr_gpu_out *to, tsr_error *err);
-
-tsr_status
-tsr_gpu_blur(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
-             const tsr_gpu_out *to, tsr_error *err);
+/* Whether this build has the CUDA side (false: gpu_none.c; no device is then ever usable). */
+bool
+tsr_gpu_built(void);
 
 /* ---- output ------------------------------------------------------------------------------ */
 
@@ -239,26 +250,24 @@ tsr_gpu_sync(tsr_gpu *g, tsr_error *err);
 
 /* ---- stage timing (profile) -------------------------------------------------------------- */
 
-/* What the device's time is spent on, per launch kind. */
+/* What the device's time is spent on: four stages of its own, then one per trait. */
 enum {
     TSR_GPU_BASE,     /* fills and sources */
-    TSR_GPU_PATTERN,
-    TSR_GPU_REPEAT,   /* repeat and repeat-vector */
-    TSR_GPU_DISTANCE,
-    TSR_GPU_BLUR,
     TSR_GPU_CONVERT,  /* floats to samples, when not fused into a trait's launch */
     TSR_GPU_COPIES,   /* device tile cache copies, periodic nodes, host uploads */
     TSR_GPU_PERIOD,   /* a periodic root's samples from its period (tsr_gpu_period_fill) */
-    TSR_GPU_STAGES
+    TSR_GPU_TRAIT0,   /* + trait id: that trait's launches */
+    TSR_GPU_STAGES = TSR_GPU_TRAIT0 + TSR_TRAIT_COUNT
 };
 
-/* The stage's name ("blur"). */
+/* The stage's name ("base", or the trait's: "blur"). */
 static inline const char *
 tsr_gpu_stage_name(int stage)
 {
-    static const char *const names[TSR_GPU_STAGES] = {"base", "pattern", "repeat", "distance",
-                                                      "blur", "convert", "copies", "period"};
-    return stage >= 0 && stage < TSR_GPU_STAGES ? names[stage] : "?";
+    static const char *const names[TSR_GPU_TRAIT0] = {"base", "convert", "copies", "period"};
+    if (stage >= 0 && stage < TSR_GPU_TRAIT0)
+        return names[stage];
+    return stage < TSR_GPU_STAGES ? tsr_traits[stage - TSR_GPU_TRAIT0]->name : "?";
 }
 
 /* Time the work enqueued on the compute stream between begin and end as `stage`: CUDA events

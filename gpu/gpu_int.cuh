@@ -6,6 +6,7 @@
 extern "C" {
 #include "gpu/gpu.h"
 #include "nodes/params.h"
+#include "tiles/tune.h"
 }
 #include "nodes/pointwise.h"
 

@@ -166,10 +166,20 @@ EDGE_STUB(tsr_gpu_repeat)
 EDGE_STUB(tsr_gpu_distance)
 EDGE_STUB(tsr_gpu_blur)
 
+#define CAN_STUB(name)                                                                          \
+    bool name(const tsr_edge *e)                                                                \
+    {                                                                                           \
+        (void)e;                                                                                \
+        return false;                                                                           \
+    }
+CAN_STUB(tsr_gpu_pattern_can)
+CAN_STUB(tsr_gpu_repeat_can)
+CAN_STUB(tsr_gpu_distance_can)
+CAN_STUB(tsr_gpu_blur_can)
+
 bool
-tsr_gpu_repeat_supported(const tsr_edge *e)
+tsr_gpu_built(void)
 {
-    (void)e;
     return false;
 }
 

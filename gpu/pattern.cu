@@ -65,6 +65,14 @@ tsr_gpu_blend_rect(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_rect cr, co
     return blend_layer(g, e, P, cr, L, cr, to, err);
 }
 
+/* Every edge of this trait runs on the device (nodes/traits.def). */
+extern "C" bool
+tsr_gpu_pattern_can(const tsr_edge *e)
+{
+    (void)e;
+    return true;
+}
+
 extern "C" tsr_status
 tsr_gpu_pattern(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
                 const tsr_gpu_out *to, tsr_error *err)

@@ -7,7 +7,7 @@
  * in double, widened by one each way (the error of that solve is far below one lattice step
  * for any basis of skew <= SKEW_MAX, see below), and test each candidate exactly in int64.
  * Lattices that the CPU walks in a Lagrange-reduced basis (skew > SKEW_MAX) with an
- * order-dependent overlap are not done here (tsr_gpu_repeat_supported). */
+ * order-dependent overlap are not done here (tsr_gpu_repeat_can). */
 #include "gpu/gpu_int.cuh"
 
 #include <math.h>
@@ -24,7 +24,7 @@ skew(const int64_t u[2], const int64_t v[2])
 }
 
 extern "C" bool
-tsr_gpu_repeat_supported(const tsr_edge *e)
+tsr_gpu_repeat_can(const tsr_edge *e)
 {
     const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
     return skew(r->u, r->v) <= SKEW_MAX;
@@ -127,7 +127,7 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
                const tsr_gpu_out *to, tsr_error *err)
 {
     const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
-    if (!tsr_gpu_repeat_supported(e))
+    if (!tsr_gpu_repeat_can(e))
         return tsr_fail(err, TSR_EINTERNAL, "gpu: repeat: lattice needs a reduced basis");
     rep_args a;
     memset(&a, 0, sizeof a);

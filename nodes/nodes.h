@@ -251,6 +251,16 @@ tsr_sample_table_make(const tsr_output *o, tsr_sample_table *t, tsr_error *err);
 void
 tsr_sample_table_free(tsr_sample_table *t);
 
+/* ---- output conversion (DESIGN.md §2.4) ------------------------------------------ */
+
+/* Convert n values to samples: 1 byte each at depth 8, 2 bytes little-endian at depth 16. */
+void
+tsr_convert(const tsr_output *o, const float *v, size_t n, uint8_t *out);
+
+/* One value to its sample (reference for tests and preview). */
+uint32_t
+tsr_convert_one(const tsr_output *o, double v);
+
 typedef struct tsr_design {
     char *path;        /* the design file as given */
     char *name;        /* may be NULL */
@@ -337,18 +347,39 @@ struct tsr_trait {
     void (*halo)(const tsr_edge *e, int64_t h[2]);
 };
 
-/* Trait ids, in the order of nodes/traits.def (TSR_TRAIT_pattern, ...): what the engine and
- * the backends switch on, never the name. */
+/* Trait ids, in the order of nodes/traits.def (TSR_TRAIT_pattern, ...): what per-trait arrays
+ * are indexed by, never the name. */
 typedef enum tsr_trait_id {
-#define X(id) TSR_TRAIT_##id,
+#define X(id, gpu, caps) TSR_TRAIT_##id,
 #include "nodes/traits.def"
 #undef X
     TSR_TRAIT_COUNT
 } tsr_trait_id;
 
+/* What the planners (engine/plan.c, gpu/backend.c, previews) may assume of a trait's layer:
+ * the caps column of nodes/traits.def. A new trait states these; no planner switches on ids. */
+enum {
+    TSR_CAP_COVERS = 1u << 0,     /* the layer covers every pixel of its covered rect
+                                   * (tsr_edge_covered): a first layer drawn `over` without a
+                                   * mask makes the node's base dead there */
+    TSR_CAP_LATTICE = 1u << 1,    /* the layer is a lattice of copies of the child
+                                   * (tsr_repeat_params): periodic by its lattice, may leave
+                                   * gaps, reads a small child whole */
+    TSR_CAP_NEIGHBOURS = 1u << 2, /* each pixel reads a neighbourhood of the child (its halo):
+                                   * costly to recompute, worth caching, and its kernels take
+                                   * scratch of about 3x the child region */
+    TSR_CAP_PLACES = 1u << 3      /* the child is read once, over the parent's rect shifted by
+                                   * the offset: a child only such an edge reads is computed
+                                   * into the parent's buffer, never cached */
+};
+
 /* The id of a trait of the table (its index in tsr_traits[]). */
 tsr_trait_id
 tsr_trait_id_of(const tsr_trait *t);
+
+/* Whether trait t has every capability in `caps` (TSR_CAP_*). */
+bool
+tsr_trait_has(const tsr_trait *t, unsigned caps);
 
 /* The trait named `name`, or NULL. */
 const tsr_trait *

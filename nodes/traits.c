@@ -8,15 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define X(id) extern const tsr_trait tsr_trait_##id;
+#define X(id, gpu, caps) extern const tsr_trait tsr_trait_##id;
 #include "nodes/traits.def"
 #undef X
 
 const tsr_trait *const tsr_traits[] = {
-#define X(id) &tsr_trait_##id,
+#define X(id, gpu, caps) &tsr_trait_##id,
 #include "nodes/traits.def"
 #undef X
     NULL};
+
+static const unsigned trait_caps[TSR_TRAIT_COUNT] = {
+#define X(id, gpu, caps) (caps),
+#include "nodes/traits.def"
+#undef X
+};
 
 const char *const tsr_blend_names[] = {"over", "add", "max", "min", "multiply", NULL};
 const char *const tsr_mask_names[] = {"none", "nonzero", NULL};
@@ -29,6 +35,13 @@ tsr_trait_id_of(const tsr_trait *t)
     while (tsr_traits[i] && tsr_traits[i] != t)
         i++;
     return (tsr_trait_id)i;
+}
+
+bool
+tsr_trait_has(const tsr_trait *t, unsigned caps)
+{
+    tsr_trait_id id = tsr_trait_id_of(t);
+    return id < TSR_TRAIT_COUNT && (trait_caps[id] & caps) == caps;
 }
 
 const tsr_trait *

@@ -131,7 +131,7 @@ Test(gpu, every_design_gives_the_cpu_floats_bit_for_bit, .timeout = 1200)
 Test(gpu, every_design_with_every_node_cached_gives_the_cpu_floats, .timeout = 1200)
 {
     need_gpu();
-    setenv("TSR_GPU_CACHE", "all", 1);
+    th_env("TSR_GPU_CACHE", "all");
     static const int64_t odd[] = {37 * 53};
     chunks = odd;
     nchunks = 1;
@@ -174,7 +174,7 @@ stream_cached(int64_t gpu_memory, tsr_engine_stats *st)
     tsr_engine_opts o = {.backend = "gpu", .gpu_memory = gpu_memory};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
     cr_assert(e != NULL, "%s", err.msg);
-    cr_assert_str_eq(tsr_engine_gpu_class(e, d->root->edges[0].child), "device, cached");
+    cr_assert_str_eq(tsr_engine_node_class(e, d->root->edges[0].child), "device, cached");
     size_t nref, n;
     uint8_t *ref = th_stream(d, 512, 2, &nref);
     uint8_t *got = th_stream_engine(e, 0, &n);
@@ -447,9 +447,9 @@ assert_period_rows(const char *path, const tsr_design *d, int64_t r0, int64_t r1
     uint8_t *ref = th_stream_opts(d, &o, &nref);
     for (size_t w = 0; w < 3; w++) {
         if (ways[w])
-            setenv("TSR_GPU_PERIOD", ways[w], 1);
+            th_env("TSR_GPU_PERIOD", ways[w]);
         else
-            unsetenv("TSR_GPU_PERIOD");
+            th_env("TSR_GPU_PERIOD", NULL);
         int64_t rows[2] = {r0, r1};
         tsr_engine *e = gpu_engine(d, 0, rows);
         uint8_t *got = th_stream_engine(e, 0, &n);
@@ -459,7 +459,7 @@ assert_period_rows(const char *path, const tsr_design *d, int64_t r0, int64_t r1
         free(got);
         tsr_engine_free(e);
     }
-    unsetenv("TSR_GPU_PERIOD");
+    th_env("TSR_GPU_PERIOD", NULL);
     free(ref);
 }
 
@@ -545,11 +545,11 @@ Test(gpu, a_device_error_mid_stream_ends_it_with_an_error_and_a_resume_offset)
                               "  size: [4000, 3000]\n"
                               "  source: {gradient: radial, center: [2000, 1500], radius: 2000, "
                               "values: [0, 1]}\n");
-    setenv("TSR_GPU_FAULT", "1", 1);
+    th_env("TSR_GPU_FAULT", "1");
     tsr_engine_opts o = {.backend = "gpu", .gpu_chunk = 4096, .gpu_memory = (int64_t)1 << 30};
     tsr_error err = {0};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
-    unsetenv("TSR_GPU_FAULT");
+    th_env("TSR_GPU_FAULT", NULL);
     cr_assert(e != NULL, "%s", err.msg);
     tsr_sink *s = tsr_sink_open("null", &err);
     cr_assert(s != NULL);
@@ -621,7 +621,7 @@ Test(gpu, without_a_device_backend_gpu_is_refused_and_auto_is_the_cpu)
 Test(gpu, tsr_nogpu_hides_the_device)
 {
     /* the probe is cached per process: each Criterion test runs in its own */
-    setenv("TSR_NOGPU", "1", 1);
+    th_env("TSR_NOGPU", "1");
     cr_assert(!tsr_gpu_available());
     char buf[256];
     tsr_gpu_describe(buf, sizeof buf);

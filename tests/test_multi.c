@@ -1,9 +1,10 @@
-/* multi: `--gpus N` (engine/multi.c), bands of one stream on N engines handed out in runs and
+/* multi: `--gpus N` (dist/gpus.c), bands of one stream on N engines handed out in runs and
  * put back in order. The same bytes as one engine, always: over every oracle design in both
  * orders, with a crop and from a resume offset. Without a GPU the engines are CPU ones
- * (TSR_MULTI_CPU=1), which exercises the same hand-out and reorder path; on a device the
+ * (the gpus_on_cpu knob, TSR_MULTI_CPU=1), which exercises the same hand-out and reorder path; on a device the
  * second test runs them as GPU engines (two on one GPU when there is one). */
 #include "designs/designs.h"
+#include "dist/dist.h"
 #include "engine/engine.h"
 #include "gpu/gpu.h"
 #include "helpers/helpers.h"
@@ -17,7 +18,7 @@
 static uint8_t *
 stream_multi(const tsr_design *d, int gpus, int64_t rows0, int64_t rows1, size_t *n)
 {
-    tsr_engine_opts o = {.backend = "auto", .gpus = gpus, .tile = 16, .threads = 1,
+    tsr_engine_opts o = {.backend = "auto", .gpus = gpus, .ops = &tsr_backend_gpus, .tile = 16, .threads = 1,
                          .rows = {rows0, rows1}};
     return th_stream_opts(d, &o, n);
 }
@@ -62,7 +63,7 @@ every_oracle_design(int gpus)
 
 Test(multi, three_cpu_engines_give_the_bytes_of_one_for_every_oracle_design, .timeout = 300)
 {
-    setenv("TSR_MULTI_CPU", "1", 1);
+    th_env("TSR_MULTI_CPU", "1");
     every_oracle_design(3);
 }
 
@@ -76,7 +77,7 @@ Test(multi, two_gpu_engines_give_the_bytes_of_the_cpu, .timeout = 600)
 /* A stream started at an odd offset is the tail of the whole one. */
 Test(multi, a_resumed_stream_is_the_tail_of_the_whole, .timeout = 60)
 {
-    setenv("TSR_MULTI_CPU", "1", 1);
+    th_env("TSR_MULTI_CPU", "1");
     tsr_design *d = th_design("tessera: 1\n"
                               "output: {depth: 16, order: swath, swath: {width: 96}}\n"
                               "root:\n"
@@ -90,7 +91,7 @@ Test(multi, a_resumed_stream_is_the_tail_of_the_whole, .timeout = 60)
                               "center: [150, 100], radius: 70, aa: 4}}\n");
     size_t n1;
     uint8_t *whole = stream_one(d, 0, 0, &n1);
-    tsr_engine_opts o = {.backend = "auto", .gpus = 4, .tile = 16, .threads = 1};
+    tsr_engine_opts o = {.backend = "auto", .gpus = 4, .ops = &tsr_backend_gpus, .tile = 16, .threads = 1};
     tsr_error err = {0};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
     cr_assert_not_null(e, "%s", err.msg);
@@ -108,7 +109,7 @@ Test(multi, a_resumed_stream_is_the_tail_of_the_whole, .timeout = 60)
 Test(multi, gpus_with_the_cpu_backend_is_refused)
 {
     tsr_design *d = th_design("tessera: 1\nroot: {size: [10, 10], fill: 0.5}\n");
-    tsr_engine_opts o = {.backend = "cpu", .gpus = 2};
+    tsr_engine_opts o = {.backend = "cpu", .gpus = 2, .ops = &tsr_backend_gpus};
     tsr_error err = {0};
     cr_assert_null(tsr_engine_new(d, &o, &err));
     cr_assert_eq(err.status, TSR_EINVAL);
@@ -121,7 +122,7 @@ Test(multi, gpus_without_a_device_is_refused_naming_why)
     if (tsr_gpu_available())
         cr_skip_test("a GPU is present");
     tsr_design *d = th_design("tessera: 1\nroot: {size: [10, 10], fill: 0.5}\n");
-    tsr_engine_opts o = {.backend = "auto", .gpus = 2};
+    tsr_engine_opts o = {.backend = "auto", .gpus = 2, .ops = &tsr_backend_gpus};
     tsr_error err = {0};
     cr_assert_null(tsr_engine_new(d, &o, &err));
     cr_assert_eq(err.status, TSR_EINVAL);

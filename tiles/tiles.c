@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 tsr_status
@@ -206,4 +207,12 @@ tsr_grid_tiles_of(const tsr_grid *g, tsr_rect r, int64_t *tx0, int64_t *ty0, int
     *ty0 = c.y / g->t;
     *tx1 = (c.x + c.w - 1) / g->t + 1;
     *ty1 = (c.y + c.h - 1) / g->t + 1;
+}
+
+uint64_t
+tsr_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

@@ -31,6 +31,12 @@ tsr_fail(tsr_error *err, tsr_status st, const char *fmt, ...)
 int
 tsr_status_exit_code(tsr_status st);
 
+/* ---- clocks ------------------------------------------------------------------ */
+
+/* CLOCK_MONOTONIC in nanoseconds: what per-node and per-stage timings add up. */
+uint64_t
+tsr_now_ns(void);
+
 /* ---- checked arithmetic ---------------------------------------------------- */
 
 /* Each returns false (and leaves *out untouched) on int64 overflow. */

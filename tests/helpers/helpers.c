@@ -1,3 +1,4 @@
+#include "cli/tune.h"
 #include "helpers.h"
 #include "designs/designs.h"
 #include "image/image.h"
@@ -311,4 +312,22 @@ th_stdout_pipe_finish(th_stdout_pipe *p)
     close(p->saved);
     pthread_join(p->t, NULL);
     close(p->fd);
+}
+
+tsr_status
+th_env_status(const char *name, const char *value, tsr_error *err)
+{
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+    return tsr_cli_tune_from_env(err);
+}
+
+/* The knobs from the environment before any test runs (TSR_NOGPU=1 on a GPU host: the CPU
+ * suite; TSR_GPU_CACHE=all: the device cache's paths), as the command reads them. */
+__attribute__((constructor)) static void
+th_env_at_start(void)
+{
+    (void)tsr_cli_tune_from_env(NULL);
 }

@@ -11,6 +11,13 @@
 #include <stdint.h>
 
 /* Read a whole file; NULL if unreadable. *n gets the size. Caller frees. */
+/* Set (value) or unset (NULL) environment variable `name` and read the TSR_* variables into
+ * the library's knobs again (cli/tune.c), as the command does at start; the knobs are read
+ * from the environment once when a test binary starts too. Returns what the reading said
+ * (err may be NULL). */
+tsr_status th_env_status(const char *name, const char *value, tsr_error *err);
+#define th_env(name, value) ((void)th_env_status((name), (value), NULL))
+
 uint8_t *th_read_file(const char *path, size_t *n);
 
 /* Path under the source tree (static buffer per call site is not needed: returns malloc'd). */

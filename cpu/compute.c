@@ -1,7 +1,8 @@
-/* The CPU backend: a node's pixels over a rect = base (fill, source), then every edge's layer
- * blended in order. Child pixels come through the tile cache: the first thread to need a
- * child tile computes it (recursively), others wait for it or find it cached. */
-#include "engine/engine_int.h"
+/* The reference evaluator (cpu/cpu.h): a node's pixels over a rect = base (fill, source), then
+ * every edge's layer blended in order. Child pixels come through the tile cache: the first
+ * thread to need a child tile computes it (recursively), others wait for it or find it
+ * cached. */
+#include "cpu/cpu_int.h"
 
 #include <errno.h>
 #include <malloc.h>
@@ -10,50 +11,34 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t
-tsr_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static size_t
-trait_index(const tsr_trait *t)
-{
-    size_t i = 0;
-    while (tsr_traits[i] && tsr_traits[i] != t)
-        i++;
-    return i & 15;
-}
 
 /* A pinned child tile, ready to read. */
 static tsr_status
-get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_entry **out,
+get_tile(tsr_cpu *cp, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_entry **out,
          tsr_error *err)
 {
     bool compute = false;
     tsr_cache_key key = {(int64_t)n->id, tx, ty};
-    tsr_cache_entry *ce = tsr_cache_acquire(e->cache, key, &compute);
+    tsr_cache_entry *ce = tsr_cache_acquire(cp->cache, key, &compute);
     if (!ce)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
-        tsr_rect r = tsr_grid_tile_rect(&e->grid[n->id], tx, ty);
-        tsr_tile *t = tsr_cache_tile_new(e->cache, r);
+        tsr_rect r = tsr_grid_tile_rect(&cp->ctx->grid[n->id], tx, ty);
+        tsr_tile *t = tsr_cache_tile_new(cp->cache, r);
         if (!t) {
-            tsr_cache_abandon(e->cache, ce);
+            tsr_cache_abandon(cp->cache, ce);
             return tsr_fail(err, TSR_ENOMEM, "out of memory (tile %s %lldx%lld)", n->name,
                             (long long)r.w, (long long)r.h);
         }
         /* a grid tile is computed directly even where the node repeats: tiles are only
          * asked for along the border of its interior (compute_periodic) */
-        tsr_status st = tsr_cpu_compute_direct(e, n, r, t->px, err);
+        tsr_status st = tsr_cpu_compute_direct(cp, n, r, t->px, err);
         if (st != TSR_OK) {
             tsr_tile_free(t);
-            tsr_cache_abandon(e->cache, ce);
+            tsr_cache_abandon(cp->cache, ce);
             return st;
         }
-        tsr_cache_publish(e->cache, ce, t);
+        tsr_cache_publish(cp->cache, ce, t);
     }
     *out = ce;
     return TSR_OK;
@@ -62,15 +47,15 @@ get_tile(tsr_engine *e, const tsr_node *n, int64_t tx, int64_t ty, tsr_cache_ent
 /* Copy rect `part` of node c from the grid tiles it meets into dst (rows of `stride` floats,
  * dst[0] at part's top-left). */
 static tsr_status
-assemble(tsr_engine *e, const tsr_node *c, tsr_rect part, float *dst, int64_t stride,
+assemble(tsr_cpu *cp, const tsr_node *c, tsr_rect part, float *dst, int64_t stride,
          tsr_error *err)
 {
     int64_t tx0, ty0, tx1, ty1;
-    tsr_grid_tiles_of(&e->grid[c->id], part, &tx0, &ty0, &tx1, &ty1);
+    tsr_grid_tiles_of(&cp->ctx->grid[c->id], part, &tx0, &ty0, &tx1, &ty1);
     for (int64_t ty = ty0; ty < ty1; ty++) {
         for (int64_t tx = tx0; tx < tx1; tx++) {
             tsr_cache_entry *ce;
-            tsr_status st = get_tile(e, c, tx, ty, &ce, err);
+            tsr_status st = get_tile(cp, c, tx, ty, &ce, err);
             if (st != TSR_OK)
                 return st;
             tsr_view tv = tsr_tile_view(tsr_cache_tile(ce));
@@ -78,7 +63,7 @@ assemble(tsr_engine *e, const tsr_node *c, tsr_rect part, float *dst, int64_t st
             for (int64_t y = 0; y < q.h; y++)
                 memcpy(dst + (q.y - part.y + y) * stride + (q.x - part.x),
                        tsr_view_row(&tv, q.x, q.y + y), (size_t)q.w * sizeof(float));
-            tsr_cache_release(e->cache, ce);
+            tsr_cache_release(cp->cache, ce);
         }
     }
     return TSR_OK;
@@ -89,17 +74,17 @@ assemble(tsr_engine *e, const tsr_node *c, tsr_rect part, float *dst, int64_t st
  * child that repeats, copied from its period tile; for an uncached child (plan.c), computed
  * right there. The pin, if any, is returned in *pin for release after use. */
 static tsr_status
-fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_entry **pin,
+fetch(tsr_cpu *cp, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_entry **pin,
       float **buf, tsr_error *err)
 {
-    const tsr_grid *g = &e->grid[c->id];
+    const tsr_grid *g = &cp->ctx->grid[c->id];
     int64_t tx0, ty0, tx1, ty1;
     tsr_grid_tiles_of(g, want, &tx0, &ty0, &tx1, &ty1);
     *pin = NULL;
     *buf = NULL;
-    bool copy = tsr_repeats(e, c) || tsr_engine_uncached(e, c);
+    bool copy = tsr_repeats(cp->ctx, c) || cp->ctx->uncached[c->id];
     if (!copy && tx1 - tx0 == 1 && ty1 - ty0 == 1) {
-        tsr_status st = get_tile(e, c, tx0, ty0, pin, err);
+        tsr_status st = get_tile(cp, c, tx0, ty0, pin, err);
         if (st != TSR_OK)
             return st;
         *v = tsr_tile_view(tsr_cache_tile(*pin));
@@ -111,7 +96,7 @@ fetch(tsr_engine *e, const tsr_node *c, tsr_rect want, tsr_view *v, tsr_cache_en
                         (long long)want.w, (long long)want.h, c->name);
     /* a repeating child costs a row copy per row: copy it straight into the view instead of
      * caching tiles of it and copying those again; an uncached one is computed into it */
-    tsr_status st = copy ? tsr_cpu_compute(e, c, want, b, err) : assemble(e, c, want, b, want.w, err);
+    tsr_status st = copy ? tsr_cpu_compute(cp, c, want, b, err) : assemble(cp, c, want, b, want.w, err);
     if (st != TSR_OK) {
         free(b);
         return st;
@@ -164,7 +149,7 @@ need_rects(const tsr_edge *ed, tsr_rect r, fetches *f, tsr_error *err)
 /* Fetch what edge `ed` needs over r and compute its layer into L/cov. *nothing is set when the
  * layer does not reach r at all (cov untouched). */
 static tsr_status
-edge_layer(tsr_engine *e, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov, bool *nothing,
+edge_layer(tsr_cpu *cp, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov, bool *nothing,
            uint64_t *child_ns, tsr_error *err)
 {
     fetches f;
@@ -175,7 +160,7 @@ edge_layer(tsr_engine *e, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov
         return st;
     uint64_t c0 = tsr_now_ns();
     for (; got < f.n; got++) {
-        st = fetch(e, ed->child, f.views[got].r, &f.views[got], &f.pins[got], &f.bufs[got], err);
+        st = fetch(cp, ed->child, f.views[got].r, &f.views[got], &f.pins[got], &f.bufs[got], err);
         if (st != TSR_OK)
             break;
     }
@@ -184,11 +169,11 @@ edge_layer(tsr_engine *e, const tsr_edge *ed, tsr_rect r, float *L, uint8_t *cov
     if (st == TSR_OK) {
         memset(cov, 0, (size_t)r.w * (size_t)r.h);
         st = ed->trait->layer(ed, r, f.views, f.n, L, cov, err);
-        atomic_fetch_add(&e->trait_ns[trait_index(ed->trait)], tsr_now_ns() - l0);
+        atomic_fetch_add(&cp->trait_ns[tsr_trait_id_of(ed->trait)], tsr_now_ns() - l0);
     }
     for (size_t i = 0; i < got; i++) {
         if (f.pins[i])
-            tsr_cache_release(e->cache, f.pins[i]);
+            tsr_cache_release(cp->cache, f.pins[i]);
         free(f.bufs[i]);
     }
     free(f.heap);
@@ -204,30 +189,30 @@ all_set(const uint8_t *cov, size_t n)
     return acc;
 }
 
-/* Node n's period tile (engine/plan.c), pinned: computed once, through the cache (key
+/* Node n's period tile (engine/plan.c: tsr_backend_ctx.inner), pinned: computed once, through the cache (key
  * tx = ty = -1), by the ordinary path over the period's rect at the top-left of its interior.
  * *inner gets the nanoseconds spent computing it (counted by compute_direct itself). */
 static tsr_status
-period_tile(tsr_engine *e, const tsr_node *n, tsr_cache_entry **out, uint64_t *inner,
+period_tile(tsr_cpu *cp, const tsr_node *n, tsr_cache_entry **out, uint64_t *inner,
             tsr_error *err)
 {
     bool compute = false;
     tsr_cache_key key = {(int64_t)n->id, -1, -1};
-    tsr_cache_entry *ce = tsr_cache_acquire(e->cache, key, &compute);
+    tsr_cache_entry *ce = tsr_cache_acquire(cp->cache, key, &compute);
     if (!ce)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (tile cache)");
     if (compute) {
-        tsr_tile *t = tsr_cache_tile_new(e->cache, tsr_period_rect(e, n));
+        tsr_tile *t = tsr_cache_tile_new(cp->cache, tsr_period_rect(cp->ctx, n));
         uint64_t c0 = tsr_now_ns();
-        tsr_status st = t ? tsr_cpu_compute_direct(e, n, t->r, t->px, err)
+        tsr_status st = t ? tsr_cpu_compute_direct(cp, n, t->r, t->px, err)
                           : tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
         *inner = tsr_now_ns() - c0;
         if (st != TSR_OK) {
             tsr_tile_free(t);
-            tsr_cache_abandon(e->cache, ce);
+            tsr_cache_abandon(cp->cache, ce);
             return st;
         }
-        tsr_cache_publish(e->cache, ce, t);
+        tsr_cache_publish(cp->cache, ce, t);
     }
     *out = ce;
     return TSR_OK;
@@ -235,10 +220,10 @@ period_tile(tsr_engine *e, const tsr_node *n, tsr_cache_entry **out, uint64_t *i
 
 /* Rect r (inside n's interior) from n's period tile into dst, rows of `stride` floats. */
 static void
-copy_period(const tsr_engine *e, const tsr_node *n, const float *base, tsr_rect r, float *dst,
+copy_period(const tsr_cpu *cp, const tsr_node *n, const float *base, tsr_rect r, float *dst,
             int64_t stride)
 {
-    const tsr_inner *per = &e->inner[n->id];
+    const tsr_inner *per = &cp->ctx->inner[n->id];
     const int64_t pw = per->p[0], ph = per->p[1];
     size_t x0b = (size_t)tsr_floor_mod(r.x - per->in.x, pw) * sizeof(float);
     int64_t y = tsr_floor_mod(r.y - per->in.y, ph);
@@ -250,46 +235,46 @@ copy_period(const tsr_engine *e, const tsr_node *n, const float *base, tsr_rect 
     }
 }
 
-/* A node that repeats (engine/plan.c) over rect r: its interior part copied from the period
+/* A node that repeats (engine/plan.c: tsr_backend_ctx.inner) over rect r: its interior part copied from the period
  * tile, the rest (a border strip along up to four sides) from its grid tiles, which compute
  * directly. */
 static tsr_status
-compute_periodic(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+compute_periodic(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
     uint64_t t0 = tsr_now_ns(), inner = 0;
     tsr_rect parts[4];
-    tsr_rect in = tsr_rect_intersect(r, e->inner[n->id].in);
+    tsr_rect in = tsr_rect_intersect(r, cp->ctx->inner[n->id].in);
     size_t np = tsr_rect_minus(r, in, parts);
     tsr_status st = TSR_OK;
     if (!tsr_rect_empty(in)) {
         tsr_cache_entry *ce = NULL;
-        st = period_tile(e, n, &ce, &inner, err);
+        st = period_tile(cp, n, &ce, &inner, err);
         if (st != TSR_OK)
             return st;
-        copy_period(e, n, tsr_cache_tile(ce)->px, in, px + (in.y - r.y) * r.w + (in.x - r.x), r.w);
-        tsr_cache_release(e->cache, ce);
+        copy_period(cp, n, tsr_cache_tile(ce)->px, in, px + (in.y - r.y) * r.w + (in.x - r.x), r.w);
+        tsr_cache_release(cp->cache, ce);
     }
     /* the copies are this node's own time too (profile's per-node seconds); the border's
      * tiles count their own */
-    atomic_fetch_add(&e->node_ns[n->id], tsr_now_ns() - t0 - inner);
+    atomic_fetch_add(&cp->node_ns[n->id], tsr_now_ns() - t0 - inner);
     for (size_t k = 0; k < np && st == TSR_OK; k++)
-        st = assemble(e, n, parts[k], px + (parts[k].y - r.y) * r.w + (parts[k].x - r.x), r.w, err);
+        st = assemble(cp, n, parts[k], px + (parts[k].y - r.y) * r.w + (parts[k].x - r.x), r.w, err);
     return st;
 }
 
 tsr_status
-tsr_cpu_compute(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+tsr_cpu_compute(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
-    if (tsr_repeats(e, n))
-        return compute_periodic(e, n, r, px, err);
-    return tsr_cpu_compute_direct(e, n, r, px, err);
+    if (tsr_repeats(cp->ctx, n))
+        return compute_periodic(cp, n, r, px, err);
+    return tsr_cpu_compute_direct(cp, n, r, px, err);
 }
 
 /* The recursion would outgrow this thread's stack: say how deep the design goes and how to
- * give the thread more (the engine's workers get e->stack, engine/pool.c; the main thread's
+ * give the thread more (the engine's workers get cp->ctx->stack, cpu/pool.c; the main thread's
  * stack is ulimit -s; a thread an application starts is its own). */
 static tsr_status
-out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
+out_of_stack(const tsr_cpu *cp, const tsr_node *n, tsr_error *err)
 {
     bool main_thread = false;
     size_t size = tsr_stack_size(&main_thread);
@@ -298,14 +283,14 @@ out_of_stack(const tsr_engine *e, const tsr_node *n, tsr_error *err)
                     "nested nodes %lld deep; give it more stack: ulimit -s %zu for the main "
                     "thread, %zu MiB for a thread an application starts",
                     n->name, size >> 10, main_thread ? "main" : "worker",
-                    (long long)e->nest, e->stack >> 10, e->stack >> 20);
+                    (long long)cp->ctx->nest, cp->ctx->stack >> 10, cp->ctx->stack >> 20);
 }
 
 /* A stop was requested (tsr_engine_opts.stop): what is being computed is dropped. */
 static bool
-stopping(const tsr_engine *e)
+stopping(const tsr_cpu *cp)
 {
-    return e->opts.stop && *e->opts.stop;
+    return cp->ctx->opts->stop && *cp->ctx->opts->stop;
 }
 
 static tsr_status
@@ -315,13 +300,13 @@ interrupted(tsr_error *err)
 }
 
 tsr_status
-tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+tsr_cpu_compute_direct(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
     /* every node level of the recursion passes here: fail cleanly before the stack runs out
      * (a leaf does not recurse, and the margin covers it) */
     if (n->nedges && tsr_stack_low())
-        return out_of_stack(e, n, err);
-    if (stopping(e))
+        return out_of_stack(cp, n, err);
+    if (stopping(cp))
         return interrupted(err);
     uint64_t t0 = tsr_now_ns(), child_ns = 0;
     size_t count = (size_t)r.w * (size_t)r.h;
@@ -345,7 +330,7 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
          * into px, and the base (fill, source) only if some pixel is left uncovered. Same
          * values as base-then-blend, one or two passes fewer. */
         bool nothing;
-        st = edge_layer(e, first, r, px, cov, &nothing, &child_ns, err);
+        st = edge_layer(cp, first, r, px, cov, &nothing, &child_ns, err);
         if (st != TSR_OK)
             goto done;
         if (nothing) {
@@ -362,48 +347,24 @@ tsr_cpu_compute_direct(tsr_engine *e, const tsr_node *n, tsr_rect r, float *px, 
     for (; k < n->nedges && st == TSR_OK; k++) {
         const tsr_edge *ed = &n->edges[k];
         bool nothing;
-        st = edge_layer(e, ed, r, L, cov, &nothing, &child_ns, err);
+        st = edge_layer(cp, ed, r, L, cov, &nothing, &child_ns, err);
         if (st == TSR_OK && !nothing)
             tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
     }
 done:
     /* sources and layers return early, unfinished, once they see the stop (tiles/stop.c):
      * such pixels must never be cached or emitted */
-    if (st == TSR_OK && stopping(e))
+    if (st == TSR_OK && stopping(cp))
         st = interrupted(err);
     free(L);
     free(cov);
-    atomic_fetch_add(&e->node_ns[n->id], tsr_now_ns() - t0 - child_ns);
+    atomic_fetch_add(&cp->node_ns[n->id], tsr_now_ns() - t0 - child_ns);
     return st;
 }
 
-/* Tiles, layers and scratch are a few hundred KiB to a few MiB, allocated and freed for every
- * tile. glibc would serve those with mmap and give them back with munmap, so every tile paid
- * for fresh zeroed pages (page faults were ~10% of a profile). Keep them in the heap instead;
- * the memory plan bounds what is live at once either way. And one heap for all threads: a
- * tile freed by another thread than made it went back to that thread's arena, where nothing
- * else reused it, and per-thread arenas held holes the plan does not count (peak RSS 56-67 MB
- * at --memory 64M, 57-60 MB with one arena, tests/cli/memory.sh; allocations are per tile, so
- * the shared lock costs nothing measurable). Process-wide, once, before the engine's threads
- * start. */
-static void
-tune_malloc(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 256 << 20);
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    mallopt(M_ARENA_MAX, 1);
-}
-
-void
-tsr_cpu_tune_malloc(void)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, tune_malloc);
-}
-
-/* One band's root rects, shared by the team (engine/pool.c). */
+/* One band's root rects, shared by the team (cpu/pool.c). */
 typedef struct batch {
-    tsr_engine *e;
+    tsr_cpu *cp;
     const tsr_rect *rects;
     size_t n;
     bool far;            /* claimed in far_order: several threads */
@@ -431,7 +392,7 @@ static void
 batch_rect(void *ctx, int w, size_t k)
 {
     batch *b = ctx;
-    tsr_engine *e = b->e;
+    tsr_cpu *cp = b->cp;
     tsr_error *mine = &b->errs[w];
     if (atomic_load(&b->failed))
         return;
@@ -439,11 +400,11 @@ batch_rect(void *ctx, int w, size_t k)
         k = far_order(k, b->n);
     if (!b->px[w] && !(b->px[w] = malloc((size_t)b->maxpx * sizeof(float))))
         tsr_fail(mine, TSR_ENOMEM, "out of memory (band)");
-    else if (stopping(e))
+    else if (stopping(cp))
         interrupted(mine);
     if (mine->status == TSR_OK) {
-        tsr_stop_bind(e->opts.stop); /* the long loops of sources and layers poll it */
-        if (tsr_cpu_compute(e, e->d->root, b->rects[k], b->px[w], mine) == TSR_OK)
+        tsr_stop_bind(cp->ctx->opts->stop); /* the long loops of sources and layers poll it */
+        if (tsr_cpu_compute(cp, cp->ctx->d->root, b->rects[k], b->px[w], mine) == TSR_OK)
             b->emit(b->ctx, k, b->px[w]);
         tsr_stop_bind(NULL);
     }
@@ -452,26 +413,26 @@ batch_rect(void *ctx, int w, size_t k)
 }
 
 tsr_status
-tsr_cpu_team(tsr_engine *e, tsr_error *err)
+tsr_cpu_team(tsr_cpu *cp, tsr_error *err)
 {
-    if (!e->pool && !(e->pool = tsr_pool_new(e->threads, e->stack)))
-        return tsr_fail(err, TSR_ENOMEM, "cannot start %d worker threads (%s)", e->threads - 1,
+    if (!cp->pool && !(cp->pool = tsr_pool_new(cp->ctx->threads, cp->ctx->stack)))
+        return tsr_fail(err, TSR_ENOMEM, "cannot start %d worker threads (%s)", cp->ctx->threads - 1,
                         strerror(errno));
     return TSR_OK;
 }
 
 tsr_status
-tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
+tsr_cpu_root_batch(tsr_cpu *cp, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)
 {
-    tsr_status st = tsr_cpu_team(e, err);
+    tsr_status st = tsr_cpu_team(cp, err);
     if (st != TSR_OK)
         return st;
-    batch b = {e, rects, n, false, emit, ctx, 0, NULL, NULL, 0, 0};
+    batch b = {cp, rects, n, false, emit, ctx, 0, NULL, NULL, 0, 0};
     for (size_t k = 0; k < n; k++)
         if (rects[k].w * rects[k].h > b.maxpx)
             b.maxpx = rects[k].w * rects[k].h;
-    int threads = tsr_pool_threads(e->pool);
+    int threads = tsr_pool_threads(cp->pool);
     b.far = threads > 1; /* one thread keeps neighbours in turn: their shared tiles stay warm */
     b.px = calloc((size_t)threads, sizeof *b.px);
     b.errs = calloc((size_t)threads, sizeof *b.errs);
@@ -480,7 +441,7 @@ tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn e
         free(b.errs);
         return tsr_fail(err, TSR_ENOMEM, "out of memory (band)");
     }
-    tsr_pool_run(e->pool, n, batch_rect, &b);
+    tsr_pool_run(cp->pool, n, batch_rect, &b);
     for (int w = 0; w < threads; w++)
         free(b.px[w]);
     st = TSR_OK;
@@ -492,4 +453,57 @@ tsr_cpu_root_batch(tsr_engine *e, const tsr_rect *rects, size_t n, tsr_emit_fn e
     free(b.px);
     free(b.errs);
     return st;
+}
+
+tsr_cpu *
+tsr_cpu_new(const tsr_backend_ctx *ctx, int64_t cache_bytes, tsr_error *err)
+{
+    tsr_cpu *cp = calloc(1, sizeof *cp);
+    if (cp) {
+        cp->ctx = ctx;
+        cp->node_ns = calloc(ctx->d->nnodes, sizeof *cp->node_ns);
+        cp->cache = tsr_cache_new(cache_bytes > 0 ? (size_t)cache_bytes : 0);
+    }
+    if (!cp || !cp->node_ns || !cp->cache) {
+        tsr_cpu_free(cp);
+        tsr_fail(err, TSR_ENOMEM, "out of memory (host tile cache)");
+        return NULL;
+    }
+    return cp;
+}
+
+void
+tsr_cpu_free(tsr_cpu *cp)
+{
+    if (!cp)
+        return;
+    tsr_pool_free(cp->pool); /* its threads may hold pins: gone before the cache */
+    tsr_cache_free(cp->cache);
+    free(cp->node_ns);
+    free(cp->root_period);
+    free(cp);
+}
+
+tsr_cache *
+tsr_cpu_cache(tsr_cpu *cp)
+{
+    return cp->cache;
+}
+
+void
+tsr_cpu_stats(tsr_cpu *cp, tsr_engine_stats *st)
+{
+    tsr_cache_stats cs = tsr_cache_get_stats(cp->cache);
+    st->hits += cs.hits;
+    st->misses += cs.misses;
+    st->evictions += cs.evictions;
+    st->waits += cs.waits;
+    st->overflow += cs.overflow;
+    st->cache_bytes += (int64_t)cs.bytes;
+    st->cache_peak += (int64_t)cs.peak_bytes;
+    for (size_t i = 0; i < cp->ctx->d->nnodes && i < st->nnodes && st->node_seconds; i++)
+        st->node_seconds[i] += (double)atomic_load(&cp->node_ns[i]) * 1e-9;
+    for (size_t i = 0; i < TSR_TRAIT_COUNT; i++)
+        st->trait_seconds[i] += (double)atomic_load(&cp->trait_ns[i]) * 1e-9;
+    st->busy_seconds += cp->pool ? (double)tsr_pool_busy_ns(cp->pool) * 1e-9 : 0.0;
 }

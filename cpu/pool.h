@@ -1,4 +1,4 @@
-/* A team of worker threads for the CPU backend (engine-internal).
+/* A team of worker threads for the CPU backend (cpu-internal).
  *
  * Why not an OpenMP parallel region per band: libgomp's threads spin at the region's end
  * (GOMP_SPINCOUNT, 300000 turns) before they sleep, and a spinning thread takes the core the
@@ -6,8 +6,8 @@
  * threads then ran a design at a third of one thread's rate (docs/performance.md). This team's
  * idle threads sleep on a condition variable at once, and it counts each thread's busy time for
  * `tessera profile`. */
-#ifndef TSR_ENGINE_POOL_H
-#define TSR_ENGINE_POOL_H
+#ifndef TSR_CPU_POOL_H
+#define TSR_CPU_POOL_H
 
 #include <stddef.h>
 #include <stdint.h>

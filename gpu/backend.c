@@ -36,10 +36,10 @@
  * integer/float sequences (gpu/), tables come from the host, so the device's values equal the
  * CPU's bit for bit (tests/test_gpu.c compares them). */
 #include "cache/cache.h"
-#include "engine/backend.h"
-#include "engine/engine_int.h"
+#include "cpu/cpu.h"
 #include "gpu/gpu.h"
 #include "nodes/params.h"
+#include "tiles/tune.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +55,11 @@
 
 enum { CLASS_DEVICE, CLASS_PERIODIC, CLASS_HOST, CLASS_RESIDENT };
 
-_Static_assert(TSR_GPU_STAGES <= 8, "tsr_engine_stats.gpu_stage_seconds holds 8 stages");
 
 typedef struct gpu_state {
+    const tsr_backend_ctx *ctx;
+    tsr_backend_shape shape;
+    tsr_cpu *host;         /* the reference, for host nodes and period tiles */
     tsr_gpu *g;
     int *cls;              /* per node id: CLASS_* */
     float **period;        /* per node id: the host's period tile of a periodic node */
@@ -109,34 +111,23 @@ device_can(const tsr_node *n)
 {
     if (n->source && n->source->kind == TSR_SRC_POLYGON && n->source->points.n > DEVICE_POLYGON_MAX)
         return false;
-    for (size_t k = 0; k < n->nedges; k++) {
-        const tsr_edge *ed = &n->edges[k];
-        switch (tsr_trait_id_of(ed->trait)) {
-        case TSR_TRAIT_pattern: break;
-        case TSR_TRAIT_repeat:
-        case TSR_TRAIT_repeat_vector:
-            if (!tsr_gpu_repeat_supported(ed))
-                return false;
-            break;
-        case TSR_TRAIT_distance:
-        case TSR_TRAIT_blur: break;
-        default: return false;
-        }
-    }
+    for (size_t k = 0; k < n->nedges; k++)
+        if (!tsr_gpu_edge_can(&n->edges[k])) /* the trait table's GPU column */
+            return false;
     return true;
 }
 
 /* The period tile of node n that repeats (over its rect, or inside a border), computed once by
  * the CPU reference (host memory) over tsr_period_rect. */
 static tsr_status
-period_tile(tsr_engine *e, gpu_state *s, const tsr_node *n, const float **out, tsr_error *err)
+period_tile(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, const float **out, tsr_error *err)
 {
     if (!s->period[n->id]) {
         int64_t pw = e->inner[n->id].p[0], ph = e->inner[n->id].p[1];
         float *t = malloc((size_t)(pw * ph) * sizeof *t);
         if (!t)
             return tsr_fail(err, TSR_ENOMEM, "out of memory (period of %s)", n->name);
-        tsr_status st = tsr_cpu_compute_direct(e, n, tsr_period_rect(e, n), t, err);
+        tsr_status st = tsr_cpu_compute_direct(s->host, n, tsr_period_rect(e, n), t, err);
         if (st != TSR_OK) {
             free(t);
             return st;
@@ -154,9 +145,7 @@ static bool
 reads_whole(const tsr_edge *ed)
 {
     const tsr_node *c = ed->child;
-    tsr_trait_id id = tsr_trait_id_of(ed->trait);
-    return (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector) &&
-           c->w <= SMALL_CHILD_PX / c->h;
+    return tsr_trait_has(ed->trait, TSR_CAP_LATTICE) && c->w <= SMALL_CHILD_PX / c->h;
 }
 
 /* The child rect an edge's kernel reads over parent rect r: the bounding box of need()'s
@@ -173,13 +162,13 @@ child_region(const tsr_edge *ed, tsr_rect r)
     return u;
 }
 
-static tsr_status eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r,
+static tsr_status eval(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_rect r,
                        tsr_gpu_buf *out, const tsr_gpu_out *to, tsr_error *err);
 
 /* Edge ed of a node over P: its child over what need() asks for, then the trait's kernel (which
  * writes samples to `to` when it is the root chunk's last stage). */
 static tsr_status
-edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_gpu_out *to,
+edge(const tsr_backend_ctx *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_gpu_out *to,
      tsr_error *err)
 {
     const tsr_node *c = ed->child;
@@ -191,33 +180,19 @@ edge(tsr_engine *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, const tsr_g
     tsr_gpu_buf cb;
     tsr_status st = eval(e, s, c, u, &cb, NULL, err);
     if (st == TSR_OK) {
-        int tm = tsr_gpu_stage_begin(s->g), stage = TSR_GPU_PATTERN;
-        switch (id) {
-        case TSR_TRAIT_pattern: st = tsr_gpu_pattern(s->g, ed, P, cb, to, err); break;
-        case TSR_TRAIT_repeat:
-        case TSR_TRAIT_repeat_vector:
-            stage = TSR_GPU_REPEAT;
-            st = tsr_gpu_repeat(s->g, ed, P, cb, to, err);
-            break;
-        case TSR_TRAIT_distance:
-            stage = TSR_GPU_DISTANCE;
-            st = tsr_gpu_distance(s->g, ed, P, cb, to, err);
-            break;
-        case TSR_TRAIT_blur:
-            stage = TSR_GPU_BLUR;
-            st = tsr_gpu_blur(s->g, ed, P, cb, to, err);
-            break;
-        default: st = tsr_fail(err, TSR_EINTERNAL, "gpu: trait %s", ed->trait->name); break;
-        }
-        tsr_gpu_stage_end(s->g, tm, stage);
+        int tm = tsr_gpu_stage_begin(s->g);
+        tsr_gpu_edge_fn launch = tsr_gpu_traits[id].launch; /* device_can checked it */
+        st = launch ? launch(s->g, ed, P, cb, to, err)
+                    : tsr_fail(err, TSR_EINTERNAL, "gpu: trait %s has no kernel", ed->trait->name);
+        tsr_gpu_stage_end(s->g, tm, TSR_GPU_TRAIT0 + (int)id);
     }
     tsr_gpu_reset(s->g, mark); /* later launches reuse it after this edge's (stream order) */
     return st;
 }
 
 /* Whether node n's first layer replaces its base at every pixel of r: drawn `over` without a
- * mask by a trait whose layer covers its whole covered rect (pattern, distance, blur; a
- * repeat may leave gaps), which spans all of r. Then the base is never read (the blend of a
+ * mask by a trait whose layer covers its whole covered rect (TSR_CAP_COVERS; a lattice may
+ * leave gaps), which spans all of r. Then the base is never read (the blend of a
  * covered pixel `over` is the layer's value) and is not launched, as the CPU skips it
  * (engine/compute.c). */
 static bool
@@ -226,9 +201,8 @@ base_is_dead(const tsr_node *n, tsr_rect r)
     if (n->nedges == 0)
         return false;
     const tsr_edge *first = &n->edges[0];
-    tsr_trait_id id = tsr_trait_id_of(first->trait);
     if (first->blend != TSR_BLEND_OVER || first->mask ||
-        !(id == TSR_TRAIT_pattern || id == TSR_TRAIT_distance || id == TSR_TRAIT_blur))
+        !tsr_trait_has(first->trait, TSR_CAP_COVERS))
         return false;
     tsr_rect c = tsr_edge_covered(first, r);
     return c.w == r.w && c.h == r.h;
@@ -237,7 +211,7 @@ base_is_dead(const tsr_node *n, tsr_rect r)
 /* Node n's pixels over out.r from its period tile (uploaded once): the period's origin is
  * the top-left of where n repeats, so out is read at that phase. */
 static tsr_status
-from_period(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
+from_period(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
 {
     const float *t = NULL;
     tsr_status st = period_tile(e, s, n, &t, err);
@@ -252,7 +226,7 @@ from_period(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
     return tsr_gpu_periodic(s->g, dt, pr.w, pr.h, out, err);
 }
 
-static tsr_status eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
+static tsr_status eval_into(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
                             const tsr_gpu_out *to, tsr_error *err);
 
 /* A scratch buffer of floats over r from the arena (px NULL, err filled, when it is full). */
@@ -267,7 +241,7 @@ scratch(gpu_state *s, tsr_rect r, tsr_error *err)
  * (the same bits), and only the rest computed, each piece in a buffer of its own copied into
  * out. Below a chunk's scale nothing else changes: the pieces are computed as any rect is. */
 static tsr_status
-eval_inside(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_rect in,
+eval_inside(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_rect in,
             tsr_error *err)
 {
     tsr_rect rest[4];
@@ -298,7 +272,7 @@ eval_inside(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
 
 /* What eval computes into out (allocated by the caller). */
 static tsr_status
-eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
+eval_into(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
           const tsr_gpu_out *to, tsr_error *err)
 {
     tsr_rect r = out.r;
@@ -316,7 +290,7 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
     case CLASS_HOST: {
         float *h = malloc((size_t)r.w * (size_t)r.h * sizeof *h);
         uint64_t t0 = tsr_now_ns();
-        st = h ? tsr_cpu_compute(e, n, r, h, err)
+        st = h ? tsr_cpu_compute(s->host, n, r, h, err)
                : tsr_fail(err, TSR_ENOMEM, "out of memory (%s on the host)", n->name);
         s->host_ns += tsr_now_ns() - t0;
         if (st == TSR_OK)
@@ -344,7 +318,7 @@ eval_into(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out,
 /* Resident nodes (small ones: computed once, whole, and kept on the device) that are not
  * computed yet, children first; between chunks, since their memory comes from the kept end. */
 static tsr_status
-ensure_resident(tsr_engine *e, gpu_state *s, tsr_error *err)
+ensure_resident(const tsr_backend_ctx *e, gpu_state *s, tsr_error *err)
 {
     for (size_t i = 0; i < e->d->nnodes; i++) {
         const tsr_node *n = e->d->nodes[i];
@@ -438,7 +412,7 @@ dev_tile_cover(const tsr_node *n, tsr_rect r)
  * scratch), kept in free blocks, and copied in. Every copy and launch is on the compute stream,
  * so a block the cache evicts is rewritten only after its earlier readers. */
 static tsr_status
-eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
+eval_cached(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr_error *err)
 {
     tsr_rect c = dev_tile_cover(n, out.r);
     int64_t tx0 = c.x / DEV_TILE, ty0 = c.y / DEV_TILE;
@@ -507,7 +481,7 @@ eval_cached(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf out, tsr
  * the tree of its 4^20 paths. Its buffer comes from the arena's kept end, so the resets after
  * each edge leave it, and the chunk's end releases it. */
 static tsr_status
-eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *out,
+eval(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *out,
      const tsr_gpu_out *to, tsr_error *err)
 {
     out->r = r;
@@ -540,17 +514,18 @@ eval(tsr_engine *e, gpu_state *s, const tsr_node *n, tsr_rect r, tsr_gpu_buf *ou
 /* A stop was requested (tsr_engine_opts.stop): the device's work is abandoned between chunks
  * (its kernels do not poll). */
 static bool
-stopped(const tsr_engine *e)
+stopped(const tsr_backend_ctx *e)
 {
-    return e->opts.stop && *e->opts.stop;
+    return e->opts->stop && *e->opts->stop;
 }
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
 static tsr_status
-gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
+gpu_values(void *bk, tsr_rect r, float *out, tsr_error *err)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
+    const tsr_backend_ctx *e = s->ctx;
     tsr_gpu_bind(s->g); /* the thread that calls may not be the one that opened it */
     tsr_status rs = ensure_resident(e, s, err);
     if (rs != TSR_OK)
@@ -576,7 +551,7 @@ gpu_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
 /* Rect r of band j (root coordinates) computed on the device into band buffer k, in chunks of
  * about chunk_px root pixels, each one launch per node stage ending in samples. */
 static tsr_status
-band_rect(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect r,
+band_rect(const tsr_backend_ctx *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect r,
           tsr_error *err)
 {
     tsr_status st = TSR_OK;
@@ -599,15 +574,16 @@ band_rect(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect
 /* The part `in` of band j inside a periodic root's interior, into band buffer k, from the
  * converted period kept on the device (uploaded once). */
 static tsr_status
-band_period(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect in,
+band_period(const tsr_backend_ctx *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_rect in,
             tsr_error *err)
 {
     const tsr_node *root = e->d->root;
     const tsr_inner *per = &e->inner[root->id];
-    tsr_status st = tsr_engine_root_period(e, err);
+    const uint8_t *period = NULL;
+    tsr_status st = tsr_cpu_root_period(s->host, &period, err);
     if (st != TSR_OK)
         return st;
-    const uint8_t *dp = tsr_gpu_resident(s->g, e->root_period,
+    const uint8_t *dp = tsr_gpu_resident(s->g, period,
                                          (size_t)(per->p[0] * per->p[1] * j->bps), err);
     if (!dp)
         return TSR_ENOMEM;
@@ -622,9 +598,10 @@ band_period(tsr_engine *e, gpu_state *s, const tsr_band_job *j, size_t k, tsr_re
  * the host's row copies when the whole band is inside and s->period_host), the rest computed
  * on the device; then one copy to the host. */
 static tsr_status
-gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
+gpu_submit(void *bk, const tsr_band_job *j, tsr_error *err)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
+    const tsr_backend_ctx *e = s->ctx;
     tsr_gpu_bind(s->g);
     size_t at = (s->phead + s->pn) % (DEPTH + 1);
     const tsr_node *root = e->d->root;
@@ -641,7 +618,7 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
      * 36 against 57 GB/s later) and cost ~100 ms of probing, so the device's way is kept: it is
      * at the link every time and leaves the host's cores to the sink (framing, deflate). */
     if (nrest == 0 && s->period_host) {
-        if ((st = tsr_engine_fill_inner(e, j, rest, &nrest, err)) != TSR_OK)
+        if ((st = tsr_cpu_fill_inner(s->host, j, rest, &nrest, err)) != TSR_OK)
             return st;
         s->pend[at].copy = false;
         s->pn++;
@@ -676,9 +653,9 @@ gpu_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
 }
 
 static tsr_status
-gpu_complete(tsr_engine *e, tsr_error *err)
+gpu_complete(void *bk, tsr_error *err)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
     tsr_gpu_bind(s->g);
     if (s->pn == 0)
         return TSR_OK;
@@ -691,9 +668,9 @@ gpu_complete(tsr_engine *e, tsr_error *err)
 
 /* The engine lets its writer pool go: unpin it, give back the band buffers. */
 static void
-gpu_detach(tsr_engine *e, uint8_t *mem)
+gpu_detach(void *bk, uint8_t *mem)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
     tsr_gpu_bind(s->g);
     if (!s->att_mem)
         return;
@@ -709,20 +686,20 @@ gpu_detach(tsr_engine *e, uint8_t *mem)
  * the engine keeps (engine.c pipe_open) is pinned once, and later streams over it find it
  * attached. */
 static tsr_status
-gpu_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
+gpu_attach(void *bk, uint8_t *mem, size_t len, tsr_error *err)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
     tsr_gpu_bind(s->g);
     s->phead = s->pn = 0;
     if (s->att_mem == mem && s->att_len == len)
         return TSR_OK; /* the band buffers' copies were all waited for by the last stream */
     if (s->att_mem)
-        gpu_detach(e, s->att_mem);
+        gpu_detach(s, s->att_mem);
     tsr_status st = tsr_gpu_register(s->g, mem, len, err);
     if (st != TSR_OK)
         return st;
     s->slots_mark = tsr_gpu_mark(s->g);
-    s->slot_bytes = len / (size_t)e->writer_bufs;
+    s->slot_bytes = len / (size_t)s->shape.writer_bufs;
     for (int k = 0; k < DEPTH; k++) {
         s->slot[k] = tsr_gpu_alloc(s->g, s->slot_bytes, err);
         s->slot_used[k] = false;
@@ -738,9 +715,9 @@ gpu_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
 }
 
 static void
-gpu_close(tsr_engine *e)
+gpu_close(void *bk)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
     if (!s)
         return;
     tsr_gpu_bind(s->g);
@@ -750,15 +727,15 @@ gpu_close(tsr_engine *e)
     free(s->freeb);
     free(s->cached);
     if (s->period)
-        for (size_t i = 0; i < e->d->nnodes; i++)
+        for (size_t i = 0; i < s->ctx->d->nnodes; i++)
             free(s->period[i]);
     free(s->period);
     free(s->cls);
     free(s->shared);
     free(s->memo);
     free(s->res);
+    tsr_cpu_free(s->host);
     free(s);
-    e->bk = NULL;
 }
 
 /* Bytes of r's floats, saturating. */
@@ -799,12 +776,11 @@ dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
     int64_t peak = own;
     for (size_t k = 0; k < n->nedges; k++) {
         const tsr_edge *ed = &n->edges[k];
-        tsr_trait_id id = tsr_trait_id_of(ed->trait);
         tsr_rect u = child_region(ed, r);
         if (tsr_rect_empty(u))
             continue;
         int64_t child = dry_run(s, ed->child, u, seen);
-        int64_t scratch = (id == TSR_TRAIT_blur || id == TSR_TRAIT_distance)
+        int64_t scratch = tsr_trait_has(ed->trait, TSR_CAP_NEIGHBOURS)
                               ? (u.w > INT64_MAX / 12 / u.h ? INT64_MAX / 4 : 3 * u.w * u.h * 4)
                               : 0;
         int64_t here = own + (child < INT64_MAX / 4 ? child : INT64_MAX / 4) + scratch;
@@ -821,10 +797,9 @@ dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
 static double
 recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
 {
-    tsr_trait_id id = tsr_trait_id_of(ed->trait);
     if (reads_whole(ed))
         return 1e9;
-    if (id == TSR_TRAIT_repeat || id == TSR_TRAIT_repeat_vector)
+    if (tsr_trait_has(ed->trait, TSR_CAP_LATTICE))
         return 0.0;
     int64_t h[2] = {0, 0};
     if (ed->trait->halo)
@@ -840,13 +815,13 @@ recompute_share(const tsr_edge *ed, int64_t cw, int64_t ch)
 /* Which device and host nodes keep their pixels in the device tile cache (file comment): a
  * node several edges read; a node that costs more to compute than to copy (a blur or
  * distance below it, or the host computes it) of which chunks compute a large share again
- * (recompute_share) for bands of e->band_rows rows across `sw` columns; and a motif with
+ * (recompute_share) for bands of s->shape.band_rows rows across `sw` columns; and a motif with
  * layers of its own that a repeat reads whole, which every chunk would compute again
  * (fresnel-lens-array's 4 Mpx lens of 57 rings: 3.1 s of base launches in a profile).
- * TSR_GPU_CACHE=all caches every one (tests: the cache's paths on every design), =off none
+ * The gpu_cache knob caches every one (tests: the cache's paths on every design) or none
  * (measurements). False on out of memory. */
 static bool
-choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
+choose_cached(const tsr_backend_ctx *e, gpu_state *s, int64_t sw)
 {
     const tsr_design *d = e->d;
     s->cached = calloc(d->nnodes, sizeof *s->cached);
@@ -857,9 +832,8 @@ choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
         free(share);
         return false;
     }
-    const char *env = getenv("TSR_GPU_CACHE");
-    bool all = env && strcmp(env, "all") == 0, none = env && strcmp(env, "off") == 0;
-    int64_t ch = e->band_rows, cw = s->chunk_px / ch > 0 ? s->chunk_px / ch : 1;
+    bool all = tsr_tune_get()->gpu_cache == 1, none = tsr_tune_get()->gpu_cache == 2;
+    int64_t ch = s->shape.band_rows, cw = s->chunk_px / ch > 0 ? s->chunk_px / ch : 1;
     cw = cw < sw ? cw : sw;
     for (size_t i = 0; i < d->nnodes; i++) { /* children before parents */
         const tsr_node *n = d->nodes[i];
@@ -867,9 +841,8 @@ choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
         costly[n->id] = cl == CLASS_HOST;
         for (size_t k = 0; k < n->nedges && cl == CLASS_DEVICE; k++) {
             const tsr_edge *ed = &n->edges[k];
-            tsr_trait_id id = tsr_trait_id_of(ed->trait);
             int cc = s->cls[ed->child->id];
-            if (id == TSR_TRAIT_blur || id == TSR_TRAIT_distance ||
+            if (tsr_trait_has(ed->trait, TSR_CAP_NEIGHBOURS) ||
                 ((cc == CLASS_DEVICE || cc == CLASS_HOST) && costly[ed->child->id]))
                 costly[n->id] = true;
         }
@@ -896,7 +869,7 @@ choose_cached(tsr_engine *e, gpu_state *s, int64_t sw)
  * a band's rows and three tile rows more (the halo above and below, the next band's start)
  * across its width, or the whole node when smaller. */
 static int64_t
-cache_want(const tsr_engine *e, const gpu_state *s)
+cache_want(const tsr_backend_ctx *e, const gpu_state *s)
 {
     int64_t want = 0, tb = DEV_TILE * DEV_TILE * 4;
     for (size_t i = 0; i < e->d->nnodes; i++) {
@@ -904,7 +877,7 @@ cache_want(const tsr_engine *e, const gpu_state *s)
         if (!s->cached[n->id])
             continue;
         int64_t tw = (n->w + DEV_TILE - 1) / DEV_TILE, th = (n->h + DEV_TILE - 1) / DEV_TILE;
-        int64_t rows = (e->band_rows + DEV_TILE - 1) / DEV_TILE + 3;
+        int64_t rows = (s->shape.band_rows + DEV_TILE - 1) / DEV_TILE + 3;
         int64_t tiles = tw * (th < rows ? th : rows);
         want += tiles < (INT64_MAX / 4 - want) / tb ? tiles * tb : INT64_MAX / 4 - want;
     }
@@ -946,28 +919,30 @@ open_tile_cache(gpu_state *s, size_t nnodes, int64_t bytes, tsr_error *err)
  * bands (a quarter of --memory, or the plan's own bands when they are bigger). The device
  * arena: --gpu-memory, or 90 % of what is free. */
 static tsr_status
-gpu_open(tsr_engine *e, tsr_error *err)
+gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_error *err)
 {
     const tsr_design *d = e->d;
+    const tsr_tune *tune = tsr_tune_get();
     gpu_state *s = calloc(1, sizeof *s);
     if (!s)
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
-    e->bk = s;
-    s->chunk_px = e->opts.gpu_chunk > 0 ? e->opts.gpu_chunk : CHUNK_PX;
-    /* TSR_GPU_TUNE=CHUNK_MPX,BAND_MIB: measurement knobs for scripts/bench-gpu.sh */
-    int64_t band_bytes = BAND_BYTES;
-    const char *tune = getenv("TSR_GPU_TUNE");
-    long long tc = 0, tb = 0;
-    if (tune && sscanf(tune, "%lld,%lld", &tc, &tb) == 2 && tc > 0 && tb > 0) {
-        s->chunk_px = (int64_t)tc << 20;
-        band_bytes = (int64_t)tb << 20;
+    s->ctx = e;
+    /* the host's share (nodes of class host, period tiles) has the host plan's cache */
+    if (!(s->host = tsr_cpu_new(e, e->plan->cache, err))) {
+        free(s);
+        return TSR_ENOMEM;
     }
-    bool trace = getenv("TSR_GPU_TRACE") != NULL;
+    s->chunk_px = e->opts->gpu_chunk > 0 ? e->opts->gpu_chunk : CHUNK_PX;
+    /* measurement knobs (scripts/bench-gpu.sh: TSR_GPU_TUNE) */
+    int64_t band_bytes = BAND_BYTES;
+    if (tune->gpu_chunk_px > 0 && tune->gpu_band_bytes > 0) {
+        s->chunk_px = tune->gpu_chunk_px;
+        band_bytes = tune->gpu_band_bytes;
+    }
+    bool trace = tune->gpu_trace;
     uint64_t t0 = tsr_now_ns();
-    const char *pe = getenv("TSR_GPU_PERIOD");
-    s->period_host = pe && strcmp(pe, "host") == 0;
-    const char *f = getenv("TSR_GPU_FAULT");
-    s->fault_at = f ? strtoull(f, NULL, 10) : 0;
+    s->period_host = tune->gpu_period_host;
+    s->fault_at = tune->gpu_fault_band;
     s->cls = calloc(d->nnodes, sizeof *s->cls);
     s->period = calloc(d->nnodes, sizeof *s->period);
     s->shared = calloc(d->nnodes, sizeof *s->shared);
@@ -982,7 +957,7 @@ gpu_open(tsr_engine *e, tsr_error *err)
         s->shared[i] = uses[i] > 1;
     free(uses);
     if (!s->cls || !s->period || !s->shared || !s->res || !counted) {
-        gpu_close(e);
+        gpu_close(s);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < d->nnodes; i++) {
@@ -1005,47 +980,47 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
     int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = d->out.depth / 8;
     int64_t sw = tsr_band_width(d);
-    e->depth = DEPTH;
-    e->writer_bufs = DEPTH + 3;
+    s->shape.depth = DEPTH;
+    s->shape.writer_bufs = DEPTH + 3;
     int64_t rows = (band_bytes + sw * bps - 1) / (sw * bps);
-    int64_t allow = e->plan.bands > e->plan.budget / 4 ? e->plan.bands : e->plan.budget / 4;
-    while (rows > 1 && e->writer_bufs * sw * rows * bps > allow)
+    int64_t allow = e->plan->bands > e->plan->budget / 4 ? e->plan->bands : e->plan->budget / 4;
+    while (rows > 1 && s->shape.writer_bufs * sw * rows * bps > allow)
         rows /= 2;
     /* a small job still goes in several bands: progress, stops and resumes keep their grain */
-    int64_t eighth = (H + 7) / 8 > e->plan.band_rows ? (H + 7) / 8 : e->plan.band_rows;
+    int64_t eighth = (H + 7) / 8 > e->plan->band_rows ? (H + 7) / 8 : e->plan->band_rows;
     if (rows > eighth)
         rows = eighth;
-    e->band_rows = rows < H ? rows : H;
-    e->band_bytes = sw * e->band_rows * bps;
+    s->shape.band_rows = rows < H ? rows : H;
+    s->shape.band_bytes = sw * s->shape.band_rows * bps;
     if (!choose_cached(e, s, sw)) {
-        gpu_close(e);
+        gpu_close(s);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     }
 
     size_t freeb = 0, total = 0;
-    tsr_status st = tsr_gpu_meminfo(e->opts.gpu_device, &freeb, &total, err);
+    tsr_status st = tsr_gpu_meminfo(e->opts->gpu_device, &freeb, &total, err);
     if (st != TSR_OK) {
-        gpu_close(e);
+        gpu_close(s);
         return st;
     }
     /* the smallest arena that renders: the band buffers, the resident nodes and what one chunk
      * in the middle of the root takes along its costliest path of child regions (a dry run of
      * eval's allocations: halos grow down a chain of blurs; border chunks take less) */
-    int64_t ch = e->band_rows, cw = s->chunk_px / ch > 0 ? s->chunk_px / ch : 1;
+    int64_t ch = s->shape.band_rows, cw = s->chunk_px / ch > 0 ? s->chunk_px / ch : 1;
     cw = cw < sw ? cw : sw;
     tsr_rect mid = tsr_rect_intersect(
         tsr_rect_make(W / 2 - cw / 2, d->root->h / 2 - ch / 2, cw, ch),
         tsr_rect_make(0, 0, W, d->root->h));
     int64_t *seen = malloc(d->nnodes * sizeof *seen);
     if (!seen) {
-        gpu_close(e);
+        gpu_close(s);
         return tsr_fail(err, TSR_ENOMEM, "out of memory");
     }
     for (size_t i = 0; i < d->nnodes; i++)
         seen[i] = -1;
     int64_t path = dry_run(s, d->root, mid, seen);
     free(seen);
-    int64_t minimum = DEPTH * sw * e->band_rows * bps + path + resident;
+    int64_t minimum = DEPTH * sw * s->shape.band_rows * bps + path + resident;
     /* Without --gpu-memory: room for the chunks' trees of child regions (4 x the minimum, at
      * least 2 GiB) and for the device tile cache's steady state (cache_want), never more than
      * 90 % of what is free. Not "most of the device": beyond that more memory buys nothing,
@@ -1053,9 +1028,9 @@ gpu_open(tsr_engine *e, tsr_error *err)
     int64_t want = 4 * minimum > ((int64_t)2 << 30) ? 4 * minimum : ((int64_t)2 << 30);
     want += cache_want(e, s);
     int64_t most = (int64_t)(freeb / 10 * 9);
-    int64_t arena = e->opts.gpu_memory > 0 ? e->opts.gpu_memory : (want < most ? want : most);
+    int64_t arena = e->opts->gpu_memory > 0 ? e->opts->gpu_memory : (want < most ? want : most);
     if (arena < minimum) {
-        gpu_close(e);
+        gpu_close(s);
         return tsr_fail(err, TSR_EPLAN,
                         "device memory plan: needs at least %.1f MiB (--gpu-memory %lld), have "
                         "%.1f MiB",
@@ -1064,29 +1039,32 @@ gpu_open(tsr_engine *e, tsr_error *err)
     }
     uint64_t t1 = tsr_now_ns();
     s->arena = arena;
-    s->g = tsr_gpu_open(e->opts.gpu_device, (size_t)arena, err);
+    s->g = tsr_gpu_open(e->opts->gpu_device, (size_t)arena, err);
     if (!s->g) {
-        gpu_close(e);
+        gpu_close(s);
         return err ? err->status : TSR_EIO;
     }
     /* the device tile cache takes 7/8 of what the minimum leaves (the rest: alignment slack) */
     if ((st = open_tile_cache(s, d->nnodes, (arena - minimum) / 8 * 7, err)) != TSR_OK) {
-        gpu_close(e);
+        gpu_close(s);
         return st;
     }
     if (trace)
         fprintf(stderr, "gpu: plan %.1f ms, context and %.1f GiB arena %.1f ms; bands of %lld rows "
                 "(%.1f MiB), chunks of %lld px\n", (double)(t1 - t0) * 1e-6,
                 (double)arena / 1073741824.0, (double)(tsr_now_ns() - t1) * 1e-6,
-                (long long)e->band_rows, (double)(sw * e->band_rows * bps) / 1048576.0,
+                (long long)s->shape.band_rows, (double)(sw * s->shape.band_rows * bps) / 1048576.0,
                 (long long)s->chunk_px);
+    *shape = s->shape;
+    *bk = s;
     return TSR_OK;
 }
 
 static void
-gpu_stats(tsr_engine *e, tsr_engine_stats *st)
+gpu_stats(void *bk, tsr_engine_stats *st)
 {
-    gpu_state *s = e->bk;
+    gpu_state *s = bk;
+    tsr_cpu_stats(s->host, st); /* the host's share: cache, node and trait seconds */
     tsr_cache_stats cs = tsr_cache_get_stats(s->dc);
     st->dev_hits = cs.hits;
     st->dev_misses = cs.misses;
@@ -1100,6 +1078,14 @@ gpu_stats(tsr_engine *e, tsr_engine_stats *st)
     st->gpu_host_seconds = (double)s->host_ns * 1e-9;
 }
 
+/* How the backend keeps node n, for `tessera check --tree`. */
+static const char *
+gpu_node_class(void *bk, const tsr_node *n)
+{
+    const gpu_state *s = bk;
+    return (s->cached[n->id] ? cached_names : class_names)[s->cls[n->id]];
+}
+
 const tsr_backend_ops tsr_backend_gpu = {
     .name = "gpu",
     .open = gpu_open,
@@ -1110,14 +1096,5 @@ const tsr_backend_ops tsr_backend_gpu = {
     .complete = gpu_complete,
     .values = gpu_values,
     .stats = gpu_stats,
+    .node_class = gpu_node_class,
 };
-
-/* The storage class of node n under the GPU backend, for `tessera check`; NULL for the CPU. */
-const char *
-tsr_engine_gpu_class(const tsr_engine *e, const tsr_node *n)
-{
-    if (e->ops != &tsr_backend_gpu || !e->bk)
-        return NULL;
-    const gpu_state *s = e->bk;
-    return (s->cached[n->id] ? cached_names : class_names)[s->cls[n->id]];
-}

@@ -1,13 +1,14 @@
 /* Thread stacks. The CPU backend recurses once per node level (compute.c: compute ->
- * edge_layer -> fetch -> get_tile -> compute) on the engine's worker threads (engine/pool.c)
+ * edge_layer -> fetch -> get_tile -> compute) on the engine's worker threads (cpu/pool.c)
  * and the caller's thread, and a design may nest 2000 levels (docs/reliability.md, "Deep chains and thread
- * stacks"). Three defences: threads created later get a stack sized from the design's
- * depth (tsr_stack_setup), a run whose threads' stacks do not fit an address-space limit is
- * refused before any thread starts, and the recursion checks, once per level, that the stack it
+ * stacks"). Three defences: the workers get a stack sized from the design's depth (their
+ * own attributes: the process's default is the program's to set, never the library's), a run
+ * whose threads' stacks do not fit an address-space limit is refused before any thread starts
+ * (tsr_stack_check), and the recursion checks, once per level, that the stack it
  * runs on still has room (tsr_stack_low), so a stack that is too small anyway (a small
  * `ulimit -s` on the main thread, an application's own thread) fails the render cleanly
  * instead of with SIGSEGV. The engine's workers are created with the design's size itself. */
-#include "engine/engine_int.h"
+#include "cpu/cpu.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -126,34 +127,23 @@ address_space_left(size_t bytes)
 }
 
 tsr_status
-tsr_stack_setup(tsr_engine *e, tsr_error *err)
+tsr_stack_check(int threads, size_t stack, int64_t minimum, tsr_error *err)
 {
-    /* The threads - 1 workers (engine/pool.c) and the stream's writer thread each get a stack,
+    /* The threads - 1 workers (cpu/pool.c) and the stream's writer thread each get a stack,
      * and the plan's minimum must be mappable too: refuse here, naming the remedy, a run whose
      * threads would not fit, rather than when the first band starts them. */
-    size_t per = e->stack + (64 << 10); /* glibc's guard page and static TLS */
-    double want = (double)per * e->threads + (double)e->plan.minimum;
+    size_t per = stack + (64 << 10); /* glibc's guard page and static TLS */
+    double want = (double)per * threads + (double)minimum;
     if (want > 9e18 || !address_space_left((size_t)want)) {
         struct rlimit rl;
         getrlimit(RLIMIT_AS, &rl);
         return tsr_fail(err, TSR_EPLAN,
-                        "thread stacks: %d threads x %zu MiB (a chain of %lld nested nodes) and "
-                        "the memory plan's minimum %.1f MiB do not fit the address space "
-                        "ulimit -v leaves (%llu MiB in all): use fewer threads (--threads N) "
-                        "or raise ulimit -v",
-                        e->threads, e->stack >> 20, (long long)e->nest,
-                        (double)e->plan.minimum / 1048576.0,
+                        "thread stacks: %d threads x %zu MiB and the memory plan's minimum "
+                        "%.1f MiB do not fit the address space ulimit -v leaves (%llu MiB in "
+                        "all): use fewer threads (--threads N) or raise ulimit -v",
+                        threads, stack >> 20, (double)minimum / 1048576.0,
                         (unsigned long long)(rl.rlim_cur >> 20));
     }
-    /* Threads created from now on (the writer, an application's) get the stack the design
-     * needs (the workers are given it explicitly); the default is set exactly, lowered too, so that many threads under an
-     * address-space limit do not each reserve glibc's 8 MiB. Best effort: if glibc refuses,
-     * the stack guard still turns a stack that stays too small into an error. */
-    pthread_mutex_lock(&floor_mu);
-    if (e->stack > asked)
-        asked = e->stack;
-    (void)set_default(asked, false, NULL);
-    pthread_mutex_unlock(&floor_mu);
     return TSR_OK;
 }
 
@@ -214,10 +204,4 @@ tsr_stack_size(bool *main_thread)
     if (main_thread)
         *main_thread = here.main;
     return here.size;
-}
-
-size_t
-tsr_engine_thread_stack(const tsr_engine *e)
-{
-    return e->stack;
 }

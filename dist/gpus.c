@@ -17,10 +17,12 @@
  * A failure in any engine is the band's status: the stream ends there, every band before it
  * delivered (a resumable abort, as a sink failure). A stop reaches every engine through the
  * shared opts.stop. TSR_MULTI_CPU=1 makes the engines CPU ones (tests of the reorder path on
- * machines without a GPU). */
-#include "engine/backend.h"
-#include "engine/engine_int.h"
+ * machines without a GPU). A periodic root's bands are filled on the host, as the CPU fills
+ * them (cpu/periodic.c), by an evaluator of its own. */
+#include "cpu/cpu.h"
+#include "dist/dist.h"
 #include "gpu/gpu.h"
+#include "tiles/tune.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +57,8 @@ typedef struct mworker {
 } mworker;
 
 struct multi {
+    const tsr_backend_ctx *ctx;
+    tsr_cpu *host;        /* a periodic root's bands */
     int n;
     mworker w[MULTI_MAX];
     mjob q[TSR_PIPE_MAX]; /* submitted, not yet completed: a ring */
@@ -108,9 +112,9 @@ worker_main(void *arg)
 }
 
 static void
-multi_close(tsr_engine *e)
+multi_close(void *bk)
 {
-    multi *m = e->bk;
+    multi *m = bk;
     if (!m)
         return;
     pthread_mutex_lock(&m->mu);
@@ -121,32 +125,32 @@ multi_close(tsr_engine *e)
         mworker *w = &m->w[i];
         if (w->running)
             pthread_join(w->thread, NULL);
-        if (w->attached && w->e->ops->detach)
-            w->e->ops->detach(w->e, w->pool);
+        if (w->attached)
+            tsr_engine_detach(w->e, w->pool);
         tsr_engine_free(w->e);
         free(w->pool);
     }
     pthread_cond_destroy(&m->work);
     pthread_cond_destroy(&m->done);
     pthread_mutex_destroy(&m->mu);
+    tsr_cpu_free(m->host);
     free(m);
-    e->bk = NULL;
 }
 
 /* Worker i's engine. */
 static tsr_status
-open_engine(tsr_engine *e, multi *m, int i, int devices, bool cpu, tsr_error *err)
+open_engine(multi *m, int i, int devices, bool cpu, tsr_error *err)
 {
     mworker *w = &m->w[i];
     w->m = m;
     w->idx = i;
-    tsr_engine_opts o = e->opts;
+    tsr_engine_opts o = *m->ctx->opts;
     o.gpus = 0;
     o.ops = NULL;
     o.gpu_device = devices > 0 ? i % devices : 0;
     o.backend = cpu ? "cpu" : "gpu";
     w->device = o.gpu_device;
-    w->e = tsr_engine_new(e->d, &o, err);
+    w->e = tsr_engine_new(m->ctx->d, &o, err);
     return w->e ? TSR_OK : (err ? err->status : TSR_EINVAL);
 }
 
@@ -161,32 +165,25 @@ start_worker(multi *m, int i, tsr_error *err)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (--gpus: %lld bytes for engine %d)",
                         (long long)len, i);
     w->pool_len = (size_t)len;
-    if (w->e->ops->attach) {
-        tsr_status st = w->e->ops->attach(w->e, w->pool, w->pool_len, err);
-        if (st != TSR_OK)
-            return st;
-        w->attached = true;
-    }
+    tsr_status st = tsr_engine_attach(w->e, w->pool, w->pool_len, err);
+    if (st != TSR_OK)
+        return st;
+    w->attached = true;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return tsr_fail(err, TSR_ENOMEM, "--gpus: cannot start a thread for engine %d", i);
     w->running = true;
     return TSR_OK;
 }
 
-bool
-tsr_multi_cpu(void)
-{
-    const char *env = getenv("TSR_MULTI_CPU");
-    return env && strcmp(env, "1") == 0;
-}
-
 static tsr_status
-multi_open(tsr_engine *e, tsr_error *err)
+multi_open(const tsr_backend_ctx *ctx, void **bk, tsr_backend_shape *shape, tsr_error *err)
 {
-    const tsr_design *d = e->d;
+    const tsr_design *d = ctx->d;
     int devices = tsr_gpu_count();
-    bool cpu = tsr_multi_cpu();
-    int n = e->opts.gpus < 0 ? devices : e->opts.gpus;
+    bool cpu = tsr_tune_get()->gpus_on_cpu;
+    int n = ctx->opts->gpus < 0 ? devices : ctx->opts->gpus;
+    if (ctx->opts->backend && strcmp(ctx->opts->backend, "cpu") == 0)
+        return tsr_fail(err, TSR_EINVAL, "--gpus: needs the GPU backend, not --backend cpu");
     if (!cpu && devices == 0) {
         char why[256];
         tsr_gpu_describe(why, sizeof why);
@@ -200,37 +197,43 @@ multi_open(tsr_engine *e, tsr_error *err)
     pthread_mutex_init(&m->mu, NULL);
     pthread_cond_init(&m->work, NULL);
     pthread_cond_init(&m->done, NULL);
-    e->bk = m;
-    tsr_status st = TSR_OK;
+    m->ctx = ctx;
+    m->host = tsr_cpu_new(ctx, 0, err);
+    tsr_status st = m->host ? TSR_OK : TSR_ENOMEM;
     for (; m->n < n && st == TSR_OK; m->n++)
-        st = open_engine(e, m, m->n, devices, cpu, err);
+        st = open_engine(m, m->n, devices, cpu, err);
     if (st == TSR_OK) {
         /* the first engine's bands, halved until the window and the writer's buffers fit
          * the host plan's bands */
+        const tsr_plan *p = ctx->plan;
+        const tsr_backend_shape *first = tsr_engine_shape(m->w[0].e);
         int64_t sw = tsr_band_width(d), bps = d->out.depth / 8;
-        e->depth = n * RUN;
-        e->writer_bufs = e->depth + 3;
-        int64_t rows = m->w[0].e->band_rows;
-        int64_t allow = e->plan.bands > e->plan.budget / 4 ? e->plan.bands : e->plan.budget / 4;
-        while (rows > 1 && e->writer_bufs * sw * rows * bps > allow)
+        shape->depth = n * RUN;
+        shape->writer_bufs = shape->depth + 3;
+        int64_t rows = first->band_rows;
+        int64_t allow = p->bands > p->budget / 4 ? p->bands : p->budget / 4;
+        while (rows > 1 && shape->writer_bufs * sw * rows * bps > allow)
             rows /= 2;
-        e->band_rows = rows;
-        e->band_bytes = m->w[0].e->band_bytes > 0 ? sw * rows * bps : 0;
+        shape->band_rows = rows;
+        shape->band_bytes = first->band_bytes > 0 ? sw * rows * bps : 0;
         m->max_band = sw * rows * bps;
     }
     for (int i = 0; i < m->n && st == TSR_OK; i++)
         st = start_worker(m, i, err);
-    if (st != TSR_OK)
-        multi_close(e);
-    return st;
+    if (st != TSR_OK) {
+        multi_close(m);
+        return st;
+    }
+    *bk = m;
+    return TSR_OK;
 }
 
 static tsr_status
-multi_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
+multi_submit(void *bk, const tsr_band_job *j, tsr_error *err)
 {
-    multi *m = e->bk;
+    multi *m = bk;
     bool done = false;
-    tsr_status st = tsr_engine_fill_periodic(e, j, &done, err);
+    tsr_status st = tsr_cpu_fill_periodic(m->host, j, &done, err);
     if (st != TSR_OK)
         return st;
     pthread_mutex_lock(&m->mu);
@@ -250,9 +253,9 @@ multi_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
 }
 
 static tsr_status
-multi_complete(tsr_engine *e, tsr_error *err)
+multi_complete(void *bk, tsr_error *err)
 {
-    multi *m = e->bk;
+    multi *m = bk;
     pthread_mutex_lock(&m->mu);
     if (m->count == 0) {
         pthread_mutex_unlock(&m->mu);
@@ -273,16 +276,17 @@ multi_complete(tsr_engine *e, tsr_error *err)
 /* Previews and tests: the first engine computes them (its thread is idle meanwhile: the
  * stream and a preview never run at once on one engine). */
 static tsr_status
-multi_values(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
+multi_values(void *bk, tsr_rect r, float *out, tsr_error *err)
 {
-    multi *m = e->bk;
-    return m->w[0].e->ops->values(m->w[0].e, r, out, err);
+    multi *m = bk;
+    return tsr_engine_render_rect(m->w[0].e, r, out, err);
 }
 
 static void
-multi_stats(tsr_engine *e, tsr_engine_stats *st)
+multi_stats(void *bk, tsr_engine_stats *st)
 {
-    multi *m = e->bk;
+    multi *m = bk;
+    tsr_cpu_stats(m->host, st); /* a periodic root's fill */
     pthread_mutex_lock(&m->mu);
     st->nengines = m->n;
     for (int i = 0; i < m->n; i++) {
@@ -301,13 +305,13 @@ multi_stats(tsr_engine *e, tsr_engine_stats *st)
         st->dev_arena += s.dev_arena;
         st->dev_bands += s.dev_bands;
         st->dev_arena_peak += s.dev_arena_peak;
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < TSR_GPU_STAGES; k++)
             st->gpu_stage_seconds[k] += s.gpu_stage_seconds[k];
         st->gpu_host_seconds += s.gpu_host_seconds;
     }
 }
 
-const tsr_backend_ops tsr_backend_multi = {
+const tsr_backend_ops tsr_backend_gpus = {
     .name = "gpus",
     .open = multi_open,
     .close = multi_close,

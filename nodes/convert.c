@@ -1,7 +1,7 @@
 /* Output conversion, DESIGN.md §2.4: value -> range -> clamp -> calibration -> sample, in
  * double, exactly as written (a subtraction and a division, not a multiply by a reciprocal),
  * so every backend produces the same samples. */
-#include "engine/engine.h"
+#include "nodes/nodes.h"
 #include "nodes/pointwise.h"
 
 #include <math.h>

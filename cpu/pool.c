@@ -1,6 +1,6 @@
 /* The CPU backend's worker team: see pool.h. */
-#include "engine/pool.h"
-#include "engine/engine_int.h" /* tsr_now_ns */
+#include "cpu/pool.h"
+#include "tiles/tiles.h" /* tsr_now_ns */
 
 #include <errno.h>
 #include <pthread.h>
