@@ -1104,7 +1104,11 @@ print_times(const tsr_design *d, const tsr_engine_stats *st, FILE *f)
     for (size_t i = 0; i < d->nnodes; i++) {
         char lb[192];
         tsr_node_label(d->nodes[i], lb, sizeof lb);
-        fprintf(f, "  %-40s %9.3f s\n", lb, st->node_seconds[i]);
+        char why[160];
+        bool dev = tsr_gpu_node_why(d->nodes[i], why, sizeof why);
+        fprintf(f, "  %-40s %9.3f s%s%s%s\n", lb, st->node_seconds[i],
+                dev ? "" : " (computed on the host under the GPU backend: ", dev ? "" : why,
+                dev ? "" : ")");
     }
     fprintf(f, "time per trait (layer + blend, summed over threads):\n");
     for (size_t i = 0; tsr_traits[i]; i++)

@@ -654,7 +654,7 @@ tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header 
     tsr_sha256_update(sh, tail, strlen(tail));
     for (size_t i = 0; i < d->nnodes; i++) {
         const tsr_source *src = d->nodes[i]->source;
-        if (!src || src->kind != TSR_SRC_IMAGE || !src->path)
+        if (!src || !tsr_source_has(src, TSR_SRC_CAP_FILE) || !src->path)
             continue;
         uint8_t fh[32];
         if (tsr_sha256_file(src->path, fh, err) != TSR_OK) {

@@ -296,7 +296,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
         if (sat_add(period_work, deepest) > path[n->id])
             path[n->id] = sat_add(period_work, deepest);
         const tsr_source *src = n->source;
-        if (src && src->kind == TSR_SRC_IMAGE && src->iw > 0) {
+        if (src && tsr_source_has(src, TSR_SRC_CAP_FILE) && src->iw > 0) {
             /* decoded (or to be decoded: tsr_design_build) as iw x ih floats; decoding one
              * takes its rows and libpng's buffers too, one image at a time */
             p->fixed = sat_add(p->fixed, sat_add(sat_mul(sat_mul(src->iw, src->ih), 4), 16));

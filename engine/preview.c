@@ -1,6 +1,7 @@
 /* tessera preview and tessera check's printout, and size parsing. */
 #include "designs/designs.h"
 #include "engine/engine_int.h"
+#include "gpu/gpu.h"
 #include "image/image.h"
 #include "nodes/params.h"
 
@@ -393,6 +394,9 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
         const char *cls = tsr_engine_node_class(e, n);
         if (cls)
             fprintf(f, "; gpu: %s", cls);
+        char why[160];
+        if (!tsr_gpu_node_why(n, why, sizeof why)) /* any backend: what --backend gpu would do */
+            fprintf(f, "; computed on the host under the GPU backend (%s)", why);
         fputc('\n', f);
     }
     fputc('\n', f);

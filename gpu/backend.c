@@ -100,21 +100,11 @@ typedef struct gpu_state {
 static const char *const class_names[] = {"device", "periodic", "host", "resident"};
 static const char *const cached_names[] = {"device, cached", "periodic", "host, cached", "resident"};
 
-/* A polygon with more points than this is drawn by the CPU: the device tests every edge at
- * every sub-sample (a 16000-point comb with aa 4 kept one chunk's kernel busy for more than
- * 20 s, and kernels do not see a stop), where the CPU's scanline fill touches only the edges a
- * row crosses and polls the stop. */
-#define DEVICE_POLYGON_MAX 256
-
+/* Whether the device computes node n (gpu/traits.c: the tables' GPU columns). */
 static bool
 device_can(const tsr_node *n)
 {
-    if (n->source && n->source->kind == TSR_SRC_POLYGON && n->source->points.n > DEVICE_POLYGON_MAX)
-        return false;
-    for (size_t k = 0; k < n->nedges; k++)
-        if (!tsr_gpu_edge_can(&n->edges[k])) /* the trait table's GPU column */
-            return false;
-    return true;
+    return tsr_gpu_node_why(n, NULL, 0);
 }
 
 /* The period tile of node n that repeats (over its rect, or inside a border), computed once by

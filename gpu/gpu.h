@@ -195,6 +195,37 @@ extern const tsr_gpu_trait tsr_gpu_traits[TSR_TRAIT_COUNT];
 bool
 tsr_gpu_edge_can(const tsr_edge *e);
 
+/* The source table's GPU column (gpu/traits.c): per source kind its family's launcher (the
+ * base: fill, then the source) and `_can` (false: the node is drawn on the host; a polygon of
+ * many points), both NULL for a kind whose gpu column says `none`. */
+typedef tsr_status (*tsr_gpu_base_fn)(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out,
+                                      const tsr_gpu_out *to, tsr_error *err);
+
+typedef struct tsr_gpu_source {
+    tsr_gpu_base_fn launch;
+    bool (*can)(const tsr_source *s);
+} tsr_gpu_source;
+
+#define X(ID, params, key, value, family, gpu, caps)                                             \
+    tsr_status tsr_gpu_src_##gpu(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out,              \
+                                 const tsr_gpu_out *to, tsr_error *err);                       \
+    bool tsr_gpu_src_##gpu##_can(const tsr_source *s);
+#include "nodes/sources.def"
+#undef X
+
+extern const tsr_gpu_source tsr_gpu_sources[TSR_SRC_COUNT];
+
+/* Whether node n's base (its source) is drawn on the device. */
+bool
+tsr_gpu_source_can(const tsr_source *s);
+
+/* Whether the device computes node n: its source and every edge have kernels that take them
+ * (the tables' GPU columns). When not, why (for people: "trait warp has no GPU kernel") into
+ * why[0 .. len) (why may be NULL). The GPU backend computes such a node on the host: the
+ * same bits, and `check --tree` and `profile` say so. */
+bool
+tsr_gpu_node_why(const tsr_node *n, char *why, size_t len);
+
 /* Whether this build has the CUDA side (false: gpu_none.c; no device is then ever usable). */
 bool
 tsr_gpu_built(void);

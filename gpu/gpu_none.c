@@ -177,6 +177,22 @@ CAN_STUB(tsr_gpu_repeat_can)
 CAN_STUB(tsr_gpu_distance_can)
 CAN_STUB(tsr_gpu_blur_can)
 
+#define SRC_STUB(fam)                                                                           \
+    tsr_status tsr_gpu_src_##fam(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out,               \
+                                 const tsr_gpu_out *to, tsr_error *err)                         \
+    {                                                                                           \
+        (void)g, (void)n, (void)out, (void)to;                                                  \
+        return NO_CUDA(err);                                                                    \
+    }                                                                                           \
+    bool tsr_gpu_src_##fam##_can(const tsr_source *s)                                           \
+    {                                                                                           \
+        (void)s;                                                                                \
+        return false;                                                                           \
+    }
+SRC_STUB(shape)
+SRC_STUB(gradient)
+SRC_STUB(image)
+
 bool
 tsr_gpu_built(void)
 {

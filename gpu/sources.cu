@@ -1,5 +1,5 @@
-/* Sources on the device (DESIGN.md §2.2): fill, then the shape, gradient or image, one thread
- * per pixel, with nodes/pointwise.h's expressions in double. Shapes test exactly the pixels of
+/* Sources on the device (docs/format.md §4): fill, then the shape, gradient or image, one
+ * launcher per source family (nodes/sources.def), one thread per pixel, with nodes/pointwise.h's expressions in double. Shapes test exactly the pixels of
  * tsr_source_box (the CPU's bounding box), so both backends write the same pixels. */
 #include "gpu/gpu_int.cuh"
 
@@ -149,71 +149,141 @@ base_kernel(base_args s)
     }
 }
 
+/* The args every base kernel takes: out's rect and buffer, the samples' target, the fill. */
+static tsr_status
+base_common(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+            base_args *a, tsr_error *err)
+{
+    memset(a, 0, sizeof *a);
+    tsr_status cs = tsr_gpu_conv_make(g, to, &a->to, err);
+    a->r = out.r;
+    a->out = out.px;
+    a->fill = n->fill;
+    a->kind = n->source ? (int)n->source->kind : -1;
+    return cs;
+}
+
+template <int M>
+static tsr_status
+launch(tsr_gpu *g, const base_args &a, tsr_error *err)
+{
+    dim3 grid = tsr_grid2(a.r.w, a.r.h);
+    base_kernel<M><<<grid, 256, 0, g->compute>>>(a);
+    TSR_LAUNCHED("base", err);
+    return TSR_OK;
+}
+
+/* ---- the source families (nodes/sources.def's gpu column) ----------------------------------- */
+
+/* A polygon with more points than this is drawn by the CPU: the device tests every edge at
+ * every sub-sample (a 16000-point comb with aa 4 kept one chunk's kernel busy for more than
+ * 20 s, and kernels do not see a stop), where the CPU's scanline fill touches only the edges a
+ * row crosses and polls the stop. */
+#define DEVICE_POLYGON_MAX 256
+
+extern "C" bool
+tsr_gpu_src_shape_can(const tsr_source *s)
+{
+    return s->kind != TSR_SRC_POLYGON || s->points.n <= DEVICE_POLYGON_MAX;
+}
+
+extern "C" tsr_status
+tsr_gpu_src_shape(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+                  tsr_error *err)
+{
+    base_args a;
+    const tsr_source *s = n->source;
+    tsr_status st = base_common(g, n, out, to, &a, err);
+    if (st != TSR_OK)
+        return st;
+    a.cx = s->center[0];
+    a.cy = s->center[1];
+    a.radius = s->radius;
+    a.r0 = s->radii[0];
+    a.r1 = s->radii[1];
+    memcpy(a.rect, s->rect, sizeof a.rect);
+    a.value = s->value;
+    a.aa = s->aa;
+    if (s->kind == TSR_SRC_POLYGON) {
+        a.pts = (const double (*)[2])tsr_gpu_resident(g, s->points.p,
+                                                      s->points.n * sizeof(double[2]), err);
+        if (!a.pts)
+            return TSR_ENOMEM;
+        a.npts = (int64_t)s->points.n;
+    }
+    a.box = tsr_source_box(s, out.r);
+    return a.aa > 0 ? launch<B_SHAPE_AA>(g, a, err) : launch<B_SHAPE>(g, a, err);
+}
+
+extern "C" bool
+tsr_gpu_src_gradient_can(const tsr_source *s)
+{
+    (void)s;
+    return true;
+}
+
+extern "C" tsr_status
+tsr_gpu_src_gradient(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+                     tsr_error *err)
+{
+    base_args a;
+    const tsr_source *s = n->source;
+    tsr_status st = base_common(g, n, out, to, &a, err);
+    if (st != TSR_OK)
+        return st;
+    a.cx = s->center[0];
+    a.cy = s->center[1];
+    a.radius = s->radius;
+    a.a = s->values[0];
+    a.b = s->values[1];
+    a.fx = s->from[0];
+    a.fy = s->from[1];
+    a.gx = s->to[0] - s->from[0];
+    a.gy = s->to[1] - s->from[1];
+    a.len2 = a.gx * a.gx + a.gy * a.gy;
+    return s->kind == TSR_SRC_LINEAR ? launch<B_LINEAR>(g, a, err) : launch<B_RADIAL>(g, a, err);
+}
+
+extern "C" bool
+tsr_gpu_src_image_can(const tsr_source *s)
+{
+    (void)s;
+    return true;
+}
+
+extern "C" tsr_status
+tsr_gpu_src_image(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+                  tsr_error *err)
+{
+    base_args a;
+    const tsr_source *s = n->source;
+    tsr_status st = base_common(g, n, out, to, &a, err);
+    if (st != TSR_OK)
+        return st;
+    if (s->img) {
+        a.img = (const float *)tsr_gpu_resident(g, s->img,
+                                                (size_t)s->iw * (size_t)s->ih * sizeof(float), err);
+        if (!a.img)
+            return TSR_ENOMEM;
+        a.iw = s->iw;
+    }
+    return launch<B_IMAGE>(g, a, err);
+}
+
+/* The node's base: its fill alone, or its source's family launcher (the table's gpu column,
+ * gpu/traits.c). */
 extern "C" tsr_status
 tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
              tsr_error *err)
 {
+    if (n->source) {
+        tsr_gpu_base_fn f = tsr_gpu_sources[n->source->kind].launch;
+        if (!f)
+            return tsr_fail(err, TSR_EINTERNAL, "gpu: source %d has no kernel",
+                            (int)n->source->kind);
+        return f(g, n, out, to, err);
+    }
     base_args a;
-    memset(&a, 0, sizeof a);
-    tsr_status cs = tsr_gpu_conv_make(g, to, &a.to, err);
-    if (cs != TSR_OK)
-        return cs;
-    a.r = out.r;
-    a.out = out.px;
-    a.fill = n->fill;
-    a.kind = -1;
-    const tsr_source *s = n->source;
-    if (s) {
-        a.kind = (int)s->kind;
-        a.cx = s->center[0];
-        a.cy = s->center[1];
-        a.radius = s->radius;
-        a.r0 = s->radii[0];
-        a.r1 = s->radii[1];
-        memcpy(a.rect, s->rect, sizeof a.rect);
-        a.value = s->value;
-        a.aa = s->aa;
-        a.a = s->values[0];
-        a.b = s->values[1];
-        a.fx = s->from[0];
-        a.fy = s->from[1];
-        a.gx = s->to[0] - s->from[0];
-        a.gy = s->to[1] - s->from[1];
-        a.len2 = a.gx * a.gx + a.gy * a.gy;
-        switch (s->kind) {
-        case TSR_SRC_LINEAR:
-        case TSR_SRC_RADIAL: break;
-        case TSR_SRC_IMAGE:
-            if (s->img) {
-                a.img = (const float *)tsr_gpu_resident(
-                    g, s->img, (size_t)s->iw * (size_t)s->ih * sizeof(float), err);
-                if (!a.img)
-                    return TSR_ENOMEM;
-                a.iw = s->iw;
-            }
-            break;
-        case TSR_SRC_POLYGON:
-            a.pts = (const double (*)[2])tsr_gpu_resident(g, s->points.p,
-                                                          s->points.n * sizeof(double[2]), err);
-            if (!a.pts)
-                return TSR_ENOMEM;
-            a.npts = (int64_t)s->points.n;
-            /* fall through */
-        default: a.box = tsr_source_box(s, out.r); break;
-        }
-    }
-    dim3 grid = tsr_grid2(out.r.w, out.r.h);
-    switch (a.kind) {
-    case -1: base_kernel<B_FILL><<<grid, 256, 0, g->compute>>>(a); break;
-    case TSR_SRC_LINEAR: base_kernel<B_LINEAR><<<grid, 256, 0, g->compute>>>(a); break;
-    case TSR_SRC_RADIAL: base_kernel<B_RADIAL><<<grid, 256, 0, g->compute>>>(a); break;
-    case TSR_SRC_IMAGE: base_kernel<B_IMAGE><<<grid, 256, 0, g->compute>>>(a); break;
-    default:
-        if (a.aa > 0)
-            base_kernel<B_SHAPE_AA><<<grid, 256, 0, g->compute>>>(a);
-        else
-            base_kernel<B_SHAPE><<<grid, 256, 0, g->compute>>>(a);
-    }
-    TSR_LAUNCHED("base", err);
-    return TSR_OK;
+    tsr_status st = base_common(g, n, out, to, &a, err);
+    return st == TSR_OK ? launch<B_FILL>(g, a, err) : st;
 }

@@ -107,17 +107,23 @@ tsr_check_failf(tsr_check *c, const char *key, const char *fmt, ...)
 
 /* ---- sources (DESIGN.md §2.2) ------------------------------------------------ */
 
+/* Source kinds, in the order of nodes/sources.def. */
 typedef enum tsr_source_kind {
-    TSR_SRC_CIRCLE,
-    TSR_SRC_ELLIPSE,
-    TSR_SRC_RING,
-    TSR_SRC_RECT,
-    TSR_SRC_POLYGON,
-    TSR_SRC_LINEAR,
-    TSR_SRC_RADIAL,
-    TSR_SRC_IMAGE,
+#define X(ID, params, key, value, family, gpu, caps) TSR_SRC_##ID,
+#include "nodes/sources.def"
+#undef X
     TSR_SRC_COUNT
 } tsr_source_kind;
+
+/* What the planners may assume of a source kind: the caps column of nodes/sources.def. */
+enum {
+    TSR_SRC_CAP_COVERS = 1u << 0, /* it sets every pixel of its node (once its data is there):
+                                   * the fill under it is never seen */
+    TSR_SRC_CAP_BOXED = 1u << 1,  /* it draws only inside tsr_source_box (a shape): pixels
+                                   * outside keep the fill, and aa blends over it */
+    TSR_SRC_CAP_FILE = 1u << 2    /* it reads a file (`path`): hashed into the stream's
+                                   * fingerprint, its decoded pixels counted by the plan */
+};
 
 /* One struct for every source kind; a kind's table names the fields it uses. */
 typedef struct tsr_source {
@@ -140,16 +146,39 @@ typedef struct tsr_source {
                           * `image:` value when decoding is left for later) */
 } tsr_source;
 
-/* How a source mapping is recognised: `shape: circle`, `gradient: linear`, `image: path`. */
+/* A row of the source table (nodes/sources.def): how a source mapping is recognised
+ * (`shape: circle`, `gradient: linear`, `image: path`), its keys, and its CPU functions. */
 typedef struct tsr_source_desc {
     const char *disc_key;   /* "shape", "gradient" or "image" */
     const char *disc_value; /* "circle", ... ; NULL for image (its value is the path) */
     tsr_source_kind kind;
     const tsr_param *params;
     size_t nparams;
+    unsigned caps;          /* TSR_SRC_CAP_* */
+    /* draw over px (rect r of the node, holding the fill): tsr_source_render */
+    void (*render)(const tsr_source *s, tsr_rect r, float *px);
+    /* cross-field rules after parsing, naming the key (may be NULL) */
+    tsr_status (*check)(const tsr_source *s, tsr_check *c);
+    /* bytes render allocates for a rect at most w px wide (may be NULL: none) */
+    size_t (*scratch)(const tsr_source *s, int64_t w);
 } tsr_source_desc;
 
 extern const tsr_source_desc tsr_source_descs[TSR_SRC_COUNT];
+
+/* Whether source s's kind has every capability in `caps` (TSR_SRC_CAP_*). */
+static inline bool
+tsr_source_has(const tsr_source *s, unsigned caps)
+{
+    return (tsr_source_descs[s->kind].caps & caps) == caps;
+}
+
+/* The source families' CPU functions the table names (nodes/sources.c). */
+#define X(ID, params, key, value, family, gpu, caps)                                             \
+    void tsr_src_##family##_render(const tsr_source *s, tsr_rect r, float *px);                 \
+    tsr_status tsr_src_##family##_check(const tsr_source *s, tsr_check *c);                     \
+    size_t tsr_src_##family##_scratch(const tsr_source *s, int64_t w);
+#include "nodes/sources.def"
+#undef X
 
 /* Defaults for a kind (value 1, aa off). */
 void

@@ -61,16 +61,25 @@ static const tsr_param radial_params[] = {
     {"values", TSR_P_F32_2, OFF(values), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[a, b] at centre, radius"},
 };
 
-#define DESC(k, v, kind, p) {k, v, kind, p, sizeof p / sizeof p[0]}
+/* A kind without keys of its own: its `params` column says none. The table's count is
+ * sizeof(table) / sizeof(tsr_param), which for this null pointer is 0 (a pointer is smaller
+ * than a tsr_param). */
+#define none_params ((const tsr_param *)NULL)
+_Static_assert(sizeof(const tsr_param *) < sizeof(tsr_param), "none_params counts 0");
+
 const tsr_source_desc tsr_source_descs[TSR_SRC_COUNT] = {
-    DESC("shape", "circle", TSR_SRC_CIRCLE, circle_params),
-    DESC("shape", "ellipse", TSR_SRC_ELLIPSE, ellipse_params),
-    DESC("shape", "ring", TSR_SRC_RING, ring_params),
-    DESC("shape", "rect", TSR_SRC_RECT, rect_params),
-    DESC("shape", "polygon", TSR_SRC_POLYGON, polygon_params),
-    DESC("gradient", "linear", TSR_SRC_LINEAR, linear_params),
-    DESC("gradient", "radial", TSR_SRC_RADIAL, radial_params),
-    {"image", NULL, TSR_SRC_IMAGE, NULL, 0},
+#define X(ID, params, key, value, family, gpu, caps)                                             \
+    [TSR_SRC_##ID] = {key,                                                                       \
+                      value,                                                                     \
+                      TSR_SRC_##ID,                                                              \
+                      params##_params,                                                           \
+                      sizeof(params##_params) / sizeof(tsr_param),                               \
+                      caps,                                                                      \
+                      tsr_src_##family##_render,                                                 \
+                      tsr_src_##family##_check,                                                  \
+                      tsr_src_##family##_scratch},
+#include "nodes/sources.def"
+#undef X
 };
 
 void
@@ -84,21 +93,32 @@ tsr_source_defaults(tsr_source *s, tsr_source_kind kind)
 tsr_status
 tsr_source_check(const tsr_source *s, tsr_check *c)
 {
-    switch (s->kind) {
-    case TSR_SRC_RING:
-        if (!(s->radii[0] < s->radii[1]))
-            return tsr_check_failf(c, "radii", "r_in must be < r_out");
-        break;
-    case TSR_SRC_RECT:
-        if (!(s->rect[2] > 0 && s->rect[3] > 0))
-            return tsr_check_failf(c, "rect", "w and h must be > 0");
-        break;
-    case TSR_SRC_LINEAR:
-        if (s->from[0] == s->to[0] && s->from[1] == s->to[1])
-            return tsr_check_failf(c, "to", "must differ from 'from'");
-        break;
-    default: break;
-    }
+    const tsr_source_desc *d = &tsr_source_descs[s->kind];
+    return d->check ? d->check(s, c) : TSR_OK;
+}
+
+tsr_status
+tsr_src_shape_check(const tsr_source *s, tsr_check *c)
+{
+    if (s->kind == TSR_SRC_RING && !(s->radii[0] < s->radii[1]))
+        return tsr_check_failf(c, "radii", "r_in must be < r_out");
+    if (s->kind == TSR_SRC_RECT && !(s->rect[2] > 0 && s->rect[3] > 0))
+        return tsr_check_failf(c, "rect", "w and h must be > 0");
+    return TSR_OK;
+}
+
+tsr_status
+tsr_src_gradient_check(const tsr_source *s, tsr_check *c)
+{
+    if (s->kind == TSR_SRC_LINEAR && s->from[0] == s->to[0] && s->from[1] == s->to[1])
+        return tsr_check_failf(c, "to", "must differ from 'from'");
+    return TSR_OK;
+}
+
+tsr_status
+tsr_src_image_check(const tsr_source *s, tsr_check *c)
+{
+    (void)s, (void)c; /* the loader reads its header: size and format are checked there */
     return TSR_OK;
 }
 
@@ -502,6 +522,27 @@ scan_bytes(size_t np, int64_t aa, int64_t w)
 size_t
 tsr_source_scratch(const tsr_source *s, int64_t w)
 {
+    const tsr_source_desc *d = &tsr_source_descs[s->kind];
+    return d->scratch ? d->scratch(s, w) : 0;
+}
+
+size_t
+tsr_src_gradient_scratch(const tsr_source *s, int64_t w)
+{
+    (void)s, (void)w;
+    return 0;
+}
+
+size_t
+tsr_src_image_scratch(const tsr_source *s, int64_t w)
+{
+    (void)s, (void)w;
+    return 0;
+}
+
+size_t
+tsr_src_shape_scratch(const tsr_source *s, int64_t w)
+{
     if (s->kind != TSR_SRC_POLYGON)
         return 0;
     /* the box drawn is at most the polygon's own (grown) box wide */
@@ -749,8 +790,8 @@ render_axis_gradient(const tsr_source *s, tsr_rect r, float *px, double a, doubl
     return true;
 }
 
-static void
-render_shape(const tsr_source *s, tsr_rect r, float *px)
+void
+tsr_src_shape_render(const tsr_source *s, tsr_rect r, float *px)
 {
     tsr_rect box = tsr_source_box(s, r);
     if (box.w == 0 || box.h == 0)
@@ -769,8 +810,8 @@ render_shape(const tsr_source *s, tsr_rect r, float *px)
     scan_free(&ps);
 }
 
-static void
-render_gradient(const tsr_source *s, tsr_rect r, float *px)
+void
+tsr_src_gradient_render(const tsr_source *s, tsr_rect r, float *px)
 {
     double a = s->values[0], b = s->values[1];
     double fx = s->from[0], fy = s->from[1];
@@ -794,9 +835,11 @@ render_gradient(const tsr_source *s, tsr_rect r, float *px)
     }
 }
 
-static void
-render_image(const tsr_source *s, tsr_rect r, float *px)
+void
+tsr_src_image_render(const tsr_source *s, tsr_rect r, float *px)
 {
+    if (!s->img) /* not decoded (a plan only): nothing drawn */
+        return;
     for (int64_t y = 0; y < r.h; y++) {
         const float *src = s->img + (r.y + y) * s->iw + r.x;
         float *row = px + y * r.w;
@@ -808,13 +851,5 @@ render_image(const tsr_source *s, tsr_rect r, float *px)
 void
 tsr_source_render(const tsr_source *s, tsr_rect r, float *px)
 {
-    switch (s->kind) {
-    case TSR_SRC_LINEAR:
-    case TSR_SRC_RADIAL: render_gradient(s, r, px); break;
-    case TSR_SRC_IMAGE:
-        if (s->img)
-            render_image(s, r, px);
-        break;
-    default: render_shape(s, r, px); break;
-    }
+    tsr_source_descs[s->kind].render(s, r, px);
 }

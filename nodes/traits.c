@@ -211,8 +211,8 @@ tsr_node_base(const tsr_node *n, tsr_rect r, float *px)
     size_t count = (size_t)r.w * (size_t)r.h;
     const tsr_source *s = n->source;
     /* gradients and decoded images set every pixel: the fill under them is never seen */
-    bool covers = s && (s->kind == TSR_SRC_LINEAR || s->kind == TSR_SRC_RADIAL ||
-                        (s->kind == TSR_SRC_IMAGE && s->img));
+    bool covers = s && tsr_source_has(s, TSR_SRC_CAP_COVERS) &&
+                  (!tsr_source_has(s, TSR_SRC_CAP_FILE) || s->img);
     float f = n->fill;
     for (size_t i = 0; i < count && !covers; i++)
         px[i] = f;

@@ -666,3 +666,20 @@ Test(gpu, build_flags_keep_the_arithmetic_exact)
     cr_assert(memmem(s, n, "-ffp-contract=off", 17) != NULL, "CMakeLists.txt lost -ffp-contract=off");
     free(s);
 }
+
+/* The trait and source tables' GPU columns: in a build with CUDA every row names a kernel, so
+ * a trait or source added without one fails here (it would run on the host, slower, and
+ * `check --tree` would say so). Needs no device. */
+Test(gpu, every_table_row_has_a_kernel_in_a_cuda_build)
+{
+    if (!tsr_gpu_built())
+        cr_skip_test("built without CUDA");
+    for (size_t i = 0; i < TSR_TRAIT_COUNT; i++)
+        cr_assert(tsr_gpu_traits[i].launch && tsr_gpu_traits[i].can,
+                  "trait %s has no GPU kernel (nodes/traits.def)", tsr_traits[i]->name);
+    for (size_t i = 0; i < TSR_SRC_COUNT; i++)
+        cr_assert(tsr_gpu_sources[i].launch && tsr_gpu_sources[i].can,
+                  "source %s has no GPU kernel (nodes/sources.def)",
+                  tsr_source_descs[i].disc_value ? tsr_source_descs[i].disc_value
+                                                 : tsr_source_descs[i].disc_key);
+}
