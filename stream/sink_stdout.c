@@ -2,6 +2,7 @@
  * a raw stream fed into that pipe by reference (vmsplice); what is not spliced is written
  * like a file's bytes (sink_file.c). */
 #include "stream/sink_int.h"
+#include "tiles/tune.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,10 +43,9 @@ tsr_sink_stdout_pipe(tsr_sink *s)
         int cur = fcntl(s->fd, F_GETPIPE_SZ);
         if (cur >= 0 && cur < PIPE_WANT)
             (void)fcntl(s->fd, F_SETPIPE_SZ, PIPE_WANT);
-        /* TSR_NO_VMSPLICE=1 keeps plain write(2), for measurements and for readers that
-         * misbehave with spliced pages. */
-        const char *nv = getenv("TSR_NO_VMSPLICE");
-        s->splice = !s->framed && !(nv && *nv && strcmp(nv, "0") != 0);
+        /* the no_vmsplice knob keeps plain write(2), for measurements and for readers that
+         * misbehave with spliced pages */
+        s->splice = !s->framed && !tsr_tune_get()->no_vmsplice;
     }
 }
 

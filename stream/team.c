@@ -12,6 +12,7 @@
  * begun it. A slot per frame in flight (nslot of them) holds its result and, deflating, its
  * payload; the slot of frame i is reused for frame i + nslot once frame i is on the wire. */
 #include "stream/sink_int.h"
+#include "tiles/tune.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -116,18 +117,14 @@ usable_cores(void)
 tsr_status
 tsr_team_size(unsigned asked, bool deflate, unsigned *n, tsr_error *err)
 {
+    (void)err; /* the knob is checked where it is read (cli/tune.c) */
     if (asked > 0) {
         *n = asked > THREADS_MAX ? THREADS_MAX : asked;
         return TSR_OK;
     }
-    const char *env = getenv("TSR_FRAME_THREADS");
-    if (env && *env) {
-        char *end;
-        unsigned long v = strtoul(env, &end, 10);
-        if (*end || env[0] < '0' || env[0] > '9' || v < 1 || v > THREADS_MAX)
-            return tsr_fail(err, TSR_EINVAL, "TSR_FRAME_THREADS=%s: expected the number of "
-                            "framing threads, 1..%d", env, THREADS_MAX);
-        *n = (unsigned)v;
+    int knob = tsr_tune_get()->frame_threads;
+    if (knob > 0) {
+        *n = knob > THREADS_MAX ? THREADS_MAX : (unsigned)knob;
         return TSR_OK;
     }
     unsigned c = usable_cores();
