@@ -21,7 +21,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* An out-of-memory in HASH_ADD must not exit() the process (STYLE.md: never exit in a
+/* An out-of-memory in HASH_ADD must not exit() the process (docs/architecture.md, house style: never exit in a
  * library); uthash then leaves the item out and sets its hh.tbl to NULL, which we test. */
 #define HASH_NONFATAL_OOM 1
 #include <uthash.h>
@@ -195,7 +195,7 @@ abandon_locked(tsr_cache *c, tsr_cache_entry *e)
 
 /* ---- public API ------------------------------------------------------------ */
 
-/* Misuse the header leaves open, and what happens (no asserts on input, STYLE.md):
+/* Misuse the header leaves open, and what happens (no asserts on input, docs/architecture.md, house style):
  *   acquire with c or must_compute NULL        returns NULL, like out of memory
  *   publish of a NULL tile                     a failed computation: waiters are handed it
  *                                              as by abandon; the caller's pin stays on a
@@ -409,19 +409,6 @@ tsr_cache_release(tsr_cache *c, tsr_cache_entry *e)
     else
         unpin(c, e);
     pthread_mutex_unlock(&c->mu);
-}
-
-bool
-tsr_cache_ready(tsr_cache *c, tsr_cache_key key)
-{
-    if (!c)
-        return false;
-    tsr_cache_entry *e;
-    pthread_mutex_lock(&c->mu);
-    HASH_FIND(hh, c->table, &key, sizeof key, e);
-    bool ready = e && e->state == ST_READY;
-    pthread_mutex_unlock(&c->mu);
-    return ready;
 }
 
 void

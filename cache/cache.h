@@ -88,13 +88,6 @@ tsr_cache_abandon(tsr_cache *c, tsr_cache_entry *e);
 void
 tsr_cache_release(tsr_cache *c, tsr_cache_entry *e);
 
-/* Whether `key` holds a ready tile now (cached or transient), without pinning it or touching
- * the LRU order or the counters: what the band schedule (engine/schedule.c) asks to prune
- * subtrees. The answer may be stale as soon as the lock is dropped (another thread may publish
- * or evict); a caller that relies on it must keep other threads out. */
-bool
-tsr_cache_ready(tsr_cache *c, tsr_cache_key key);
-
 /* Called by tsr_cache_acquire for every acquire that returns an entry: `computed` is true when
  * that call made the caller the computer, false when it found the tile ready (after waiting,
  * if it did). It runs with the cache's lock held, so calls never overlap (whichever thread

@@ -421,7 +421,7 @@ parse_option_more(args *a, int opt, const char *val)
     case O_FRAMED: a->framed = true; break;
     case O_DEFLATE: a->deflate = true; break;
     case O_RESUME:
-        /* int64 is enough: a stream holds at most 2^62 sample bytes (DESIGN.md §2) */
+        /* int64 is enough: a stream holds at most 2^62 sample bytes (docs/format.md §2) */
         if (!parse_i64(val, &i) || i < 0)
             return usage_error(a->c, "--resume-at %s: expected a byte offset", val);
         a->resume_at = (uint64_t)i;

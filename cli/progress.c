@@ -1,4 +1,4 @@
-/* cli: progress reports (DESIGN.md §4): a redrawn bar on a terminal, JSON lines otherwise.
+/* cli: progress reports (docs/semantics.md §1): a redrawn bar on a terminal, JSON lines otherwise.
  * See progress.h.
  *
  * A thread of its own samples the counters, so reports come at a steady pace whatever the

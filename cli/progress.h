@@ -1,4 +1,4 @@
-/* cli: progress reports of a job (DESIGN.md §4), a redrawn bar on a terminal or JSON lines,
+/* cli: progress reports of a job (docs/semantics.md §1), a redrawn bar on a terminal or JSON lines,
  * from a thread of their own. Only the command uses them (engine/ and libtessera do not). */
 #ifndef TSR_CLI_PROGRESS_H
 #define TSR_CLI_PROGRESS_H

@@ -1,5 +1,5 @@
-/* controller: the reference controller (`tessera controller`), the receiving end of DESIGN.md
- * §3 that tests use as the machine. See controller.h and docs/streaming.md.
+/* controller: the reference controller (`tessera controller`), the receiving end of the
+ * framed stream (docs/streaming.md) that tests use as the machine. See controller.h and docs/streaming.md.
  *
  * One sender at a time, single-threaded. Everything it has acknowledged to itself is durable
  * before it is recorded: the output's data is fdatasync'd up to an offset, then the state

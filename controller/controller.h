@@ -1,5 +1,5 @@
 /* controller: the reference controller (`tessera controller`), the receiving end of the
- * framed stream of DESIGN.md §3, over stream/'s framing, crc, inflate and pacing. */
+ * framed stream of docs/streaming.md, over stream/'s framing, crc, inflate and pacing. */
 #ifndef TSR_CONTROLLER_H
 #define TSR_CONTROLLER_H
 
@@ -30,7 +30,7 @@ typedef struct tsr_controller_opts {
                                   * output file (N = its size in bytes) */
 } tsr_controller_opts;
 
-/* Run the reference receiver of DESIGN.md §3: accept one sender at a time, answer the resume
+/* Run the reference receiver of docs/streaming.md: accept one sender at a time, answer the resume
  * offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the state to a
  * temporary, fsync, rename, fsync of the folder), check every frame (offsets contiguous, crc,
  * inflate, trailer crc), write or discard, consume at `rate`, count underruns, return after

@@ -1,6 +1,6 @@
 /* The canonical form of a loaded design: what the stream's fingerprint hashes (docs/streaming.md
  * §7). Made from the parsed values, never from printed text, so `tessera check`'s dump may
- * change its layout freely. Like the dump it walks the parameter tables of nodes/ (STYLE.md:
+ * change its layout freely. Like the dump it walks the parameter tables of nodes/ (docs/architecture.md, house style:
  * one table drives parsing, validation and printing), so a new trait or key is in the form
  * without code here. Reals are their IEEE bit patterns, which neither printf nor the locale can
  * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres. */

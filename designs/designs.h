@@ -1,4 +1,4 @@
-/* designs: YAML design file -> validated, prepared node DAG (DESIGN.md §2).
+/* designs: YAML design file -> validated, prepared node DAG (docs/format.md §2).
  *
  * The only libyaml user. A design is parsed with libyaml's event API into a small tree that
  * keeps every value's line:column, then checked key by key against the parameter tables of
@@ -10,7 +10,7 @@
  * Loading is reentrant: any number of threads may load designs at once. A loaded design is
  * read-only and shared like every tsr_design (nodes/nodes.h).
  *
- * Where DESIGN.md §2 is silent, the loader decides:
+ * Where docs/format.md §2 is silent, the loader decides:
  * - Integers are -?(0|[1-9][0-9]*) in int64: no '+', no leading zeros (YAML 1.1 would read
  *   octal), no '_', hex or exponent. Every integer parameter is a placement value, so every one
  *   is also held to |v| <= 2^40.

@@ -1,5 +1,5 @@
 /* The canonical dump of a loaded design: YAML-shaped, every parameter with its default
- * filled in, printed by walking the same tables the loader parsed with (STYLE.md: one table
+ * filled in, printed by walking the same tables the loader parsed with (docs/architecture.md, house style: one table
  * drives parsing, validation and printing). Reals get the fewest digits that read back to
  * the same value, so two dumps are equal exactly when the designs are. */
 #include "designs/designs_int.h"

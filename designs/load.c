@@ -1,4 +1,4 @@
-/* The design loader: YAML tree -> validated node DAG (DESIGN.md §2).
+/* The design loader: YAML tree -> validated node DAG (docs/format.md §2).
  *
  * Walk order: the header (tessera, name, tile), output, every named node in document order
  * (each loads the named nodes it refs first, depth first, which is where cycles show up),

@@ -1,6 +1,6 @@
 /* Generic parameter parsing: one routine per tsr_ptype, driven by the tables of nodes/.
  *
- * STYLE.md: "no per-trait hand-written parser". A trait or source kind only declares its
+ * docs/architecture.md, house style: "no per-trait hand-written parser". A trait or source kind only declares its
  * keys; types, ranges, required keys and coordinate bounds are enforced here, and the
  * trait's own check() sees a fully typed struct. */
 #include "designs/designs_int.h"
@@ -50,7 +50,7 @@ range_err(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm)
     return tsr_derr(c, v, p, "%s, got %s", what, v->s);
 }
 
-/* Every integer parameter is a placement value: DESIGN.md §2 bounds all of them by 2^40. */
+/* Every integer parameter is a placement value: docs/format.md §2 bounds all of them by 2^40. */
 static tsr_status
 get_int(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, int64_t *out)
 {
@@ -143,7 +143,7 @@ fail:
 static const char *const profile_names[] = {"linear", "sphere", "cosine", NULL};
 static const char *const profile_map_keys[] = {"gaussian", "points", NULL};
 
-/* `linear | sphere | cosine | {gaussian: s} | {points: [[d, z], ...]}` (DESIGN.md §2.3). */
+/* `linear | sphere | cosine | {gaussian: s} | {points: [[d, z], ...]}` (docs/format.md §5). */
 static tsr_status
 get_profile(dctx *c, const ynode *v, const kpath *p, tsr_profile *out)
 {

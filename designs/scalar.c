@@ -1,6 +1,6 @@
 /* Key paths, error messages, scalar conversion and "did you mean" for the design loader.
  *
- * Scalars follow DESIGN.md §2: integers are decimal with an optional '-', reals use strtod
+ * Scalars follow docs/format.md §2: integers are decimal with an optional '-', reals use strtod
  * syntax without inf/nan, booleans are true/false; numbers and booleans must be plain
  * (unquoted) scalars, so "5" in quotes is a string and never silently a number. */
 #include "designs/designs_int.h"

@@ -646,7 +646,7 @@ tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header 
     if (!sh)
         return tsr_fail(err, TSR_ENOMEM, "fingerprint: out of memory (sha256)");
     tsr_design_canonical(d, hash_put, sh);
-    /* every trait is bit-identical across backends (DESIGN.md §5): the backend is not part of
+    /* every trait is bit-identical across backends (docs/format.md §9.3): the backend is not part of
      * the fingerprint, so a job started on one resumes on the other */
     char tail[160];
     snprintf(tail, sizeof tail, "stream:\n  rows: [%lld, %lld]\n", (long long)rows0,

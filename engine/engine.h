@@ -30,7 +30,7 @@ typedef struct tsr_engine_opts {
     int64_t gpu_chunk;   /* 0, or root pixels per GPU chunk (tuning and invariance tests) */
     int gpu_device;      /* the CUDA device of the GPU backend (0 .. count - 1) */
     int gpus;            /* --gpus: 0 or 1 one backend; N > 1 bands on N GPU backends (one per
-                          * device, round robin over the devices there are: engine/multi.c);
+                          * device, round robin over the devices there are: dist/gpus.c);
                           * -1 every device */
     bool direct;         /* compute every node directly, never copying a period (plan.c):
                           * the reference the periodic shortcut is tested against */
@@ -45,10 +45,11 @@ typedef struct tsr_engine_opts {
                                   * "interrupted" within about a tile's row. Once set it must
                                   * stay set until the call returns. */
     const struct tsr_backend_ops *ops; /* NULL, or the backend to use whatever `backend` says:
-                                        * rank 0's of `mpirun tessera render` (dist/) */
+                                        * one a caller injects (dist/: bands on several GPUs,
+                                        * rank 0's of `mpirun tessera render`) */
 } tsr_engine_opts;
 
-/* The memory plan (DESIGN.md §1): what a run holds at most, in bytes. */
+/* The memory plan (docs/format.md §1): what a run holds at most, in bytes. */
 typedef struct tsr_plan {
     int64_t bands;      /* in-flight band buffers (computing + queued for the sink) */
     int64_t per_thread; /* worst-case working set of one worker: scratch, pinned tiles */
@@ -76,7 +77,7 @@ typedef struct tsr_engine_stats {
     int dev_bands;               /* bands in flight on the device at once (per engine) */
     double gpu_stage_seconds[TSR_GPU_STAGES]; /* device time per stage (gpu/gpu.h) */
     double gpu_host_seconds;     /* the CPU's time on nodes of class host */
-    /* --gpus (engine/multi.c): each engine's device, the bytes of the bands it computed and
+    /* --gpus (dist/gpus.c): each engine's device, the bytes of the bands it computed and
      * its time computing them; nengines 0 otherwise */
     int nengines;
     struct {
@@ -278,7 +279,7 @@ tsr_status
 tsr_engine_render_to(tsr_engine *e, const tsr_render_opts *opts, tsr_render_result *res,
                      tsr_error *err);
 
-/* The framed stream's header for this engine's stream (DESIGN.md §3): sizes, order and the
+/* The framed stream's header for this engine's stream (docs/streaming.md): sizes, order and the
  * fingerprint, SHA-256 over the canonical design dump (tsr_design_dump with the design's and
  * nodes' `name` and `tile` left out, node names in edge comments dropped, image paths replaced
  * by their index), then the stream's crop ("stream: rows [Y0, Y1)") and, when the design holds

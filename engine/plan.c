@@ -1,4 +1,4 @@
-/* The memory plan (DESIGN.md §1, §4): band buffers + per-thread working set + fixed tables and
+/* The memory plan (docs/format.md §1, docs/semantics.md §1): band buffers + per-thread working set + fixed tables and
  * images, and what remains goes to the tile cache. The per-thread figure is a worst case along
  * the deepest chain of nested computations (a parent tile's scratch stays allocated while its
  * children compute), so a run that starts never runs out of its budget. */
@@ -28,7 +28,7 @@
  * child window. A `region` makes a lattice periodic inside the region. So every node gets the
  * rect inside which it repeats (the intersection of its edges' rects; the constant fill
  * repeats everywhere), and the engine computes one period tile there and copies it over that
- * interior (engine/compute.c), computing only the border directly. A node periodic over its
+ * interior (cpu/compute.c), computing only the border directly. A node periodic over its
  * whole rect (tsr_periodic_whole) has its period tile at the origin, and such a root streams
  * by row copies of converted samples (engine.c). Periods whose tile exceeds PERIOD_MAX_PX are
  * not worth it, nor interiors under PERIOD_MIN_COPIES periods. */
@@ -134,7 +134,7 @@ find_period(const tsr_engine *e, const tsr_node *n, tsr_inner *out)
  * is what the cache keeps), and it cost fresh pages for every tile and evicted tiles that are
  * read again (a 100000 px disc cutting a wafer map was 1.4 GiB of such tiles in a 3 s
  * profile). Not the root, and not a node that repeats (its period tile is the point). Any rect
- * computes the same values as its tiles would (DESIGN.md §5). */
+ * computes the same values as its tiles would (docs/format.md §9.3). */
 static void
 find_uncached(tsr_engine *e)
 {

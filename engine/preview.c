@@ -278,7 +278,7 @@ tsr_node_label(const tsr_node *n, char *buf, size_t size)
     snprintf(buf, size, "%.*s (%s)", (int)len, name, what);
 }
 
-/* Legal designs that are almost certainly not what was meant (issue 14): one line each. */
+/* Legal designs that are almost certainly not what was meant: one line each. */
 static size_t
 print_warnings(const tsr_engine *e, FILE *f)
 {

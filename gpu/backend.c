@@ -184,7 +184,7 @@ edge(const tsr_backend_ctx *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, 
  * mask by a trait whose layer covers its whole covered rect (TSR_CAP_COVERS; a lattice may
  * leave gaps), which spans all of r. Then the base is never read (the blend of a
  * covered pixel `over` is the layer's value) and is not launched, as the CPU skips it
- * (engine/compute.c). */
+ * (cpu/compute.c). */
 static bool
 base_is_dead(const tsr_node *n, tsr_rect r)
 {

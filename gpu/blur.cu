@@ -1,5 +1,5 @@
 /* blur on the GPU: the three methods of nodes/blur_int.h, bit-identical to the CPU reference
- * (DESIGN.md §5). The arithmetic of every thread is a work item of gpu/blur_math.h, which
+ * (docs/format.md §9.3). The arithmetic of every thread is a work item of gpu/blur_math.h, which
  * tests/test_gpu_math.c runs on the host against nodes/blur.c; this file only shapes the
  * launches and carves the scratch.
  *

@@ -1,4 +1,4 @@
-/* The per-pixel arithmetic of the blur trait (DESIGN.md §2.3, nodes/blur_int.h), once for the
+/* The per-pixel arithmetic of the blur trait (docs/format.md §5, nodes/blur_int.h), once for the
  * GPU kernels (gpu/blur.cu, nvcc: TSR_HD is __host__ __device__) and for the host test that
  * proves it equal, bit for bit, to the CPU reference (tests/test_gpu_math.c, gcc).
  *

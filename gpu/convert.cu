@@ -1,4 +1,4 @@
-/* The output conversion on the device (DESIGN.md §2.4): root values to 8/16-bit samples in
+/* The output conversion on the device (docs/format.md §7): root values to 8/16-bit samples in
  * their place in the band buffer, rows flipped for bands written bottom-up, with
  * nodes/pointwise.h's range, clamp, calibration and rounding in double (tsr_gpu_put). */
 #include "gpu/gpu_int.cuh"

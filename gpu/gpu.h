@@ -2,7 +2,7 @@
  * when CUDA is found, else from gpu_none.c, where every entry point reports "no GPU". Callers
  * never #ifdef on CUDA, and this header has no CUDA types.
  *
- * gpu/ executes; engine/gpu_backend.c decides. A context owns one device's streams, a device
+ * gpu/ executes; gpu/backend.c decides. A context owns one device's streams, a device
  * arena (one allocation made when the context opens, carved by a bump pointer that the engine
  * resets between chunks: no cudaMalloc/cudaFree while rendering), uploads of static design data
  * (tables, images, polygon points, explicit kernels) kept for the context's life, and band
@@ -13,7 +13,7 @@
  * tsr_gpu_copy_out's ticket completes. Launchers check the launch (cudaGetLastError); a
  * failure of earlier asynchronous work surfaces at the next call that synchronizes. The
  * arithmetic of every kernel is the CPU reference's, operation for operation, without fused
- * multiply-add (nvcc --fmad=false): results are bit-identical to nodes/ (DESIGN.md §5).
+ * multiply-add (nvcc --fmad=false): results are bit-identical to nodes/ (docs/format.md §9.3).
  *
  * A context is used by one thread at a time. */
 #ifndef TSR_GPU_H
@@ -121,7 +121,7 @@ typedef struct tsr_gpu_buf {
     float *px;
 } tsr_gpu_buf;
 
-/* Where the root's samples go (DESIGN.md §2.4: range, calibration, depth): the device band
+/* Where the root's samples go (docs/format.md §7: range, calibration, depth): the device band
  * `dst` at row pitch `pitch` bytes; pixel (x, y) of the root lands at byte (x - x0) * bps of
  * band row y - y0, or of row h - 1 - (y - y0) when `up`. The launch that finishes a root chunk
  * (its base when it has no edge, else its last edge) takes one of these and writes samples
@@ -134,7 +134,7 @@ typedef struct tsr_gpu_out {
     bool up;
 } tsr_gpu_out;
 
-/* The node's base over out.r: fill, then its source (DESIGN.md §2.2). With `to` (may be NULL)
+/* The node's base over out.r: fill, then its source (docs/format.md §4). With `to` (may be NULL)
  * the samples go there and buf.px is not written (it may be NULL). */
 tsr_status
 tsr_gpu_base(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf buf, const tsr_gpu_out *to,

@@ -1,4 +1,4 @@
-/* repeat and repeat-vector on the device (DESIGN.md §2.3): for each parent pixel of the active
+/* repeat and repeat-vector on the device (docs/format.md §5): for each parent pixel of the active
  * area (P.r clipped to `region`), the copies that cover it, in copy order (ascending j, then
  * ascending i), combined by the overlap mode with nodes/pointwise.h's operations, then blended.
  *

@@ -42,7 +42,7 @@ inside(const base_args &s, double px, double py)
 
 /* 1 when every sub-sample in [x0, x1] x [y0, y1] is inside the shape, 0 when none is, -1 when
  * the boundary may cross (then each is tested). The same answer as testing each, so edge-only
- * anti-aliasing gives the per-sub-sample bits (DESIGN.md §2.2), as the CPU's scanlines do:
+ * anti-aliasing gives the per-sub-sample bits (docs/format.md §4), as the CPU's scanlines do:
  * interior pixels cost one test instead of aa^2. */
 __device__ static int
 uniform_box(const base_args &s, double x0, double y0, double x1, double y1)

@@ -1,4 +1,4 @@
-/* image: PNG writing (previews) and reading (image sources, DESIGN.md §2.2), the only libpng
+/* image: PNG writing (previews) and reading (image sources, docs/format.md §4), the only libpng
  * user. */
 #ifndef TSR_IMAGE_H
 #define TSR_IMAGE_H
@@ -17,7 +17,7 @@ tsr_status
 tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
               tsr_error *err);
 
-/* Read a PNG as float32 values per DESIGN.md §2.2 (value = sample / (2^bitdepth - 1); gray
+/* Read a PNG as float32 values per docs/format.md §4 (value = sample / (2^bitdepth - 1); gray
  * 1/2/4/8/16-bit; palette expanded to RGB; RGB -> 0.299 R + 0.587 G + 0.114 B in double;
  * alpha, gamma, ICC, sBIT, tRNS ignored). *px is malloc'd (w*h floats), owned by the caller.
  * TSR_EINVAL for a missing/corrupt/truncated file ("lens.png: not a PNG file"). */

@@ -1,4 +1,4 @@
-/* image: PNG writing (previews) and reading (image sources, DESIGN.md §2.2). See image.h.
+/* image: PNG writing (previews) and reading (image sources, docs/format.md §4). See image.h.
  *
  * The only libpng user. libpng reports errors by longjmp: each entry point keeps its setjmp
  * in a small helper whose locals are either set before setjmp and never changed, or volatile,
@@ -273,7 +273,7 @@ on_read(png_structp png, png_bytep data, size_t len)
     }
 }
 
-/* Per DESIGN.md §2.2: sample / max in double, luma weights applied in double in the written
+/* Per docs/format.md §4: sample / max in double, luma weights applied in double in the written
  * order (compiled without contraction), one rounding to float32 at the end. */
 static void
 convert_row(const uint8_t *row, float *dst, png_uint_32 w, int ct, int bd, png_const_colorp pal,

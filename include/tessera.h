@@ -1,6 +1,6 @@
 /* tessera.h: the tessera library's public API, the one header it installs.
  *
- * tessera renders a gigantic grayscale raster from a YAML design (DESIGN.md §2) and hands its
+ * tessera renders a gigantic grayscale raster from a YAML design (docs/format.md §2) and hands its
  * sample bytes out in output order: what a machine controller's DMA loop consumes. A program
  * opens a *job* (a design and options), reads its stream header (sizes, order, fingerprint),
  * then PULLS the stream with tsr_job_read into its own buffers, from byte 0 or from any byte
@@ -121,9 +121,9 @@ typedef struct tsr_job_opts {
  * TSR_EINVAL for an invalid design ("path:line:col: key.path: what"), a design or image file
  * that cannot be opened ("path: cannot open: ...") or bad options, TSR_EIO when reading a
  * file fails, TSR_EPLAN when the design does not fit opts->memory, TSR_ENOMEM. Any thread.
- * Process-wide effect: the default stack size of threads created afterwards becomes what
- * the design's deepest chain of nodes needs (1 MiB for shallow designs, ~5 MiB for the
- * deepest; never below what an earlier job asked for); see docs/library.md. */
+ * Changes nothing process-wide (no malloc option, no default thread stack, no environment
+ * read): its worker threads get the stack the design needs through their own attributes;
+ * see docs/library.md. */
 TSR_API tsr_job *
 tsr_job_open(const char *path, const tsr_job_opts *opts, tsr_error *err);
 

@@ -1,4 +1,4 @@
-/* blur: the child filtered by a Gaussian (sigma) or an explicit kernel, DESIGN.md §2.3.
+/* blur: the child filtered by a Gaussian (sigma) or an explicit kernel, docs/format.md §5.
  *
  * The layer is the child rectangle placed at the edge offset. Every method computes each output
  * pixel from a window of child pixels at fixed offsets, with arithmetic that does not depend on

@@ -1,6 +1,6 @@
 /* blur internals, shared by nodes/blur.c and tests/test_blur.c only.
  *
- * Three methods compute a blur layer (DESIGN.md §2.3):
+ * Three methods compute a blur layer (docs/format.md §5):
  *
  *   kernel   an explicit kernel, a direct 2D sum in float32, j then i.
  *   fir      sigma <= TSR_BLUR_FIR_SIGMA_MAX: the reference itself, a separable FIR of the

@@ -1,4 +1,4 @@
-/* Output conversion, DESIGN.md §2.4: value -> range -> clamp -> calibration -> sample, in
+/* Output conversion, docs/format.md §7: value -> range -> clamp -> calibration -> sample, in
  * double, exactly as written (a subtraction and a division, not a multiply by a reciprocal),
  * so every backend produces the same samples. */
 #include "nodes/nodes.h"

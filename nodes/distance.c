@@ -1,4 +1,4 @@
-/* distance: a profile of the Euclidean distance to the nearest mask pixel (DESIGN.md §2.3).
+/* distance: a profile of the Euclidean distance to the nearest mask pixel (docs/format.md §5).
  *
  * The mask is child > threshold. For each child pixel the squared distance a to the nearest
  * mask pixel (clamped to dmax^2) indexes a float32 table built once per edge, so every
@@ -129,7 +129,7 @@ points_f(const tsr_points *pts, double d, size_t *seg)
     return z0 + (z1 - z0) * ((d - d0) / (d1 - d0));
 }
 
-/* A table entry: (float)(bias + scale * f(d)), written exactly as DESIGN.md states it, in
+/* A table entry: (float)(bias + scale * f(d)), written exactly as docs/format.md states it, in
  * double, without fused multiply-add. */
 static float
 entry(const tsr_distance_params *p, const tsr_profile *f, double dmax, double d, size_t *seg)

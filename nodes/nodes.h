@@ -1,7 +1,7 @@
 /* nodes: the node DAG a design describes, its sources, and the trait table.
  *
  * A design is a DAG of nodes. Each node is a float32 raster of size w x h: its fill, then its
- * source (if any) drawn over it, then each edge's layer blended in order (DESIGN.md §2.1).
+ * source (if any) drawn over it, then each edge's layer blended in order (docs/format.md §3).
  * An edge joins a child node to its parent through a trait: a small vtable (need + layer)
  * plus a parameter table that drives YAML parsing, validation, hashing and printing.
  *
@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define TSR_COORD_MAX ((int64_t)1 << 40) /* |coordinate| and size bound, DESIGN.md §2 */
+#define TSR_COORD_MAX ((int64_t)1 << 40) /* |coordinate| and size bound, docs/format.md §2 */
 #define TSR_TILE_MAX 16384
 #define TSR_NEED_MAX 16 /* most child rects one need() call returns */
 
@@ -69,7 +69,7 @@ typedef struct tsr_points {
     size_t n;
 } tsr_points;
 
-/* Distance profile f(d), DESIGN.md §2.3. */
+/* Distance profile f(d), docs/format.md §5. */
 typedef enum tsr_profile_kind {
     TSR_PROFILE_LINEAR,
     TSR_PROFILE_SPHERE,
@@ -105,7 +105,7 @@ tsr_status
 tsr_check_failf(tsr_check *c, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* ---- sources (DESIGN.md §2.2) ------------------------------------------------ */
+/* ---- sources (docs/format.md §4) ------------------------------------------------ */
 
 /* Source kinds, in the order of nodes/sources.def. */
 typedef enum tsr_source_kind {
@@ -260,7 +260,7 @@ typedef struct tsr_output {
     int start;              /* tsr_corner */
 } tsr_output;
 
-/* The output conversion (DESIGN.md §2.4) as thresholds, for kernels that would otherwise
+/* The output conversion (docs/format.md §7) as thresholds, for kernels that would otherwise
  * spend their time on its double division (gpu/): where the sample is monotone in the value,
  * w = dir * v (dir = +1 or -1) and thr[i] is the least float w whose sample is at least
  * smin + 1 + i, so tsr_pw_table_sample gives every non-NaN value's sample exactly. dir == 0:
@@ -280,7 +280,7 @@ tsr_sample_table_make(const tsr_output *o, tsr_sample_table *t, tsr_error *err);
 void
 tsr_sample_table_free(tsr_sample_table *t);
 
-/* ---- output conversion (DESIGN.md §2.4) ------------------------------------------ */
+/* ---- output conversion (docs/format.md §7) ------------------------------------------ */
 
 /* Convert n values to samples: 1 byte each at depth 8, 2 bytes little-endian at depth 16. */
 void
@@ -426,7 +426,7 @@ extern const char *const tsr_edge_keys[]; /* NULL-terminated */
 tsr_rect
 tsr_edge_covered(const tsr_edge *e, tsr_rect pr);
 
-/* Blend a layer into P over n pixels (DESIGN.md §2.3, float32 arithmetic). */
+/* Blend a layer into P over n pixels (docs/format.md §5, float32 arithmetic). */
 void
 tsr_blend_apply(tsr_blend b, int mask_nonzero, float *P, const float *L, const uint8_t *cov,
                 size_t n);

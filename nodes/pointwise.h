@@ -1,4 +1,4 @@
-/* Pointwise arithmetic of DESIGN.md §2, once, for every backend: gcc compiles it into nodes/
+/* Pointwise arithmetic of docs/format.md §2, once, for every backend: gcc compiles it into nodes/
  * and engine/, nvcc into gpu/ kernels (TSR_HD is __host__ __device__ there). Each function is
  * the exact expression the spec writes, in the stated precision; with -ffp-contract=off (gcc)
  * and --fmad=false (nvcc) both compilers emit the same IEEE operations, so both backends get

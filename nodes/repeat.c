@@ -1,5 +1,5 @@
 /* repeat and repeat-vector: copies of the child at offset + i*u + j*v for all integers i, j
- * (DESIGN.md §2.3). `repeat` is the same trait with u = [px, 0], v = [0, py].
+ * (docs/format.md §5). `repeat` is the same trait with u = [px, 0], v = [0, py].
  *
  * Work is per parent rect: only the copies that touch it are enumerated (a 2e6 px root with a
  * 50 px period has 1.6e9 copies; a 512 px tile meets a few dozen). Lattice coordinates are

@@ -1,4 +1,4 @@
-/* Sources (DESIGN.md §2.2): shapes, gradients, images drawn over a node's fill.
+/* Sources (docs/format.md §4): shapes, gradients, images drawn over a node's fill.
  *
  * Everything is computed in double exactly as the spec writes it, and each pixel is rounded
  * once to float32, so every backend gets the same bits. Shapes only visit the rows and
@@ -135,7 +135,7 @@ tsr_source_free(tsr_source *s)
     s->where = NULL;
 }
 
-/* ---- inside tests, exactly the formulas of DESIGN.md §2.2 ----------------------------- */
+/* ---- inside tests, exactly the formulas of docs/format.md §4 ----------------------------- */
 
 static int
 inside(const tsr_source *s, double px, double py)
@@ -219,7 +219,7 @@ tsr_source_box(const tsr_source *s, tsr_rect r)
     return tsr_rect_make(x0, y0, x1 > x0 ? x1 - x0 : 0, y1 > y0 ? y1 - y0 : 0);
 }
 
-/* ---- coverage from exact intervals (DESIGN.md §2.2, without testing every sub-sample) ------
+/* ---- coverage from exact intervals (docs/format.md §4, without testing every sub-sample) ------
  *
  * A row of sub-samples is indexed by k = x n + i (n = aa, or 1 without aa: the pixel centre),
  * at tsr_pw_sub(x, i, n); that coordinate never decreases as k grows. Along one sub-sample row

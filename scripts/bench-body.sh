@@ -2,7 +2,7 @@
 # The body of every example design on one thread and on two: `tessera profile` samples regions
 # spread over the whole design in its stream order (not the top margin), --seconds S of them,
 # and reports their rate and the worker team's busy thread-seconds. Prints a markdown table:
-# MB/s at 1 and 2 threads, their ratio (the parallel efficiency issue 13 asks >= 1.8 of), the
+# MB/s at 1 and 2 threads, their ratio (the parallel efficiency, whose target is >= 1.8), the
 # team's busy threads, and MB per CPU-second (user + system), which a loaded machine
 # understates much less than the wall rate. Usage:
 #   scripts/bench-body.sh [build/tessera] [seconds] [design.yaml ...]

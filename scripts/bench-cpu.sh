@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CPU against peers (DESIGN.md §6): tessera on 2 threads beside libvips and OpenCV on the
+# CPU against peers (docs/targets.md): tessera on 2 threads beside libvips and OpenCV on the
 # designs in designs/bench/, in one run on one machine, so the ratios are comparable.
 #
 #   scripts/bench-cpu.sh            # BENCH_RUNS=3 runs of each tool, alternating
@@ -26,7 +26,7 @@
 #            distanceTransform + clamp + table lookup only ("core"; lattice build, writing and
 #            Python start-up excluded).
 # Peers are thus timed at their most favourable, which makes the ratios conservative for tessera.
-# Two tables: wall-clock MB/s (what the targets of DESIGN.md §6 mean) and MB per CPU second
+# Two tables: wall-clock MB/s (what the targets of docs/targets.md mean) and MB per CPU second
 # (user + system of all threads), which moves much less when other processes load the machine;
 # on an idle machine a tool that keeps both cores busy gets about twice its MB/cpu-s in wall
 # MB/s, so the CPU table under-rates the parallel tool.
@@ -38,7 +38,7 @@
 # they do not compute the same picture: "integer" is gaussblur's integer precision (libvips's
 # default for uchar) with the same ~3.7 sigma mask, up to 4 samples off; "defaults" is gaussblur
 # exactly as libvips ships it (integer precision, min_ampl 0.2: a mask of ~1.8 sigma), up to 11
-# samples off, the fastest a libvips user gets and the kind of figure DESIGN.md §6 quotes.
+# samples off, the fastest a libvips user gets and the kind of figure docs/targets.md quotes.
 #
 # Exit status: 0 when everything ran (a missed target is a result, not an error), 1 on errors.
 # shellcheck disable=SC2317  # the run_* functions are called through $cmd

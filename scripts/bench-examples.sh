@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `tessera render -o null` throughput of every example design (a crop of whole rows, about
 # 256 MB of samples, or the whole design when smaller) and of the per-trait bench designs,
-# against the seed's 10 MB/s target. Prints a markdown table. Usage:
+# against the 10 MB/s baseline (docs/targets.md). Prints a markdown table. Usage:
 #   scripts/bench-examples.sh [build/tessera] [threads]
 set -euo pipefail
 tessera=${1:-build/tessera}

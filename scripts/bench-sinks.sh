@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Each sink's own rate beside the renderer's (issue 12: "the real sinks must not fall off a
+# Each sink's own rate beside the renderer's ("the real sinks must not fall off a
 # cliff behind a fast renderer"): one fast design (microlens-array, a periodic root the host
 # fills by row copies, so the renderer is far faster than any medium) rendered to the null
 # sink, a file, a stdout pipe, a framed file, framed into a pipe (the crc without a disk), a

@@ -1,4 +1,4 @@
-/* stream: the framed stream's pieces (DESIGN.md §3): header and frame encoding, crc32 and
+/* stream: the framed stream's pieces (docs/streaming.md): header and frame encoding, crc32 and
  * deflate through libdeflate (inflate through zlib), SHA-256 through OpenSSL's EVP. See
  * stream.h and docs/streaming.md.
  *

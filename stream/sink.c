@@ -266,7 +266,7 @@ check_opts(const char *spec, const tsr_sink_opts *o, bool tcp, bool framed, tsr_
         return tsr_fail(err, TSR_EINVAL, "-o: empty output name");
     if (tcp && !o->header) {
         /* Taken as a path, "tcp://host:port" would fail with a confusing ENOENT; tcp is the
-         * framed stream's business (DESIGN.md §3). */
+         * framed stream's business (docs/streaming.md). */
         return tsr_fail(err, TSR_EINVAL, "%s: tcp is not a raw sink (it needs the framed stream)",
                         spec);
     }

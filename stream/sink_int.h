@@ -31,7 +31,7 @@ struct tsr_sink {
     uint64_t start;                /* stream offset of the first byte we deliver */
     tsr_error first;               /* the sticky error; first.status == TSR_OK while healthy */
     bool broken;                   /* a unit was cut short: no abort frame can follow */
-    bool framed, deflate;          /* DESIGN.md §3 framing, zlib payloads */
+    bool framed, deflate;          /* docs/streaming.md framing, zlib payloads */
     bool splice;                   /* stdout is a pipe that takes vmsplice(2) */
     volatile sig_atomic_t *stop;   /* borrowed stop request, may be NULL */
     double rate;                   /* bytes/s, 0 = unpaced */

@@ -1,5 +1,5 @@
-/* stream: where output samples go (file, stdout, null, tcp), the framed stream of DESIGN.md
- * §3 (header, frames, crc, deflate, trailer, abort), pacing, and the writer thread that
+/* stream: where output samples go (file, stdout, null, tcp), the framed stream of
+ * docs/streaming.md (header, frames, crc, deflate, trailer, abort), pacing, and the writer thread that
  * overlaps writing with computing (the only zlib/libdeflate/libcrypto user; PNG is image/'s,
  * the reference controller controller/'s, progress reports cli/'s).
  *
@@ -40,7 +40,7 @@ tsr_sink_close(tsr_sink *s, tsr_error *err);
 uint64_t
 tsr_sink_bytes(const tsr_sink *s);
 
-/* ---- framing (DESIGN.md §3) ------------------------------------------------------- */
+/* ---- framing (docs/streaming.md) ------------------------------------------------------- */
 
 #define TSR_FRAME_HEAD 24       /* u64 offset, u32 wire, u32 raw, u32 crc, u32 flags */
 #define TSR_FRAME_DEFLATE 1u    /* flags bit 0: the payload is one zlib stream */
@@ -139,7 +139,7 @@ tsr_sha256_file(const char *path, uint8_t out[32], tsr_error *err);
 typedef struct tsr_sink_opts {
     uint64_t start;               /* files and pipes: the byte the stream starts at
                                    * (--resume-at); tcp: ignored, the receiver answers it */
-    bool framed;                  /* header + frames (DESIGN.md §3); always on for tcp */
+    bool framed;                  /* header + frames (docs/streaming.md); always on for tcp */
     bool deflate;                 /* frames carry zlib streams where that is smaller */
     double rate;                  /* sample bytes per second, 0 = unpaced */
     const tsr_header *header;     /* borrowed; required when framed or tcp */

@@ -1,7 +1,7 @@
 /* stream: the frame team (see sink_int.h). A framed sink's writes are band buffers of many
  * 1 MiB frames, and each frame's crc32 (and level-1 deflate) cost more than sending it: on the
  * one writing thread they capped a framed file behind a GPU renderer at ~0.2 GB/s deflated and
- * a framed pipe at ~1.6 GB/s (issue 12). The team makes the frames of one write on a few
+ * a framed pipe at ~1.6 GB/s. The team makes the frames of one write on a few
  * threads of its own, a few frames ahead of the sending thread, which still sends them
  * strictly in order, checks the stop request between frames and counts whole frames, exactly
  * as when it made them itself (sink.c framed_write): the bytes on the wire, the accounting and

@@ -1,5 +1,5 @@
 /* Shapes with and without aa: tsr_source_render (exact row intervals, coverage summed per
- * pixel only where an edge crosses it, polygons by scanline) against DESIGN.md §2.2 written
+ * pixel only where an edge crosses it, polygons by scanline) against docs/format.md §4 written
  * literally: every pixel of the region, every one of its n x n sub-samples through the spec's
  * inside formulas, coverage mixed with tsr_pw_aa_mix (the mix every backend shares). The float buffers must
  * be equal byte for byte, under fills that vary per pixel (negative, -0, infinities, NaN). */
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The inside column of DESIGN.md §2.2's table, written out (the tests build with
+/* The inside column of docs/format.md §4's table, written out (the tests build with
  * -ffp-contract=off like the library, so these are the same IEEE operations) */
 static int
 ref_inside(const tsr_source *s, double px, double py)

@@ -147,7 +147,7 @@ cext(const float *c, int64_t w, int64_t h, int edge, int64_t x, int64_t y)
     return c[y * w + x];
 }
 
-/* The DESIGN.md reference in double: normalised sampled Gaussian, x then y, over child rect o;
+/* The docs/format.md reference in double: normalised sampled Gaussian, x then y, over child rect o;
  * res is o.w x o.h. */
 static void
 ref_gauss(const float *c, int64_t w, int64_t h, int edge, double s, tsr_rect o, double *res)

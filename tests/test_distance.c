@@ -1,5 +1,5 @@
 /* distance trait: the exact transform against a brute-force reference, the table against the
- * profile formulas of DESIGN.md §2.3, tile-seam invariance, need(), check(). Edges are built by
+ * profile formulas of docs/format.md §5, tile-seam invariance, need(), check(). Edges are built by
  * hand and need()/layer() are called directly on views of test arrays. */
 #include "nodes/nodes.h"
 #include "nodes/params.h"
@@ -140,7 +140,7 @@ render(const fixture *fx, const float *img, tsr_rect pr, float *L, uint8_t *cov)
 
 /* ---- references ---------------------------------------------------------------------- */
 
-/* f(d) written straight from DESIGN.md §2.3, independently of nodes/distance.c. */
+/* f(d) written straight from docs/format.md §5, independently of nodes/distance.c. */
 static double
 ref_f(const tsr_distance_params *p, double d)
 {

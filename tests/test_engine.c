@@ -277,7 +277,7 @@ Test(engine, swath_orders_follow_start_corner_and_serpentine)
                 size_t n;
                 uint16_t *got = (uint16_t *)th_stream(d, 7, 2, &n);
                 cr_assert_eq(n, nr);
-                /* the expected order, written out from DESIGN.md §2.4 */
+                /* the expected order, written out from docs/format.md §7 */
                 size_t at = 0;
                 int eff = sw < W ? sw : W, ns = (W + eff - 1) / eff;
                 bool right = c == 1 || c == 3, bottom = c == 2 || c == 3;

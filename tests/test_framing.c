@@ -1,4 +1,4 @@
-/* framing: the framed stream's byte layout (DESIGN.md §3), crc32 and its combination, the
+/* framing: the framed stream's byte layout (docs/streaming.md), crc32 and its combination, the
  * per-frame zlib streams, SHA-256. Expected bytes are written out by hand from the spec's
  * table, not produced by the encoder under test. */
 #include <criterion/criterion.h>

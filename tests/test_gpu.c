@@ -1,4 +1,4 @@
-/* gpu: the CUDA backend against the CPU reference, bit for bit (DESIGN.md §5): root floats over
+/* gpu: the CUDA backend against the CPU reference, bit for bit (docs/format.md §9.3): root floats over
  * whole designs or regions at several chunk sizes, and streamed bytes in every order, depth,
  * crop and resume offset. Tests that need a device skip without one (CI); the ones that check
  * what happens without a device, and the build flags, run everywhere. */
@@ -640,7 +640,7 @@ Test(gpu, fill_kernel_result_comes_back_exactly)
     free(v);
 }
 
-/* DESIGN.md §2: exact arithmetic on both sides. The kernels are built without fused
+/* docs/format.md §2: exact arithmetic on both sides. The kernels are built without fused
  * multiply-add and never with fast math (which would also flush denormals and approximate
  * division); the C side without contraction. */
 Test(gpu, build_flags_keep_the_arithmetic_exact)

@@ -1,6 +1,6 @@
 /* The GPU kernels' arithmetic on the host: gpu/blur_math.h and gpu/distance_math.h run here,
  * work item by work item in the stage order of gpu/blur.cu and gpu/distance.cu, and must give
- * the CPU reference's layer (nodes/blur.c, nodes/distance.c) bit for bit (DESIGN.md §5). The
+ * the CPU reference's layer (nodes/blur.c, nodes/distance.c) bit for bit (docs/format.md §9.3). The
  * device test then only has to prove the plumbing. No GPU needed.
  *
  * Each emulation reads the child from one buffer holding the bounding box of need()'s rects

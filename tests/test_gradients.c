@@ -1,4 +1,4 @@
-/* gradients: tsr_source_render's linear and radial gradients equal DESIGN.md §2.2's formula
+/* gradients: tsr_source_render's linear and radial gradients equal docs/format.md §4's formula
  * (nodes/pointwise.h, what the GPU evaluates too) at every pixel, bit for bit, including the
  * shortcut for gradients along one axis (one row, or one pixel per row, computed) and its
  * signed-zero exception (values [-0, b]). */

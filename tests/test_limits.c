@@ -1,7 +1,7 @@
 /* Limits: sizes beyond 2^31 per side, offsets and sizes at the 2^40 bounds, lattices of long
  * nearly parallel vectors, 1000-deep node chains, 10000 children, PNGs that are cut short or
  * lie about their size, YAML bombs. Each is a correct render (checked pixel by pixel against
- * values computed here from DESIGN.md) or a clear error naming where and what. */
+ * values computed here from docs/format.md) or a clear error naming where and what. */
 #include "designs/designs.h"
 #include "engine/engine.h"
 #include "helpers/helpers.h"
@@ -86,7 +86,7 @@ assert_rect(const tsr_design *d, tsr_rect r, float (*want)(int64_t x, int64_t y)
 
 /* ---- beyond 2^31 per side ------------------------------------------------------------------- */
 
-/* DESIGN.md §2.2, linear gradient from (0, 0) to (n, 0) with values [0, 1], at pixel column m */
+/* docs/format.md §4, linear gradient from (0, 0) to (n, 0) with values [0, 1], at pixel column m */
 static float
 gradient_x(int64_t m, double n)
 {
@@ -244,7 +244,7 @@ child_px(int64_t cx, int64_t cy)
     return k % 4 == 1 ? 0.0f : (float)(k + 1) / 8.0f;
 }
 
-/* DESIGN.md §2.3 by brute force: every origin whose copy covers (x, y) is tested for lattice
+/* docs/format.md §5 by brute force: every origin whose copy covers (x, y) is tested for lattice
  * membership, the copies ordered by (j, i), combined as the overlap mode says. */
 static float
 lattice_ref(const int64_t u[2], const int64_t v[2], const int64_t off[2], int mode, int64_t x,
@@ -419,7 +419,7 @@ Test(limits, lattice_disjointness_matches_every_lattice_vector)
               disjoint);
 }
 
-/* The lattices of issue 10 that made loading or planning walk every copy are decided at once
+/* The lattices that once made loading or planning walk every copy are decided at once
  * (the first walked ~2^41 empty candidates at load, the second 2^31 copies in the plan;
  * tests/cli/bounds.sh runs them through `tessera check` with a hang guard). */
 Test(limits, lattices_with_huge_copy_counts_load_and_plan_at_once)

@@ -1,5 +1,5 @@
 /* sources: the renderer (bounding boxes, row intervals found by bisection) against a naive
- * per-pixel evaluation of DESIGN.md §2.2's formulas. */
+ * per-pixel evaluation of docs/format.md §4's formulas. */
 #include "nodes/nodes.h"
 
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* Stops inside a band (issue 10, item 8), and while an engine decodes and builds: the engine's workers poll tsr_engine_opts.stop per
+/* Stops inside a band, and while an engine decodes and builds: the engine's workers poll tsr_engine_opts.stop per
  * tile and inside long loops (sources per row, blur and distance per row block), abandon what
  * they were computing and fail with TSR_EINTR; nothing unfinished reaches the cache, so the
  * same engine, once the flag is cleared, renders exactly what a fresh engine does. */

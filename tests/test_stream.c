@@ -1,4 +1,4 @@
-/* stream: sinks, the writer thread, PNG write/read (DESIGN.md §2.2 image sources, §3 sinks).
+/* stream: sinks, the writer thread, PNG write/read (docs/format.md §4 image sources, §3 sinks).
  *
  * The PNG inputs of every colour type are made here with libpng directly, so the reader is
  * checked against files it did not write itself, and the expected values are computed from
@@ -91,7 +91,7 @@ assert_same_floats(const float *got, const float *want, size_t n)
     }
 }
 
-/* The spec's formulas (DESIGN.md §2.2), written out independently of image/png.c. */
+/* The spec's formulas (docs/format.md §4), written out independently of image/png.c. */
 static float
 spec_gray(unsigned s, int bd)
 {
@@ -764,7 +764,7 @@ Test(png, write_errors_name_the_path)
     cr_assert_eq(count_entries(), 1);
 }
 
-/* ---- PNG read: colour types (DESIGN.md §2.2) ------------------------------------------- */
+/* ---- PNG read: colour types (docs/format.md §4) ------------------------------------------- */
 
 /* Gray at 1, 2 and 4 bits: value = sample / (2^bd - 1), not the bit-replicated 8-bit one. */
 Test(png, gray_1_2_4_bit_values_are_sample_over_max)

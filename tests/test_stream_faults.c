@@ -220,7 +220,7 @@ resume_and_check(sinkkind kind, uint64_t b, uint64_t seed, const uint8_t *ref, c
 {
     tsr_header h = th_header(TOTAL);
     target t;
-    /* Raw files resume in place; framed files start a new transcript (DESIGN.md §3). */
+    /* Raw files resume in place; framed files start a new transcript (docs/streaming.md). */
     const char *spec = target_open(&t, kind, kind == RAW_FILE ? "a.out" : "b.out");
     tsr_sink_opts o = {.start = b, .framed = is_framed(kind), .deflate = kind == DEFLATE_FILE,
                        .header = is_framed(kind) ? &h : NULL};

@@ -27,7 +27,7 @@ tsr_status
 tsr_fail(tsr_error *err, tsr_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Process exit status for a status: 0, 1 or 2 (DESIGN.md §4). */
+/* Process exit status for a status: 0, 1 or 2 (docs/semantics.md §1). */
 int
 tsr_status_exit_code(tsr_status st);
 
@@ -147,7 +147,7 @@ tsr_view_row(const tsr_view *v, int64_t x, int64_t y)
 
 /* An owned float32 raster of rect `r`, rows contiguous (stride = r.w).
  *
- * Pixels that live elsewhere (the GPU backend's device tiles, engine/gpu_backend.c) set
+ * Pixels that live elsewhere (the GPU backend's device tiles, gpu/backend.c) set
  * `release`: tsr_tile_free then hands the tile to release(release_ctx, t), which owns it from
  * there (px and the struct; the cache calls it with its lock held, so it must not call the
  * cache), and the cache counts `bytes` for it instead of what tsr_cache_tile_cost says of host

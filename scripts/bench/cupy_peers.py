@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The GPU peers of issue 12's kernel targets, timed on the device that runs tessera's.
+"""The GPU peers of the kernel targets, timed on the device that runs tessera's.
 
 The same pictures as designs/bench/blur4.yaml, blur32.yaml and distance.yaml (a 100 px motif
 repeated over 10240 x 10240 px: a disc of radius 40 for the blurs, of radius 3 for the

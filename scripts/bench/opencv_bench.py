@@ -5,7 +5,7 @@ The same picture as the design: a 10240 x 10240 lattice of discs of radius 3 (te
 test on pixel centres) at the centre of every 100 x 100 cell; the exact Euclidean distance
 transform cv2.distanceTransform(DIST_L2, DIST_MASK_PRECISE) of the inverted mask (dots are the
 zero pixels it measures to); a = round(d*d) clamped to dmax^2 (d*d of an exact EDT is an integer
-up to float rounding); then the sphere table of DESIGN.md §2.3 built in double and quantised as
+up to float rounding); then the sphere table of docs/format.md §5 built in double and quantised as
 tessera's output, floor(f*255 + 0.5), looked up with numpy into uint8.
 
 Two timings (wall, time.perf_counter, after the imports; and CPU, time.process_time, all threads):

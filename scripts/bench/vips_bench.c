@@ -3,7 +3,7 @@
  * Pipeline, in libvips's own demand-driven threading (VIPS_CONCURRENCY, default 2 here):
  *   motif 100x100 float 0/1 (uchar 0/255 with --uchar), a disc of radius 40 on 0, computed in
  *   memory with tessera's inside test on pixel centres: (x+0.5-50)^2 + (y+0.5-50)^2 <= 40^2
- *   (DESIGN.md §2.2)
+ *   (docs/format.md §4)
  *   -> vips_replicate (103 x 103 copies) -> vips_extract_area 10240 x 10240
  *   -> [vips_gaussblur(sigma), float precision unless --precision says otherwise]
  *   -> vips_linear1(255, 0.5) (1, 0.5 for a uchar motif) -> vips_cast(uchar): truncation of
@@ -13,7 +13,7 @@
  *   -> vips_rawsave to /dev/null (or -o PATH, to compare bytes with tessera's output).
  *
  * gaussblur's mask: by default min_ampl = 0.001, the smallest libvips accepts: the mask reaches
- * to about 3.7 sigma (the Gaussian mass it drops is ~2e-4), near the support of DESIGN.md's
+ * to about 3.7 sigma (the Gaussian mass it drops is ~2e-4), near the support of docs/format.md's
  * reference (r = ceil(4s)) and well inside its 2e-3 tolerance. libvips's own default (min_ampl
  * 0.2, about 1.8 sigma) is available with --min-ampl 0.2; it is cheaper but not within the
  * tolerance.

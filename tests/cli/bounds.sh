@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load, plan and thread bounds (issue 10, items 10 and 11): `check` on lattices whose copy
+# Load, plan and thread bounds: `check` on lattices whose copy
 # counts are astronomical returns at once (bounded by the design's size, not its copies), and
 # thread stacks under an address-space limit (`ulimit -v`) are sized from the design and
 # refused with a tessera message naming the remedy, never a death inside libgomp.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tessera check as a linter (issue 14 item 5): the summary comes first, the node tree only on
+# tessera check as a linter: the summary comes first, the node tree only on
 # --tree, inline nodes carry readable names, and legal designs that are almost certainly not
 # meant get a warning each (a clean design gets none).
 . "${SRC:?}/tests/cli/lib/common.sh"
@@ -37,7 +37,7 @@ rc=$?
 head -1 "$tmp/out" | grep -q "^design: .*1000 x 1000 px" && ok "summary first" || bad "first line: $(head -1 "$tmp/out")"
 grep -q "pattern of root.children\[0\] (circle r=3) at 2000,10 lies wholly outside" "$tmp/out" && ok "pattern outside its parent" || bad "no outside warning"
 grep -q "root.children\[1\] (circle r=40): its circle's value 1 equals the node's fill" "$tmp/out" && ok "shape value = fill" || bad "no value=fill warning"
-# aa costs only the pixels an edge crosses (issue 13): a shape far larger than its tile is fine
+# aa costs only the pixels an edge crosses: a shape far larger than its tile is fine
 grep -q "root.children\[2\]" "$tmp/out" && bad "a warning about aa: $(cat "$tmp/out")" || ok "no warning for aa on a large shape"
 grep -q "add copies of root.children\[3\] .*not 0) at dmax" "$tmp/out" && ok "distance floor under add" || bad "no distance floor warning"
 grep -q "^nodes (children first)" "$tmp/out" && bad "node table without --tree" || ok "no node table without --tree"

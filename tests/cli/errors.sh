@@ -63,7 +63,7 @@ expect 1 "No space left on device" -- render "$tmp/small.yaml" -o /dev/full
 expect 2 "$tmp/missing.yaml: cannot open" -- render "$tmp/missing.yaml" -o null
 expect 2 "$tmp: read error: Is a directory" -- check "$tmp"
 
-# issue 10: regions whose x + w or y + h overflow int64 (UBSan in tsr_rect_contains; the release
+# regions whose x + w or y + h overflow int64 (UBSan in tsr_rect_contains; the release
 # build rendered 9.2e18 px outside the root), strict numbers, a design that never ends
 expect 2 "must lie inside the root" -- preview "$tmp/small.yaml" --region 9223372036854775806,0,1,1 -o "$tmp/p.png"
 expect 2 "must lie inside the root" -- profile "$tmp/small.yaml" --region 0,9223372036854775800,1,100

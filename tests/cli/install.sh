@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tessera installs (issue 15, items 1 and 2): `cmake --install` into a scratch prefix puts the
+# tessera installs: `cmake --install` into a scratch prefix puts the
 # command, the shared and static libraries, tessera.h, tessera.pc, the man page and the bash
 # completion in their places; examples/pull.c builds against the installed files alone through
 # `pkg-config --cflags --libs tessera` (and statically through --static), and the bytes it

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Deep chains and thread stacks (docs/reliability.md). The CPU backend recurses once per node
-# level on its worker threads (engine/pool.c) and the main thread. Under `ulimit -s unlimited`
+# level on its worker threads (cpu/pool.c) and the main thread. Under `ulimit -s unlimited`
 # (usual on HPC hosts) glibc gives new threads 2 MiB, which a 1000-deep chain used to overflow
-# (SIGSEGV); the engine now starts its workers with the stack the design needs (engine/stack.c)
+# (SIGSEGV); the engine now starts its workers with the stack the design needs (cpu/stack.c)
 # and checks the stack once per level, so a stack that is too small anyway (the main thread's
 # ulimit -s) is a clear error, never a crash. The root places the chain with a pattern (not a
 # repeat, which the main thread would compute once as the root's period), so both threads

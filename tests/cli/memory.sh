@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# --memory is a hard budget (issue 10, item 9): peak RSS stays within --memory plus the fixed
+# --memory is a hard budget: peak RSS stays within --memory plus the fixed
 # cost of the binary (the peak RSS of a trivial render, measured here) on wide designs, small
 # tiles and big children; a budget below the plan is refused before anything is written, and
 # before any image is decoded or table built; images of nodes nobody refs are never decoded.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Messages a new user meets (issue 14 item 6): each names what is wrong, the value given and
+# Messages a new user meets: each names what is wrong, the value given and
 # the way out, and exits 2 before anything is written.
 . "${SRC:?}/tests/cli/lib/common.sh"
 good="$SRC/designs/examples/microlens-array.yaml"

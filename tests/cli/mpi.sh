@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mpirun -n K tessera render (issue 16, docs/scale-out.md): rank 0 streams, ranks 1..K-1 compute
+# mpirun -n K tessera render (docs/scale-out.md): rank 0 streams, ranks 1..K-1 compute
 # its bands on the CPU. Three ranks on this host give the bytes of one process for every example
 # (a crop of its rows) and every oracle design (whole, in bands of 8 rows so each worker gets
 # several, and the crop its `# rows:` comment names: raster and swath order, serpentine, every

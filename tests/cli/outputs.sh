@@ -3,7 +3,7 @@
 # whatever is there, never replaces it: a FIFO stays a FIFO, a symlink a symlink, a device node
 # a device (checked on private nodes made with mknod in the scratch folder when running as root,
 # never the system's /dev/null or /dev/full). `-o -` is stdout. Closed descriptors 0-2 never
-# turn into the output, of a render or of a controller (issue 10, items 2 and 3).
+# turn into the output, of a render or of a controller.
 . "${SRC:?}/tests/cli/lib/common.sh"
 
 cat >"$tmp/small.yaml" <<'Y'

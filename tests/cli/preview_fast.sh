@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# preview --fast (issue 14, item 3): an image of the exact preview's size whose every pixel is
+# preview --fast: an image of the exact preview's size whose every pixel is
 # the mean of 4 region pixels of its block scattered by splitmix64 (docs/semantics.md gives the
 # formula), converted. Checked against a 16-bit --scale 1 preview of the same region: numpy
 # picks the same pixels, takes value = sample / 65535, averages and converts (range [0, 1], no

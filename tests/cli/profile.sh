@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tessera profile --json: one JSON object with the fields DESIGN.md §4 and issue 5 name, whose
+# tessera profile --json: one JSON object with the fields docs/semantics.md §1 names, whose
 # byte count is the region's, and the same figures in the human-readable form.
 . "${SRC:?}/tests/cli/lib/common.sh"
 py=/usr/bin/python3

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Progress (issue 14, items 3 and 4): render's progress moves per finished rect, not per band
+# Progress: render's progress moves per finished rect, not per band
 # (JSON "computed" and "fraction" move while the first band is still being computed, "bytes"
 # delivered still 0), times the first byte (JSON "first_byte_s", the bar's "first byte after",
 # the summary), and every run but --progress none ends with the summary line; a preview shows

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Stops (issue 10, item 8): SIGTERM or SIGINT stops render, preview and profile within about a
+# Stops: SIGTERM or SIGINT stops render, preview and profile within about a
 # second whatever the design, because the engine's workers poll the stop per tile and inside
 # long loops (a polygon's rows, a blur's strips), not only between bands: a band of a chain of
-# blurs took over 9 minutes, one of a big polygon 18 s and more (before issue 13's scanline
+# blurs took over 9 minutes, one of a big polygon 18 s and more (before the scanline
 # fill). The first signal prints "stopping..." at once; the second exits at once with the resume offset, which resumes to
 # the same bytes. The bound here is a hang guard (20 s), not a timing assertion; the measured
 # latencies are in docs/reliability.md.

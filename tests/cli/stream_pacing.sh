@@ -46,7 +46,7 @@ check "controller at 1MB/s: $(rate_of "$TOTAL" "$secs") <= 1.1 MB/s" \
 check "controller at 1MB/s: reports its underruns" grep -q "complete: .* underruns" "$tmp/ctl.log"
 check "controller at 1MB/s: bytes identical" cmp -s "$tmp/got2.raw" "$FULL"
 
-# units: SI and binary rates parse as DESIGN.md §3 says
+# units: SI and binary rates parse as docs/streaming.md says
 "$TESSERA" render "$DESIGN" -o null --rate 1000KiB/s --progress none --rows 0:10 2>"$tmp/err"
 check "--rate 1000KiB/s is accepted" test $? -eq 0
 "$TESSERA" render "$DESIGN" -o null --rate 2e6 --progress none --rows 0:10 2>"$tmp/err"

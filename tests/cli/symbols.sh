@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libtessera exports its public API and nothing else (issue 15, item 1): every symbol
+# libtessera exports its public API and nothing else: every symbol
 # libtessera.so defines for the dynamic linker is a tsr_ function declared in include/tessera.h
 # (and each of those is exported); every global symbol of the static libtessera.a is tsr_-named
 # too (nvcc's C++ objects mangle theirs: _Z<len>tsr_...), so linking it into a program cannot

@@ -4,7 +4,7 @@
  * fuzzing entry point), dumped to /dev/null and freed. A design that loads and is small
  * (every node <= 256 x 256 px, few nodes, bounded work: see small_enough) is also rendered
  * with the CPU engine on one thread: a rect of at most 16 x 16 px at the design's tile size
- * and again at tile 7 (the two must be bit-identical, DESIGN.md §1), and, when the root has
+ * and again at tile 7 (the two must be bit-identical, docs/format.md §1), and, when the root has
  * at most 64 x 64 px, streamed whole to the null sink.
  *
  * Properties checked beyond "no crash, no sanitizer report, no leak":

@@ -1,4 +1,4 @@
-/* Fuzz target: the framed stream's decoders (DESIGN.md §3), as a receiver meets them: a
+/* Fuzz target: the framed stream's decoders (docs/streaming.md), as a receiver meets them: a
  * 75-byte header, then frames (24-byte head + payload) until the input ends. Properties: a
  * header that decodes encodes back to the same bytes and is self-consistent (depth 8|16,
  * total = width * height * depth / 8, 1 <= swath width <= width); a frame head round-trips;

@@ -1,4 +1,4 @@
-/* Fuzz target: image/'s PNG reader (image sources, DESIGN.md §2.2), the one decoder of
+/* Fuzz target: image/'s PNG reader (image sources, docs/format.md §4), the one decoder of
  * untrusted binary input a design pulls in. One input is one PNG file, handed to
  * tsr_png_read_size, tsr_png_read_info, tsr_png_check and tsr_png_read_gray through a memfd
  * (/proc/self/fd/N: the readers take paths). Properties: all agree on the size; the check

@@ -71,7 +71,7 @@ void th_stdout_pipe_start(th_stdout_pipe *p, size_t cap);
  * reader: p->got and p->n then hold everything written. */
 void th_stdout_pipe_finish(th_stdout_pipe *p);
 
-/* A framed transcript (DESIGN.md §3) parsed back and checked: header, frames contiguous with
+/* A framed transcript (docs/streaming.md) parsed back and checked: header, frames contiguous with
  * good crcs (payloads inflated), then a trailer or an abort frame or nothing. */
 typedef struct th_transcript {
     tsr_header h;

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""tessera oracle: an independent whole-image renderer of DESIGN.md §2, in numpy.
+"""tessera oracle: an independent whole-image renderer of docs/format.md §2, in numpy.
 
     python3 tests/oracle/oracle.py DESIGN.yaml -o OUT.raw [--rows Y0:Y1]
 
 Renders the whole root (small designs only: every node is computed as one full array) and
-writes exactly the raw samples of DESIGN.md §2.4 (8-bit, or 16-bit little-endian; raster or
-swath order). Written from DESIGN.md alone; it shares no code with the C engine.
+writes exactly the raw samples of docs/format.md §7 (8-bit, or 16-bit little-endian; raster or
+swath order). Written from docs/format.md alone; it shares no code with the C engine.
 
 Precision
 - Pixel values are numpy float32 arrays. Float32 arithmetic (blends, repeat overlap sums and
@@ -20,7 +20,7 @@ Precision
   double, and the result is rounded once to float32. An explicit kernel is applied the same way
   (float32 entries promoted to double, sum over j then i, in double).
 
-Decisions (where DESIGN.md is silent or ambiguous)
+Decisions (where docs/format.md is silent or ambiguous)
 - D1 polygon: the polygon is closed: edges are p[k] -> p[(k+1) mod n] for k = 0..n-1. The
   intersection abscissa is evaluated as ((x2-x1)*(py-y1))/(y2-y1) + x1 (C precedence).
 - D2 aa: the pixel is rewritten only where the coverage c > 0 (with c = 0 the formula gives P
@@ -212,7 +212,7 @@ def read_png(path):
 
 
 def png_values(path):
-    """The float32 node values of an image source (DESIGN.md §2.2, decisions D3, D4)."""
+    """The float32 node values of an image source (docs/format.md §4, decisions D3, D4)."""
     s, ct, depth, pal = read_png(path)
     if ct == 3:
         idx = s[:, :, 0]
@@ -232,7 +232,7 @@ def png_values(path):
 
 
 # ---------------------------------------------------------------------------------------------
-# Sources (DESIGN.md §2.2)
+# Sources (docs/format.md §4)
 
 def _shape_inside(src):
     """A function (px, py) -> bool array implementing the 'inside' column, in double."""
@@ -389,7 +389,7 @@ def render_source(src, P, design_dir):
 
 
 # ---------------------------------------------------------------------------------------------
-# Traits (DESIGN.md §2.3)
+# Traits (docs/format.md §5)
 
 def place(C, ox, oy, W, H):
     """The child placed with its (0,0) at parent (ox, oy): (L, cov) over the W x H parent."""
@@ -510,7 +510,7 @@ def sqdist_exact(M, dmax):
 
 
 def sqdist_brute(M, dmax):
-    """Literal brute force of DESIGN.md (for the self-test)."""
+    """Literal brute force of docs/format.md (for the self-test)."""
     h, w = M.shape
     cap = dmax * dmax
     qs = np.argwhere(M)
@@ -527,7 +527,7 @@ def sqdist_brute(M, dmax):
 
 
 def profile_fn(profile, dmax):
-    """f(d) of DESIGN.md §2.3 in double, with the C library's functions."""
+    """f(d) of docs/format.md §5 in double, with the C library's functions."""
     D = float(dmax)
     if profile is None or profile == "linear":
         return lambda d: 1.0 - d / D
@@ -735,7 +735,7 @@ class Design:
 
 
 # ---------------------------------------------------------------------------------------------
-# Output (DESIGN.md §2.4)
+# Output (docs/format.md §7)
 
 def to_samples(V, out):
     """float32 values -> integer samples, in double exactly as §2.4 writes it."""
@@ -810,7 +810,7 @@ def render_bytes(path, rows=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="tessera oracle (DESIGN.md §2, numpy)")
+    ap = argparse.ArgumentParser(description="tessera oracle (docs/format.md §2, numpy)")
     ap.add_argument("design")
     ap.add_argument("-o", "--out", required=True)
     ap.add_argument("--rows", default=None, help="Y0:Y1, half-open")

@@ -3,7 +3,7 @@
 
     python3 tests/oracle/selftest.py        # exit 0 when every check passes
 
-Each check states the expected values worked out by hand from DESIGN.md §2, independently of
+Each check states the expected values worked out by hand from docs/format.md §2, independently of
 the oracle's code paths where possible (literal brute force, literal loops).
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""proto.py: an independent implementation of tessera's framed stream (DESIGN.md §3,
+"""proto.py: an independent implementation of tessera's framed stream (docs/streaming.md,
 docs/streaming.md) for the stream tests, written from the spec with the standard library only
 (struct, zlib, socket). It plays either end so tests can watch what tessera sends and feed the
 controller what a faulty sender would.
