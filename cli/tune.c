@@ -13,9 +13,11 @@ flag(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
-/* A whole number in [lo, hi] from variable `name`; *out untouched when it is unset. */
+/* A whole number in [lo, hi] from variable `name` (`what` it counts, for the message); *out
+ * untouched when it is unset. */
 static tsr_status
-number(const char *name, long long lo, long long hi, long long *out, tsr_error *err)
+number(const char *name, const char *what, long long lo, long long hi, long long *out,
+       tsr_error *err)
 {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -23,8 +25,8 @@ number(const char *name, long long lo, long long hi, long long *out, tsr_error *
     char *end;
     long long n = strtoll(v, &end, 10);
     if (*end || v[0] < '0' || v[0] > '9' || n < lo || n > hi)
-        return tsr_fail(err, TSR_EINVAL, "%s=%s: expected a whole number %lld..%lld", name, v,
-                        lo, hi);
+        return tsr_fail(err, TSR_EINVAL, "%s=%s: expected %s, %lld..%lld", name, v, what, lo,
+                        hi);
     *out = n;
     return TSR_OK;
 }
@@ -34,11 +36,13 @@ tsr_cli_tune_from_env(tsr_error *err)
 {
     tsr_tune t = tsr_tune_defaults();
     long long blocks = -1, fault = 0, threads = 0;
-    tsr_status st = number("TSR_GPU_GRID_BLOCKS", 0, 1LL << 31, &blocks, err);
+    tsr_status st =
+        number("TSR_GPU_GRID_BLOCKS", "the blocks of a launch", 0, 1LL << 31, &blocks, err);
     if (st == TSR_OK)
-        st = number("TSR_GPU_FAULT", 0, 1LL << 62, &fault, err);
+        st = number("TSR_GPU_FAULT", "a band number", 0, 1LL << 62, &fault, err);
     if (st == TSR_OK)
-        st = number("TSR_FRAME_THREADS", 1, 64, &threads, err);
+        st = number("TSR_FRAME_THREADS", "the number of framing threads", 1, 64, &threads,
+                    err);
     if (st != TSR_OK)
         return st;
     t.gpu_grid_blocks = blocks;

@@ -121,9 +121,10 @@ tsr_stack_for_depth(int64_t depth);
 int64_t
 tsr_stack_touched(int64_t depth);
 
-/* TSR_EPLAN naming the remedy when `threads` - 1 stacks of `stack` bytes and `minimum` bytes of
- * plan do not fit the address space an RLIMIT_AS (ulimit -v) leaves. Changes nothing. */
+/* TSR_EPLAN naming the remedy when `threads` stacks of `stack` bytes (for a chain of `nest`
+ * nodes) and `minimum` bytes of plan do not fit the address space an RLIMIT_AS (ulimit -v)
+ * leaves. Changes nothing. */
 tsr_status
-tsr_stack_check(int threads, size_t stack, int64_t minimum, tsr_error *err);
+tsr_stack_check(int threads, size_t stack, int64_t nest, int64_t minimum, tsr_error *err);
 
 #endif

@@ -127,7 +127,7 @@ address_space_left(size_t bytes)
 }
 
 tsr_status
-tsr_stack_check(int threads, size_t stack, int64_t minimum, tsr_error *err)
+tsr_stack_check(int threads, size_t stack, int64_t nest, int64_t minimum, tsr_error *err)
 {
     /* The threads - 1 workers (cpu/pool.c) and the stream's writer thread each get a stack,
      * and the plan's minimum must be mappable too: refuse here, naming the remedy, a run whose
@@ -138,10 +138,11 @@ tsr_stack_check(int threads, size_t stack, int64_t minimum, tsr_error *err)
         struct rlimit rl;
         getrlimit(RLIMIT_AS, &rl);
         return tsr_fail(err, TSR_EPLAN,
-                        "thread stacks: %d threads x %zu MiB and the memory plan's minimum "
-                        "%.1f MiB do not fit the address space ulimit -v leaves (%llu MiB in "
-                        "all): use fewer threads (--threads N) or raise ulimit -v",
-                        threads, stack >> 20, (double)minimum / 1048576.0,
+                        "thread stacks: %d threads x %zu MiB (a chain of %lld nested nodes) and "
+                        "the memory plan's minimum %.1f MiB do not fit the address space "
+                        "ulimit -v leaves (%llu MiB in all): use fewer threads (--threads N) "
+                        "or raise ulimit -v",
+                        threads, stack >> 20, (long long)nest, (double)minimum / 1048576.0,
                         (unsigned long long)(rl.rlim_cur >> 20));
     }
     return TSR_OK;

@@ -384,7 +384,7 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
     e->design_bytes = tsr_design_bytes(e->d);
     tsr_status st = plan_fit(e, err);
     if (st == TSR_OK)
-        st = tsr_stack_check(e->threads, e->stack, e->plan.minimum, err);
+        st = tsr_stack_check(e->threads, e->stack, e->nest, e->plan.minimum, err);
     if (st != TSR_OK)
         return st;
     /* Only now that the plan counted them: decode the images and build the tables a design

@@ -419,7 +419,7 @@ Test(frame_team, framed_unpaced_sinks_get_a_team_of_the_size_asked_and_others_no
                      bad[i]);
         char want_msg[96];
         snprintf(want_msg, sizeof want_msg,
-                 "TSR_FRAME_THREADS=%s: expected a whole number 1..64", bad[i]);
+                 "TSR_FRAME_THREADS=%s: expected the number of framing threads, 1..64", bad[i]);
         cr_assert_str_eq(err.msg, want_msg);
         cr_assert_eq(team_of("h.tsr", true, true, 0, 0, &err), 2, "the knob kept its value");
         cr_assert_eq(team_of("i.raw", false, false, 0, 0, &err), 0, "raw sinks have no team");
