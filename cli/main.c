@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1289,6 +1290,47 @@ cmd_help_version(const command *c, int n, char **operands)
     return stdout_done(0);
 }
 
+/* Whether path `p` names the same file as `st` (a file that exists). */
+static bool
+same_file(const char *p, const struct stat *st)
+{
+    struct stat o;
+    return p && stat(p, &o) == 0 && o.st_dev == st->st_dev && o.st_ino == st->st_ino;
+}
+
+/* An output that is the design or one of its input files (an image) would destroy what the
+ * render reads, and a profile's crop would replace a finished output: refuse both, naming the
+ * file, before anything is opened for writing. Outputs that are not paths (-, null, tcp://)
+ * and paths that do not exist yet pass. 0, or exit status 2 after the message. */
+static int
+check_out_inputs(const args *a, const tsr_design *d)
+{
+    struct stat st;
+    const char *out = a->out;
+    if (!out || strcmp(out, "-") == 0 || strcmp(out, "null") == 0 ||
+        strncmp(out, "tcp://", 6) == 0 || stat(out, &st) != 0)
+        return 0;
+    if (same_file(a->design, &st)) {
+        fprintf(stderr, "tessera: -o %s: is the design itself (%s); name another output\n", out,
+                a->design);
+        return 2;
+    }
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_source *src = d->nodes[i]->source;
+        if (src && tsr_source_has(src, TSR_SRC_CAP_FILE) && same_file(src->path, &st)) {
+            fprintf(stderr, "tessera: -o %s: is an input of the design (%s, read by %s); name "
+                    "another output\n", out, src->path, d->nodes[i]->name);
+            return 2;
+        }
+    }
+    if (strcmp(a->cmd, "profile") == 0 && S_ISREG(st.st_mode)) {
+        fprintf(stderr, "tessera: profile -o %s: the file exists; a profile writes a crop of the "
+                "stream, never over a file: name a new path, null or a device\n", out);
+        return 2;
+    }
+    return 0;
+}
+
 /* The command's own process-wide choices, which the library leaves alone (docs/library.md).
  * Tiles, layers and scratch are a few hundred KiB to a few MiB, allocated and freed for every
  * tile: glibc would serve those with mmap and give them back with munmap, so every tile paid
@@ -1332,6 +1374,10 @@ run(args *a)
     tsr_design *d = tsr_engine_load(a->design, &err);
     if (!d)
         return fail(&err);
+    if ((rc = check_out_inputs(a, d)) != 0) {
+        tsr_design_free(d);
+        return rc;
+    }
     if (a->fast && a->eo.tile == 0) /* the samples' own tiles cost less when small */
         a->eo.tile = tsr_preview_fast_tile(d);
     tsr_engine *e = tsr_engine_new(d, &a->eo, &err);
