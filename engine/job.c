@@ -254,15 +254,24 @@ tsr_job_open_yaml(const char *yaml, size_t len, const char *name, const tsr_job_
 tsr_status
 tsr_job_header(tsr_job *j, tsr_header *h, tsr_error *err)
 {
+    if (!j || !h)
+        return tsr_fail(err, TSR_EINVAL, "tsr_job_header: %s is NULL", j ? "h" : "job");
     return tsr_engine_header(j->e, h, err);
 }
 
 int64_t
 tsr_job_read(tsr_job *j, void *buf, size_t n)
 {
+    if (!j)
+        return -(int64_t)TSR_EINVAL;
     if (j->failed)
         return -(int64_t)j->failed;
-    if (!buf && n > 0)
+    /* 0 is the end of the stream: a read that asks for nothing is refused rather than
+     * answered with it (not sticky: the next read goes on) */
+    if (n == 0)
+        return -(int64_t)tsr_fail(&j->err, TSR_EINVAL, "tsr_job_read: n is 0 (a read returns "
+                                  "0 only at the end of the stream)");
+    if (!buf)
         return -(int64_t)tsr_fail(&j->err, TSR_EINVAL, "tsr_job_read: buf is NULL");
     n = n > INT64_MAX ? INT64_MAX : n;
     uint8_t *out = buf;
@@ -292,6 +301,8 @@ tsr_job_read(tsr_job *j, void *buf, size_t n)
 tsr_status
 tsr_job_seek(tsr_job *j, uint64_t offset, tsr_error *err)
 {
+    if (!j)
+        return tsr_fail(err, TSR_EINVAL, "tsr_job_seek: job is NULL");
     if (j->failed) {
         if (err)
             *err = j->err;
@@ -307,18 +318,27 @@ tsr_job_seek(tsr_job *j, uint64_t offset, tsr_error *err)
 uint64_t
 tsr_job_offset(const tsr_job *j)
 {
+    if (!j)
+        return 0;
     return atomic_load(&((tsr_job *)j)->off);
 }
 
 void
 tsr_job_stop(tsr_job *j)
 {
-    j->stop = 1;
+    if (j)
+        j->stop = 1;
 }
 
 void
 tsr_job_get_stats(tsr_job *j, tsr_job_stats *st)
 {
+    if (!st)
+        return;
+    if (!j) {
+        *st = (tsr_job_stats){0};
+        return;
+    }
     tsr_engine_stats es = tsr_engine_get_stats(j->e);
     const tsr_plan *p = tsr_engine_plan(j->e);
     *st = (tsr_job_stats){
@@ -333,7 +353,8 @@ tsr_job_get_stats(tsr_job *j, tsr_job_stats *st)
 const tsr_error *
 tsr_job_error(const tsr_job *j)
 {
-    return &j->err;
+    static const tsr_error none = {TSR_EINVAL, "tsr_job_error: job is NULL"};
+    return j ? &j->err : &none;
 }
 
 void

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -14,8 +15,23 @@ tsr_fail(tsr_error *err, tsr_status st, const char *fmt, ...)
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        char full[4 * sizeof err->msg];
+        int n = vsnprintf(full, sizeof full, fmt, ap);
         va_end(ap);
+        size_t cap = sizeof err->msg, len = n < 0 ? 0 : (size_t)n;
+        if (len >= sizeof full)
+            len = sizeof full - 1;
+        if (len < cap) {
+            memcpy(err->msg, full, len + 1);
+        } else {
+            /* too long (a long path or key path first): the reason comes last, so keep the
+             * head and the tail with "..." between rather than cut the reason off */
+            size_t head = cap / 3, tail = cap - head - 4;
+            memcpy(err->msg, full, head);
+            memcpy(err->msg + head, "...", 3);
+            memcpy(err->msg + head + 3, full + len - tail, tail);
+            err->msg[cap - 1] = '\0';
+        }
         err->status = st;
     }
     return st;

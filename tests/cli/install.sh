@@ -49,6 +49,13 @@ if $CC ${TSR_CFLAGS:-} "$SRC/examples/pull.c" $(pkg-config --cflags tessera) $st
 else
     bad "pull.c static: $(head -c 600 "$tmp/cc.err")"
 fi
+# pkg-config's flags carry an rpath to the prefix's lib folder: the program finds the installed
+# library with no LD_LIBRARY_PATH at all
+deps=$(env -u LD_LIBRARY_PATH ldd "$tmp/pull" 2>&1)
+found=$(sed -n "s|^[[:space:]]*libtessera.so.$major => \([^ ]*\) .*|\1|p" <<<"$deps")
+[ -n "$found" ] && [ "$(realpath "$found")" = "$(realpath "$libdir/libtessera.so.$major")" ] &&
+    ok "pull finds the installed libtessera.so.$major through its rpath, no LD_LIBRARY_PATH" ||
+    bad "pull without LD_LIBRARY_PATH: $deps"
 export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} # first, before what the host needs
 deps=$(ldd "$tmp/pull" 2>&1) # not `ldd | grep -q`: pipefail would see ldd's SIGPIPE
 grep -qF "$libdir/libtessera.so.$major" <<<"$deps" &&
