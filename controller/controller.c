@@ -1,5 +1,5 @@
-/* controller: the reference controller (`tessera controller`), the receiving end of DESIGN.md
- * §3 that tests use as the machine. See controller.h and docs/streaming.md.
+/* controller: the reference controller (`tessera controller`), the receiving end of the framed
+ * stream that tests use as the machine. See controller.h and docs/streaming.md.
  *
  * One sender at a time, single-threaded. Everything it has acknowledged to itself is durable
  * before it is recorded: the output's data is fdatasync'd up to an offset, then the state
@@ -317,10 +317,10 @@ state_save(ctl *c, const state *s, tsr_error *err)
  * crc32 is s->crc. The state says what was written, not what is there now: an output cut, or
  * a byte changed since (by hand, another program, a failing disk), would be resumed over, or
  * called complete with a crc its bytes no longer have. So they are read back whenever the
- * controller is about to vouch for them, at the disk's speed (about 1 s per GB: a sender
- * waiting for its answer must allow for it). *ok false: logged, naming what differs. Nothing
- * to read without an output (the state is the controller's own memory). TSR_EINTR when
- * stopped, TSR_EIO when the output cannot be read. */
+ * controller is about to vouch for them, at the disk's speed (a sender waiting for its
+ * answer must allow for it: docs/streaming.md §6). *ok false: logged, naming what differs.
+ * Nothing to read without an output (the state is the controller's own memory). TSR_EINTR
+ * when stopped, TSR_EIO when the output cannot be read. */
 static tsr_status
 held_intact(ctl *c, const state *s, bool *ok, tsr_error *err)
 {

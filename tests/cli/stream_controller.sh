@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The reference controller as the machine it stands for: it never vouches for a job whose
 # trailer did not match (a restart must not answer `total` and take a bare trailer); one
-# controller per output (a lock); one file per job with --jobs N (%d); its output and state
-# are regular files or nothing (FIFOs, symlinks, devices refused, never replaced); the whole
-# header within its limit (a trickling client is dropped); abort reasons logged escaped, the
-# job held through an abort; and a sender bounded by --stall-timeout while it waits for the
-# controller's answer.
+# controller per output (a lock); one file per job with --jobs N (%d), a complete job taking no
+# more senders (the same design twice is two jobs; an incomplete one is resumed); held bytes
+# read back before they are resumed over or called complete (a cut or altered output starts
+# the job over); its output and state are regular files or nothing (FIFOs, symlinks, devices
+# refused, never replaced); the whole header, and each whole frame, within its limit (a
+# trickling client is dropped); abort reasons logged escaped, the job held through an abort;
+# and a sender bounded by --stall-timeout while it waits for the controller's answer.
 source "$SRC/tests/stream/lib.sh"
 
 head -c 600000 "$FULL" >"$tmp/data.raw"
