@@ -1,5 +1,5 @@
-/* controller: the reference controller (`tessera controller`), the receiving end of the
- * framed stream (docs/streaming.md) that tests use as the machine. See controller.h and docs/streaming.md.
+/* controller: the reference controller (`tessera controller`), the receiving end of the framed
+ * stream that tests use as the machine. See controller.h and docs/streaming.md.
  *
  * One sender at a time, single-threaded. Everything it has acknowledged to itself is durable
  * before it is recorded: the output's data is fdatasync'd up to an offset, then the state
@@ -10,8 +10,18 @@
  * What it vouches for: a state whose offset is the job's total means the job is complete, its
  * trailer's crc matched; until then the last frame counts as missing (`keep`), and a trailer
  * that does not match rolls the state back to where its connection began, so no restart ever
- * answers `total` for bytes no trailer checked. The output is locked (flock) for as long as
- * the controller uses it: a second controller on it is refused before it touches anything.
+ * answers `total` for bytes no trailer checked. The state says what was written, not what the
+ * output holds now: before it answers a resume offset or `total`, or counts a complete job
+ * found at start, the controller reads the held bytes back and checks their crc32
+ * (held_intact); bytes that were cut or changed since are not trusted, the job starts over.
+ * The output is locked (flock) for as long as the controller uses it: a second controller on
+ * it is refused before it touches anything.
+ *
+ * Which job a connection is: the current one (job k, from 1). While job k is incomplete, a
+ * sender of the same fingerprint and total resumes it and another design is refused if job k
+ * holds bytes (taken as job k if it holds none). Once job k is complete the controller has
+ * gone on to job k + 1 (its own file with a numbered -o), and every connection is job
+ * k + 1's, whatever its fingerprint: the same design twice is two jobs.
  *
  * A connection is read through a `conn` (a socket, or a buffer for the fuzz target and tests:
  * tsr_ctl_mem_*), so the reader that checks every byte a sender sends is the same code either
@@ -42,6 +52,7 @@
                                  * is dropped (the sink's own default is the same) */
 #define CHECKPOINT_BYTES ((uint64_t)8 << 20)
 #define CHECKPOINT_S 0.25     /* at 10 MB/s a restart resends at most ~2.5 MB */
+#define VERIFY_CHUNK ((size_t)1 << 20) /* held_intact's reads */
 
 /* What the controller holds of its current (or last) job. offset = total only once the
  * job's trailer matched: complete(). */
@@ -61,9 +72,8 @@ typedef struct ctl {
     char *state_path, *state_tmp; /* its state file and temporary; NULL when discarding */
     int out;                      /* output descriptor (locked), -1 when discarding */
     state st;                     /* durable state */
-    state prev;                   /* numbered: the job completed last, answered on a retry */
-    char *prev_path;              /* ... and its output */
-    double idle_s, header_s;      /* a sender's longest silence; the whole header's limit */
+    double idle_s, header_s;      /* a sender's longest silence, and a frame's longest time
+                                   * from its first byte to its last; the whole header's */
     tsr_bucket bucket;            /* consumption pace */
     uint8_t *wire, *raw;          /* frame buffers, grown to the largest frame seen */
     size_t wire_len, raw_len;     /* their sizes */
@@ -72,14 +82,24 @@ typedef struct ctl {
     tsr_fault fault;              /* the output's fault hook (tsr_controller_opts.fault) */
 } ctl;
 
-/* One sender's bytes: read exactly n (*eof when the sender is gone; TSR_EINTR when stopped;
- * TSR_EIO on errors) within `timeout` seconds of silence, or of the whole read when `whole`
- * (the header: a sender trickling it byte by byte is dropped all the same); and answer the
- * header with a resume offset (false: it did not go). */
+/* One unit of a sender's stream -- the header, or one frame (head, then payload or reason) --
+ * read by one or more get()s. Its time is bounded as a whole, so that a sender trickling it
+ * byte by byte is dropped as surely as a silent one: the unit must be whole within `limit`
+ * seconds of its first byte (the header: of the connection's start), and the wait for that
+ * first byte is bounded by `limit` seconds of silence. */
+typedef struct unit {
+    bool header;  /* the header (else a frame) */
+    double limit; /* seconds */
+    double first; /* tsr_mono_s() of its first byte; < 0: none has come yet */
+    uint64_t got; /* its bytes received so far */
+} unit;
+
+/* One sender's bytes: read exactly n of unit u (*eof when the sender is gone or u ran out of
+ * time; TSR_EINTR when stopped; TSR_EIO on errors); and answer the header with a resume
+ * offset (false: it did not go). */
 typedef struct conn conn;
 struct conn {
-    tsr_status (*get)(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof,
-                      tsr_error *err);
+    tsr_status (*get)(conn *k, uint8_t *p, size_t n, unit *u, bool *eof, tsr_error *err);
     bool (*answer)(conn *k, uint64_t offset);
     ctl *c;
     int fd;              /* the socket */
@@ -293,6 +313,72 @@ state_save(ctl *c, const state *s, tsr_error *err)
     return fsync_dir(c->state_path, err);
 }
 
+/* Whether the output still holds what state s says it holds: at least s->offset bytes whose
+ * crc32 is s->crc. The state says what was written, not what is there now: an output cut, or
+ * a byte changed since (by hand, another program, a failing disk), would be resumed over, or
+ * called complete with a crc its bytes no longer have. So they are read back whenever the
+ * controller is about to vouch for them, at the disk's speed (a sender waiting for its
+ * answer must allow for it: docs/streaming.md §6). *ok false: logged, naming what differs.
+ * Nothing to read without an output (the state is the controller's own memory). TSR_EINTR
+ * when stopped, TSR_EIO when the output cannot be read. */
+static tsr_status
+held_intact(ctl *c, const state *s, bool *ok, tsr_error *err)
+{
+    *ok = true;
+    if (c->out < 0 || s->offset == 0)
+        return TSR_OK;
+    struct stat sb;
+    if (fstat(c->out, &sb) != 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+    uint64_t size = (uint64_t)sb.st_size, at = 0;
+    uint32_t crc = 0;
+    uint8_t *buf = size < s->offset ? NULL : malloc(VERIFY_CHUNK);
+    if (size >= s->offset && !buf)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory");
+    while (buf && at < s->offset) {
+        if (stopped(c)) {
+            free(buf);
+            return tsr_fail(err, TSR_EINTR, "interrupted");
+        }
+        size_t want = s->offset - at < VERIFY_CHUNK ? (size_t)(s->offset - at) : VERIFY_CHUNK;
+        ssize_t got = pread(c->out, buf, want, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(buf);
+            return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+        }
+        if (got == 0) { /* cut while being read */
+            size = at;
+            break;
+        }
+        crc = tsr_crc32(crc, buf, (size_t)got);
+        at += (uint64_t)got;
+    }
+    free(buf);
+    if (size < s->offset)
+        logf_(c, "%s holds %" PRIu64 " bytes, less than the state's %" PRIu64 ": the held "
+              "bytes are gone; starting over from byte 0", c->out_path, size, s->offset);
+    else if (crc != s->crc)
+        logf_(c, "%s: the crc32 of its first %" PRIu64 " bytes is %08x, the state says %08x: "
+              "the held bytes cannot be trusted; starting over from byte 0", c->out_path,
+              s->offset, (unsigned)crc, (unsigned)s->crc);
+    *ok = size >= s->offset && crc == s->crc;
+    return TSR_OK;
+}
+
+/* Start the job (fingerprint fp, total bytes) at byte 0, nothing held: the output emptied,
+ * then the state saying so. */
+static tsr_status
+start_over(ctl *c, const uint8_t *fp, uint64_t total, tsr_error *err)
+{
+    if (c->out >= 0 && ftruncate(c->out, 0) != 0)
+        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
+    state ns = {true, {0}, total, 0, 0};
+    memcpy(ns.fp, fp, 32);
+    return state_save(c, &ns, err);
+}
+
 /* -o names one file per job when it holds one %d (and no other %): the job's number. */
 static bool
 is_numbered(const char *out)
@@ -356,48 +442,64 @@ slot_open(ctl *c, tsr_error *err)
                    : tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
     if ((st = state_load(c, err)) != TSR_OK)
         return st;
+    /* A job found complete is counted (numbered) or answered `total` only if its bytes are
+     * still what the state says. */
+    bool intact = true;
+    if (complete(&c->st) && (st = held_intact(c, &c->st, &intact, err)) != TSR_OK)
+        return st;
+    if (!intact && (st = start_over(c, c->st.fp, c->st.total, err)) != TSR_OK)
+        return st;
     if (c->st.valid)
         logf_(c, "state: %" PRIu64 " of %" PRIu64 " bytes held in %s%s", c->st.offset,
               c->st.total, c->out_path, complete(&c->st) ? " (complete)" : "");
     return TSR_OK;
 }
 
-/* A job complete: count it. Numbered outputs go on to the next job's file, keeping the
- * finished job's state to answer a sender that retries it. */
+/* A job complete: count it and go on to the next. Numbered outputs open the next job's file
+ * (and count the ones found complete there, as at start); without an output the state in
+ * memory is dropped. Either way the next connection is the next job, whatever its
+ * fingerprint: a complete job takes no more connections, so the same design sent again is
+ * a new job, not a retry answered `total` (which would swallow it). */
 static tsr_status
 job_done(ctl *c, tsr_error *err)
 {
-    c->jobs_done++;
-    if (!c->numbered || c->jobs_done >= c->o->jobs)
-        return TSR_OK;
-    c->prev = c->st;
-    free(c->prev_path);
-    c->prev_path = c->out_path;
-    c->out_path = NULL;
-    slot_close(c);
-    c->slot++;
-    return slot_open(c, err);
+    for (;;) {
+        c->jobs_done++;
+        if (c->jobs_done >= c->o->jobs)
+            return TSR_OK;
+        if (!c->numbered) {
+            c->st.valid = false;
+            return TSR_OK;
+        }
+        slot_close(c);
+        c->slot++;
+        tsr_status st = slot_open(c, err);
+        if (st != TSR_OK || !complete(&c->st))
+            return st;
+        logf_(c, "job %" PRId64 " is complete in %s", c->slot, c->out_path);
+    }
 }
 
 /* ---- the socket -------------------------------------------------------------------------- */
 
-/* Read exactly n bytes. TSR_OK; or *eof when the sender went away (at a clean boundary when
- * nothing was read) or let `timeout` pass (of silence; of the whole read when `whole`);
- * TSR_EINTR when stopped; TSR_EIO for errors. */
+/* Read exactly n bytes of unit u. TSR_OK; or *eof when the sender went away (at a clean
+ * boundary when nothing was read) or u ran out of time (unit); TSR_EINTR when stopped;
+ * TSR_EIO for errors. */
 static tsr_status
-sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof, tsr_error *err)
+sock_get(conn *k, uint8_t *p, size_t n, unit *u, bool *eof, tsr_error *err)
 {
     ctl *c = k->c;
     int fd = k->fd;
-    double end = tsr_mono_s() + timeout;
+    double silent_end = tsr_mono_s() + u->limit; /* while u has no byte yet */
     *eof = false;
     while (n > 0) {
         ssize_t got = recv(fd, p, n, MSG_DONTWAIT);
         if (got > 0) {
+            if (u->first < 0)
+                u->first = tsr_mono_s();
             p += got;
             n -= (size_t)got;
-            if (!whole)
-                end = tsr_mono_s() + timeout;
+            u->got += (uint64_t)got;
             continue;
         }
         if (got == 0 || (got < 0 && errno == ECONNRESET)) {
@@ -408,13 +510,16 @@ sock_get(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof, t
             return tsr_fail(err, TSR_EIO, "connection: %s", strerror(errno));
         if (stopped(c))
             return tsr_fail(err, TSR_EINTR, "interrupted");
-        if (tsr_mono_s() > end) {
+        if (tsr_mono_s() > (u->first < 0 ? silent_end : u->first + u->limit)) {
             *eof = true; /* as good as gone */
-            if (whole) /* the header, the one read bounded as a whole */
+            if (u->header)
                 logf_(c, "no whole header within %g s (%zu bytes missing): dropping the "
-                      "connection", timeout, n);
+                      "connection", u->limit, n);
+            else if (u->first < 0)
+                logf_(c, "sender silent for %g s: dropping the connection", u->limit);
             else
-                logf_(c, "sender silent for %g s: dropping the connection", timeout);
+                logf_(c, "no whole frame within %g s of its first byte (%" PRIu64 " bytes "
+                      "of it came): dropping the connection", u->limit, u->got);
             return TSR_OK;
         }
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -451,10 +556,9 @@ sock_answer(conn *k, uint64_t offset)
 
 /* Bytes in memory: the sender sent buf[0, len) and closed. */
 static tsr_status
-mem_get(conn *k, uint8_t *p, size_t n, double timeout, bool whole, bool *eof, tsr_error *err)
+mem_get(conn *k, uint8_t *p, size_t n, unit *u, bool *eof, tsr_error *err)
 {
-    (void)timeout;
-    (void)whole;
+    (void)u;
     (void)err;
     *eof = n > k->len - k->at;
     if (*eof) {
@@ -490,28 +594,24 @@ reserve(uint8_t **b, size_t *len, size_t n)
 
 /* ---- one connection ----------------------------------------------------------------------- */
 
-/* Decide where the job in header h starts: 0 for a new job, the held offset for a known one,
- * or refuse (a different design while one is partly received). */
+/* Decide where the job in header h starts: the held offset (total when complete) for the
+ * job held, if its bytes are intact; 0 for a new job, or the held one started over; or refuse
+ * (*r = TSR_RESUME_REFUSED: a different design while one is partly received). */
 static tsr_status
 resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
 {
     const state *s = &c->st;
-    bool same = same_job(s, h);
-    if (same && c->out >= 0) {
-        struct stat sb;
-        if (fstat(c->out, &sb) != 0)
-            return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
-        if ((uint64_t)sb.st_size < s->offset) {
-            logf_(c, "%s holds %lld bytes, less than the state's %" PRIu64 ": starting over",
-                  c->out_path, (long long)sb.st_size, s->offset);
-            same = false;
+    tsr_status st;
+    if (same_job(s, h)) {
+        bool intact;
+        if ((st = held_intact(c, s, &intact, err)) != TSR_OK)
+            return st;
+        if (intact) {
+            *r = s->offset;
+            return TSR_OK;
         }
-    }
-    if (same) {
-        *r = s->offset;
-        return TSR_OK;
-    }
-    if (s->valid && s->offset > 0 && s->offset < s->total) {
+        /* not intact: the same job from byte 0, as a new one */
+    } else if (s->valid && s->offset > 0 && s->offset < s->total) {
         char a[65], b[65];
         hex(a, h->fingerprint, 32);
         hex(b, s->fp, 32);
@@ -521,15 +621,10 @@ resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
                         "holds %" PRIu64 " of %" PRIu64 " bytes of the job with fingerprint "
                         "%.16s...", a, h->total, s->offset, s->total, b);
     }
-    /* A new job: nothing held, or a finished/empty job of another design. */
-    if (c->out >= 0 && ftruncate(c->out, 0) != 0)
-        return tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
-    state ns = {true, {0}, h->total, 0, 0};
-    memcpy(ns.fp, h->fingerprint, 32);
-    if (state_save(c, &ns, err) != TSR_OK)
-        return TSR_EIO;
+    /* A new job: nothing held, a finished or empty job of another design, or the held job
+     * whose bytes are gone or changed. */
     *r = 0;
-    return TSR_OK;
+    return start_over(c, h->fingerprint, h->total, err);
 }
 
 /* Record what is held of an unfinished job: `cur`, except that the whole job counts as held
@@ -555,46 +650,6 @@ conn_failed(ctl *c, const state *cur, const state *last)
     return CONN_FAILED;
 }
 
-/* A sender of the job completed last (numbered outputs: the controller has gone on to the
- * next file) comes back, e.g. after it saw a reset instead of the close: answer total, take
- * its bare trailer, count nothing. */
-static outcome
-serve_retry(ctl *c, conn *k, const tsr_header *h, tsr_error *err)
-{
-    bool eof = true;
-    uint8_t fh[TSR_FRAME_HEAD];
-    tsr_error ge = {TSR_OK, ""};
-    if (!k->answer(k, h->total) ||
-        k->get(k, fh, sizeof fh, c->idle_s, false, &eof, &ge) != TSR_OK || eof) {
-        if (ge.status == TSR_EINTR) { /* stopped: that is the controller's end */
-            if (err)
-                *err = ge;
-            return CONN_FAILED;
-        }
-        logf_(c, "a sender of job %" PRId64 " (complete in %s) went away", c->slot - 1,
-              c->prev_path);
-        return CONN_DROPPED;
-    }
-    tsr_frame f;
-    tsr_frame_decode(fh, &f);
-    if (f.flags == TSR_FRAME_ABORT) {
-        logf_(c, "a sender of job %" PRId64 " (complete in %s) aborted", c->slot - 1,
-              c->prev_path);
-        return CONN_DROPPED;
-    }
-    if (f.flags != TSR_FRAME_TRAILER || f.offset != h->total || f.wire || f.raw || f.crc) {
-        tsr_fail(err, TSR_EIO, "job %" PRId64 " is complete in %s, and its sender, answered %"
-                 PRIu64 ", sent flags 0x%x at byte %" PRIu64 " (lengths %u/%u, crc %08x) "
-                 "instead of a bare trailer", c->slot - 1, c->prev_path, h->total,
-                 (unsigned)f.flags, f.offset, (unsigned)f.wire, (unsigned)f.raw,
-                 (unsigned)f.crc);
-        return CONN_FAILED;
-    }
-    logf_(c, "job %" PRId64 " is complete in %s already: its sender came back and was answered "
-          "%" PRIu64, c->slot - 1, c->prev_path, h->total);
-    return CONN_DROPPED;
-}
-
 /* One connection's job once answered: what it holds and how the stream has gone. */
 typedef struct rx {
     tsr_header h;
@@ -610,13 +665,13 @@ typedef struct rx {
 /* An abort frame: the operator stopped the sender (or it failed): the job goes on when it
  * comes back, unless --exit-on-abort. The reason is the sender's text: escaped. */
 static outcome
-on_abort(ctl *c, conn *k, rx *x, const tsr_frame *f, tsr_error *err)
+on_abort(ctl *c, conn *k, rx *x, const tsr_frame *f, unit *u, tsr_error *err)
 {
     uint8_t reason[TSR_ABORT_MAX];
     char shown[4 * TSR_ABORT_MAX + 1] = "(no readable reason)";
     bool eof;
     if (f->wire <= TSR_ABORT_MAX &&
-        k->get(k, reason, f->wire, c->idle_s, false, &eof, err) == TSR_OK && !eof)
+        k->get(k, reason, f->wire, u, &eof, err) == TSR_OK && !eof)
         escape(shown, reason, f->wire);
     tsr_error ab;
     if (f->offset == x->cur.offset)
@@ -717,10 +772,10 @@ write_payload(ctl *c, const tsr_frame *f, tsr_error *err)
     return TSR_OK;
 }
 
-/* A data frame: its payload read, inflated, checked against its crc, written, consumed at
- * the machine's pace, then counted (and checkpointed now and then). */
+/* A data frame: its payload read (the rest of unit u), inflated, checked against its crc,
+ * written, consumed at the machine's pace, then counted (and checkpointed now and then). */
 static outcome
-on_data(ctl *c, conn *k, rx *x, const tsr_frame *f, tsr_error *err)
+on_data(ctl *c, conn *k, rx *x, const tsr_frame *f, unit *u, tsr_error *err)
 {
     bool z = f->flags & TSR_FRAME_DEFLATE, eof;
     const char *bad = bad_data_frame(c, x, f);
@@ -737,7 +792,7 @@ on_data(ctl *c, conn *k, rx *x, const tsr_frame *f, tsr_error *err)
         return conn_failed(c, &x->cur, &x->last);
     }
     uint8_t *payload = z ? c->wire : c->raw;
-    if (k->get(k, payload, f->wire, c->idle_s, false, &eof, err) != TSR_OK)
+    if (k->get(k, payload, f->wire, u, &eof, err) != TSR_OK)
         return conn_failed(c, &x->cur, &x->last);
     if (eof)
         return CONN_GONE; /* half a frame: dropped, resent by the next sender */
@@ -783,12 +838,13 @@ next_frame(ctl *c, conn *k, rx *x, tsr_error *err)
     uint8_t fh[TSR_FRAME_HEAD];
     bool starving = false, eof;
     double t0 = 0;
+    unit u = {false, c->idle_s, -1, 0}; /* the frame: head and payload */
     if (c->o->rate > 0 && x->cur.offset > x->r && k->fd >= 0) {
         struct pollfd pf = {.fd = k->fd, .events = POLLIN};
         starving = poll(&pf, 1, 0) == 0;
         t0 = tsr_mono_s();
     }
-    if (k->get(k, fh, sizeof fh, c->idle_s, false, &eof, err) != TSR_OK)
+    if (k->get(k, fh, sizeof fh, &u, &eof, err) != TSR_OK)
         return conn_failed(c, &x->cur, &x->last);
     if (eof)
         return CONN_GONE;
@@ -804,10 +860,10 @@ next_frame(ctl *c, conn *k, rx *x, tsr_error *err)
         return conn_failed(c, &x->cur, &x->last);
     }
     if (f.flags & TSR_FRAME_ABORT)
-        return on_abort(c, k, x, &f, err);
+        return on_abort(c, k, x, &f, &u, err);
     if (f.flags & TSR_FRAME_TRAILER)
         return on_trailer(c, x, &f, err);
-    return on_data(c, k, x, &f, err);
+    return on_data(c, k, x, &f, &u, err);
 }
 
 /* The header, and the answer: where this connection's bytes start (or a refusal). CONN_NEXT
@@ -817,7 +873,8 @@ serve_header(ctl *c, conn *k, tsr_header *h, uint64_t *r, tsr_error *err)
 {
     uint8_t hb[TSR_HEADER_SIZE];
     bool eof;
-    if (k->get(k, hb, sizeof hb, c->header_s, true, &eof, err) != TSR_OK)
+    unit u = {true, c->header_s, tsr_mono_s(), 0}; /* bounded from the connection's start */
+    if (k->get(k, hb, sizeof hb, &u, &eof, err) != TSR_OK)
         return CONN_FAILED;
     if (eof) {
         logf_(c, "a connection closed before sending a header");
@@ -830,8 +887,6 @@ serve_header(ctl *c, conn *k, tsr_header *h, uint64_t *r, tsr_error *err)
         logf_(c, "refused a connection: %s", herr.msg);
         return CONN_DROPPED;
     }
-    if (same_job(&c->prev, h))
-        return serve_retry(c, k, h, err);
     *r = 0;
     if (resume_offset(c, h, r, err) != TSR_OK) {
         if (*r == TSR_RESUME_REFUSED)
@@ -988,8 +1043,9 @@ tsr_controller_run(const tsr_controller_opts *o, tsr_error *err)
         c.slot = 1;
         if ((st = slot_open(&c, err)) != TSR_OK)
             goto done;
-        /* Restarted, numbered outputs go on after the jobs already complete. */
-        while (c.numbered && complete(&c.st) && c.jobs_done < o->jobs) {
+        /* Restarted, numbered outputs go on after the jobs already complete (checked by
+         * slot_open), job_done counting each. */
+        if (c.numbered && complete(&c.st)) {
             logf_(&c, "job %" PRId64 " is complete in %s", c.slot, c.out_path);
             if ((st = job_done(&c, err)) != TSR_OK)
                 goto done;
@@ -1033,7 +1089,6 @@ done:
     free(c.out_path);
     free(c.state_path);
     free(c.state_tmp);
-    free(c.prev_path);
     free(c.wire);
     free(c.raw);
     return st;

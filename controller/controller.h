@@ -19,8 +19,9 @@ typedef struct tsr_controller_opts {
                                   * %d (and no other %) = one file per job, %d its number */
     int64_t jobs;                /* complete jobs before it returns, >= 1; > 1 with `out`
                                   * only when `out` holds the %d */
-    double stall_s;              /* a sender silent this long mid-job is dropped (and the
-                                  * whole header must come within it, at most 60 s); 0 =
+    double stall_s;              /* a sender silent this long mid-job, or this long over one
+                                  * frame (from its first byte to its last), is dropped; the
+                                  * whole header must come within it (at most 60 s); 0 =
                                   * 600 s */
     bool exit_on_abort;          /* an abort frame fails the run (TSR_EIO) instead of
                                   * holding the job for the sender's return */
@@ -30,26 +31,33 @@ typedef struct tsr_controller_opts {
                                   * output file (N = its size in bytes) */
 } tsr_controller_opts;
 
-/* Run the reference receiver of docs/streaming.md: accept one sender at a time, answer the resume
- * offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the state to a
- * temporary, fsync, rename, fsync of the folder), check every frame (offsets contiguous, crc,
- * inflate, trailer crc), write or discard, consume at `rate`, count underruns, return after
- * `jobs` complete jobs. A sender that disconnects mid-stream, or aborts (unless
- * exit_on_abort), is not an error: its progress is recorded and the next connection resumes.
- * A job is recorded complete only when its trailer's crc matched; one that did not match is
- * held only up to where that connection began. The output (each job's) is locked while in
- * use. Output and state must be regular files or absent. TSR_EINVAL for a bad or non-loopback
- * address, --jobs > 1 without a %d, an output or state that is not a regular file, an output
- * another controller holds; TSR_EIO for a crc, protocol or fingerprint error, an abort frame
- * with exit_on_abort, or an I/O failure; TSR_EINTR when stopped. */
+/* Run the reference receiver of docs/streaming.md: accept one sender at a time, answer the
+ * resume offset from its state (OUT.tsrstate, written durably: data fdatasync'd, then the
+ * state to a temporary, fsync, rename, fsync of the folder), check every frame (offsets
+ * contiguous, crc, inflate, trailer crc), write or discard, consume at `rate`, count
+ * underruns, return after `jobs` complete jobs. A sender that disconnects mid-stream, or
+ * aborts (unless exit_on_abort), is not an error: its progress is recorded and the next
+ * connection resumes. A job is recorded complete only when its trailer's crc matched; one
+ * that did not match is held only up to where that connection began. Before it answers a
+ * held offset or the total, or counts a complete job found at start, it reads the held
+ * bytes back and checks their crc32 against the state's: bytes cut or changed since start
+ * the job over from 0 (logged). Once a job is complete, the next connection is the next job,
+ * whatever its fingerprint; only an incomplete job is resumed. The output (each job's) is
+ * locked while in use. Output and state must be regular files or absent. TSR_EINVAL for a
+ * bad or non-loopback address, --jobs > 1 without a %d, an output or state that is not a
+ * regular file, an output another controller holds; TSR_EIO for a crc, protocol or
+ * fingerprint error, an abort frame with exit_on_abort, or an I/O failure; TSR_EINTR when
+ * stopped. */
 tsr_status
 tsr_controller_run(const tsr_controller_opts *o, tsr_error *err);
 
 /* The controller's reader (controller/controller.c) over bytes already received, for the fuzz
  * target and tests: each serve is one connection whose sender sent buf[0, n) and closed. The
  * state lives in memory (as `tessera controller` without -o keeps it); samples go to out_fd
- * (pwrite at their offsets) when it is >= 0. `o` (copied; NULL = defaults): exit_on_abort
- * and log are used, the rest ignored. */
+ * (pwrite at their offsets) when it is >= 0, and are read back from it (their crc32 against
+ * the state's) before a held offset or the total is answered. One job: a complete one stays
+ * held, as a restarted `--jobs 1` controller's would (its sender is answered the total).
+ * `o` (copied; NULL = defaults): exit_on_abort and log are used, the rest ignored. */
 typedef struct tsr_ctl_mem tsr_ctl_mem;
 
 tsr_ctl_mem *

@@ -371,3 +371,126 @@ Test(controller, a_header_that_is_not_ours_is_refused_and_serving_goes_on)
     cr_assert(!r.valid);
     tsr_ctl_mem_free(m);
 }
+
+/* A log the controller writes into, read back as a string. */
+typedef struct logcap {
+    char *buf;
+    size_t len;
+    FILE *f;
+} logcap;
+
+static void
+log_open(logcap *l)
+{
+    l->buf = NULL;
+    l->len = 0;
+    l->f = open_memstream(&l->buf, &l->len);
+    cr_assert(l->f);
+}
+
+static const char *
+log_text(logcap *l)
+{
+    fflush(l->f);
+    return l->buf ? l->buf : "";
+}
+
+static void
+log_close(logcap *l)
+{
+    fclose(l->f);
+    free(l->buf);
+}
+
+Test(controller, an_output_cut_below_the_held_offset_starts_the_job_over_and_takes_it)
+{
+    logcap l;
+    log_open(&l);
+    tsr_controller_opts o = {.log = l.f};
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, &o);
+    tx t;
+    header(&t, 12);
+    frames(&t, 0, 2100, 700);
+    cr_assert_eq(serve(m, &t).rc, 1);
+    cr_assert_eq(ftruncate(fd, 500), 0);
+    /* the same job again, from byte 0: it is answered 0 and completes (it was refused as
+     * "a different design" on every try) */
+    header(&t, 12);
+    frames(&t, 0, TOTAL, 700);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    run r = serve(m, &t);
+    cr_assert_eq(r.answered, 0, "answered %llu", (unsigned long long)r.answered);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    cr_assert_eq(r.crc, tsr_crc32(0, data, TOTAL));
+    assert_output(fd, TOTAL);
+    cr_assert(strstr(log_text(&l), "holds 500 bytes, less than the state's 2100") &&
+              strstr(log_text(&l), "starting over from byte 0"), "%s", log_text(&l));
+    tsr_ctl_mem_free(m);
+    log_close(&l);
+    close(fd);
+}
+
+Test(controller, an_altered_held_byte_is_found_on_resume_and_the_job_starts_over)
+{
+    logcap l;
+    log_open(&l);
+    tsr_controller_opts o = {.log = l.f};
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, &o);
+    tx t;
+    header(&t, 13);
+    frames(&t, 0, 2100, 700);
+    cr_assert_eq(serve(m, &t).rc, 1);
+    uint8_t b = (uint8_t)(data[100] ^ 0x10);
+    cr_assert_eq(pwrite(fd, &b, 1, 100), 1);
+    header(&t, 13);
+    frames(&t, 0, TOTAL, 700);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    run r = serve(m, &t);
+    cr_assert_eq(r.answered, 0, "held bytes that no longer match their crc are not resumed "
+                 "over (answered %llu)", (unsigned long long)r.answered);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    assert_output(fd, TOTAL);
+    cr_assert(strstr(log_text(&l), "cannot be trusted; starting over from byte 0"), "%s",
+              log_text(&l));
+    tsr_ctl_mem_free(m);
+    log_close(&l);
+    close(fd);
+}
+
+Test(controller, a_complete_job_whose_bytes_changed_is_never_answered_complete)
+{
+    logcap l;
+    log_open(&l);
+    tsr_controller_opts o = {.log = l.f};
+    int fd = memfd_create("ctl", 0);
+    tsr_ctl_mem *m = tsr_ctl_mem_new(fd, &o);
+    tx t;
+    header(&t, 14);
+    frames(&t, 0, TOTAL, 700);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    cr_assert_eq(serve(m, &t).rc, 0);
+    uint8_t b = (uint8_t)(data[TOTAL - 1] ^ 1);
+    cr_assert_eq(pwrite(fd, &b, 1, TOTAL - 1), 1);
+    /* a sender of the same job: a bare trailer would "complete" it with the old crc */
+    header(&t, 14);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    run r = serve(m, &t);
+    cr_assert_eq(r.answered, 0, "answered %llu, as if the job were whole",
+                 (unsigned long long)r.answered);
+    cr_assert_neq(r.rc, 0, "a bare trailer completed a job whose bytes changed");
+    cr_assert(r.valid && r.offset == 0, "holds %llu", (unsigned long long)r.offset);
+    cr_assert(strstr(log_text(&l), "cannot be trusted"), "%s", log_text(&l));
+    /* the whole job sent again completes it */
+    header(&t, 14);
+    frames(&t, 0, TOTAL, 1000);
+    frame(&t, TOTAL, 0, TSR_FRAME_TRAILER, "");
+    r = serve(m, &t);
+    cr_assert_eq(r.answered, 0);
+    cr_assert_eq(r.rc, 0, "%s", r.err.msg);
+    assert_output(fd, TOTAL);
+    tsr_ctl_mem_free(m);
+    log_close(&l);
+    close(fd);
+}

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The reference controller as the machine it stands for: it never vouches for a job whose
 # trailer did not match (a restart must not answer `total` and take a bare trailer); one
-# controller per output (a lock); one file per job with --jobs N (%d); its output and state
-# are regular files or nothing (FIFOs, symlinks, devices refused, never replaced); the whole
-# header within its limit (a trickling client is dropped); abort reasons logged escaped, the
-# job held through an abort; and a sender bounded by --stall-timeout while it waits for the
-# controller's answer.
+# controller per output (a lock); one file per job with --jobs N (%d), a complete job taking no
+# more senders (the same design twice is two jobs; an incomplete one is resumed); held bytes
+# read back before they are resumed over or called complete (a cut or altered output starts
+# the job over); its output and state are regular files or nothing (FIFOs, symlinks, devices
+# refused, never replaced); the whole header, and each whole frame, within its limit (a
+# trickling client is dropped); abort reasons logged escaped, the job held through an abort;
+# and a sender bounded by --stall-timeout while it waits for the controller's answer.
 source "$SRC/tests/stream/lib.sh"
 
 head -c 600000 "$FULL" >"$tmp/data.raw"
@@ -78,20 +80,106 @@ start_controller "$tmp/ctl.log" -o "$tmp/plate-%d.raw" --jobs 3
 ctl=$CPID
 check "restarted with --jobs 3: jobs 1 and 2 are complete already" \
   grep -q "job 2 is complete in $tmp/plate-2.raw" "$tmp/ctl.log"
+# the design of job 2 again: job 2 is complete, so this is job 3 (it was answered total and
+# swallowed as a retry of job 2)
 "$TESSERA" render "$DESIGN" -o "tcp://127.0.0.1:$CPORT" --progress none 2>"$tmp/send.err"
 src=$?
-check "a sender of job 2 coming back is answered total, exit 0, not a new job" \
-  test "$src" -eq 0 -a -n "$(grep "job 2 is complete in .*plate-2.raw already" "$tmp/ctl.log")" \
-  -a ! -e "$tmp/plate-3.raw.tsrstate"
-check "... and the controller waits for job 3" alive "$ctl"
-"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_B" >/dev/null
-reap "$ctl"
-check "job 3 into plate-3.raw, exit 0" test "$REAPED" -eq 0 -a -n "$(grep 'job 3: .*into .*plate-3.raw' "$tmp/ctl.log")"
-check "plate-3.raw holds job 3" cmp -s "$tmp/plate-3.raw" "$tmp/data.raw"
+reap_within "$ctl"
+check "job 2's design again after job 2 is complete: job 3 from byte 0 into plate-3.raw (sender $src, controller $REAPED)" \
+  test "$src" -eq 0 -a "$REAPED" -eq 0 -a -n "$(grep 'job 3: .*starting at byte 0, into .*plate-3.raw' "$tmp/ctl.log")"
+check "plate-3.raw holds job 3" cmp -s "$tmp/plate-3.raw" "$FULL"
 check "plate-2.raw still holds job 2" cmp -s "$tmp/plate-2.raw" "$FULL"
 timeout 10 "$TESSERA" controller --listen 127.0.0.1:0 -o "$tmp/plate-%d.raw" --jobs 3 2>"$tmp/err2"
 check "restarted when every job is complete: exit 0 at once" \
   test $? -eq 0 -a -n "$(grep 'all 3 jobs are complete' "$tmp/err2")"
+# job 1 gone, jobs 2 and 3 complete: once job 1 is received the controller goes on past them
+rm -f "$tmp/plate-1.raw" "$tmp/plate-1.raw.tsrstate"
+start_controller "$tmp/ctl.log" -o "$tmp/plate-%d.raw" --jobs 3
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_B" >/dev/null
+reap_within "$ctl"
+check "job 1 received again, jobs 2 and 3 found complete after it: exit 0 ($REAPED)" \
+  test "$REAPED" -eq 0 -a -n "$(grep 'job 3 is complete in' "$tmp/ctl.log")"
+check "... plate-1.raw holds job 1" cmp -s "$tmp/plate-1.raw" "$tmp/data.raw"
+
+# the same job twice with --jobs 2: two jobs, two files (the second was taken as a retry of
+# the first: "0 bytes", nothing written, the controller waiting for job 2)
+start_controller "$tmp/ctl.log" -o "$tmp/j-%d.raw" --jobs 2
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send1.json"
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send.json"
+reap_within "$ctl"
+check "--jobs 2, the same job twice: the second is answered 0 ($(json "$tmp/send.json" 'j["answer"]'))" \
+  test "$(json "$tmp/send.json" 'j["answer"]')" = 0
+check "... and is job 2: the controller exits 0 ($REAPED)" \
+  test "$REAPED" -eq 0 -a -n "$(grep 'job 2: .*into .*j-2.raw' "$tmp/ctl.log")"
+check "... j-1.raw holds it" cmp -s "$tmp/j-1.raw" "$tmp/data.raw"
+check "... j-2.raw holds it" cmp -s "$tmp/j-2.raw" "$tmp/data.raw"
+# a retry of an incomplete job resumes it, whatever came before
+start_controller "$tmp/ctl.log" -o "$tmp/k-%d.raw" --jobs 2
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >/dev/null
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" --stop-after 3 >/dev/null
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send.json"
+reap_within "$ctl"
+check "--jobs 2: job 2's sender, stopped and run again, resumes job 2 at 196608 (exit $REAPED)" \
+  test "$REAPED" -eq 0 -a "$(json "$tmp/send.json" 'j["answer"]')" = 196608
+check "... k-2.raw holds it" cmp -s "$tmp/k-2.raw" "$tmp/data.raw"
+# discarding (no -o): the same
+start_controller "$tmp/ctl.log" --jobs 2
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >/dev/null
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send.json"
+reap_within "$ctl"
+check "--jobs 2 without -o, the same job twice: the second is answered 0 and received whole (exit $REAPED)" \
+  test "$REAPED" -eq 0 -a "$(json "$tmp/send.json" 'j["answer"]')" = 0 \
+  -a -n "$(grep "job 2 complete: $DATA_TOTAL bytes ($DATA_TOTAL this connection)" "$tmp/ctl.log")"
+
+# ---- the held bytes are read back before the controller vouches for them ------------------------
+# an output cut below its state's offset: the same job starts over and is taken (it was refused
+# as "a different design", exit 1, on every restart until the state was removed by hand)
+out="$tmp/cut.raw"
+start_controller "$tmp/ctl.log" -o "$out"
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" --stop-after 3 >/dev/null
+wait_for "$tmp/ctl.log" "sender gone at byte"
+kill -INT "$ctl"
+reap_within "$ctl"
+truncate -s 1000 "$out"
+start_controller "$tmp/ctl.log" -o "$out"
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send.json"
+reap_within "$ctl"
+check "output cut below the state's offset: the same job is answered 0 and completes (exit $REAPED)" \
+  test "$REAPED" -eq 0 -a "$(json "$tmp/send.json" 'j["answer"], j["closed"]')" = "(0, True)"
+check "... saying it starts over" grep -q "holds 1000 bytes, less than the state's 196608.*starting over" "$tmp/ctl.log"
+check "... output identical" cmp -s "$out" "$tmp/data.raw"
+# a byte of a complete job altered on disk: a restart neither reports it complete nor answers total
+flip() { "$PY" -c 'import sys; f=open(sys.argv[1],"r+b"); f.seek(int(sys.argv[2])); b=f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0]^1]))' "$1" "$2"; }
+flip "$out" 300000
+start_controller "$tmp/ctl.log" -o "$out"
+ctl=$CPID
+check "a complete job whose byte 300000 changed: not reported complete at start" \
+  test -z "$(grep 'complete' "$tmp/ctl.log")"
+check "... the controller says the held bytes cannot be trusted" \
+  grep -q "cannot be trusted; starting over from byte 0" "$tmp/ctl.log"
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send.json"
+reap_within "$ctl"
+check "... its sender is answered 0, not the total, and the job completes again (exit $REAPED)" \
+  test "$REAPED" -eq 0 -a "$(json "$tmp/send.json" 'j["answer"]')" = 0
+check "... output identical" cmp -s "$out" "$tmp/data.raw"
+# a held byte of a partial job altered while the controller waits: its resume starts over
+start_controller "$tmp/ctl.log" -o "$tmp/alt.raw"
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" --stop-after 3 >/dev/null
+wait_for "$tmp/ctl.log" "sender gone at byte"
+flip "$tmp/alt.raw" 5
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >"$tmp/send.json"
+reap_within "$ctl"
+check "a held byte altered while the controller waits: the resume is answered 0, the job completes (exit $REAPED)" \
+  test "$REAPED" -eq 0 -a "$(json "$tmp/send.json" 'j["answer"]')" = 0 \
+  -a -n "$(grep 'cannot be trusted; starting over from byte 0' "$tmp/ctl.log")"
+check "... output identical" cmp -s "$tmp/alt.raw" "$tmp/data.raw"
 
 # ---- outputs and states are regular files or nothing ------------------------------------------------
 mkfifo "$tmp/fifo.raw"
@@ -142,6 +230,19 @@ check "a header trickled a byte every 0.25 s is cut under --stall-timeout 2 ($se
 check "... the controller says so" grep -q "no whole header within 2 s" "$tmp/ctl.log"
 "$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >/dev/null
 reap "$ctl"
+check "... and serves the next sender (exit $REAPED)" test "$REAPED" -eq 0
+
+# ---- ... and so is each frame's: from its first byte to its last ----------------------------------
+start_controller "$tmp/ctl.log" --stall-timeout 2
+ctl=$CPID
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" \
+  --trickle-frame 0.25 --give-up 6 >"$tmp/send.json"
+sent=$(json "$tmp/send.json" '"%d of %d" % (j["sent"], j["of"])')
+check "a frame trickled a byte every 0.25 s is cut under --stall-timeout 2 ($sent bytes sent; the sender gives up at 6 s)" \
+  test "$(json "$tmp/send.json" 'j["cut"]')" = True
+check "... the controller says so" grep -q "no whole frame within 2 s of its first byte" "$tmp/ctl.log"
+"$PY" "$PROTO" send --port "$CPORT" --data "$tmp/data.raw" --fingerprint "$FP_A" >/dev/null
+reap_within "$ctl"
 check "... and serves the next sender (exit $REAPED)" test "$REAPED" -eq 0
 
 # ---- an abort: the reason escaped, the job held for the sender's return --------------------------

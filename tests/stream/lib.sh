@@ -109,5 +109,22 @@ reap() {
   wait "$1" 2>/dev/null || REAPED=$?
 }
 
+# reap_within PID [SECONDS]: as reap, but a PID still running after SECONDS (default 10) is
+# killed (REAPED=137): a controller that should have ended fails the test instead of hanging it
+running() { # PID: not ended (a zombie has ended; kill -0 would still see it)
+  local st
+  st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+  [ -n "$st" ] && [ "$st" != Z ]
+}
+reap_within() {
+  local n=$((${2:-10} * 10))
+  while [ "$n" -gt 0 ] && running "$1"; do
+    sleep 0.1
+    n=$((n - 1))
+  done
+  running "$1" && kill -9 "$1" 2>/dev/null
+  reap "$1"
+}
+
 # alive PID: true while the process runs
 alive() { kill -0 "$1" 2>/dev/null; }

@@ -14,7 +14,7 @@ controller what a faulty sender would.
       The same checks on a framed transcript (render --framed -o FILE).
   proto.py send  --port P --data RAW [--fingerprint HEX] [--corrupt K] [--deflate]
                  [--stop-after K [--abort-hex HEX]] [--bad-header] [--bad-trailer]
-                 [--trickle SECONDS]
+                 [--trickle SECONDS] [--trickle-frame SECONDS [--give-up SECONDS]]
       Send RAW as a one-row 8-bit job to a controller: header, resume offset, frames of 64 KiB
       from that offset (--corrupt K flips a payload byte of frame K keeping its crc;
       --stop-after K closes after K frames, or sends an abort frame whose reason is the bytes
@@ -22,6 +22,10 @@ controller what a faulty sender would.
       JSON. Exit 0 when the controller answered and (unless stopped early) closed after the
       trailer. --trickle S sends the header one byte every S seconds and prints how many
       bytes went before the controller closed the connection ({"sent": N, "cut": true}).
+      --trickle-frame S sends the header whole and then the first frame (its head and 100
+      bytes of samples from the answered offset) one byte every S seconds, until the
+      controller closes the connection or --give-up seconds (default 30) have passed:
+      {"answer": R, "sent": N, "of": 124, "cut": true when the controller closed first}.
 """
 import argparse
 import io
@@ -208,6 +212,11 @@ def cmd_send(a):
         return trickle(conn, hb, a.trickle)
     conn.sendall(hb)
     ans = read_exact(conn.recv, 8)
+    if a.trickle_frame is not None and ans is not None:
+        r = struct.unpack("<Q", ans)[0]
+        piece = data[r:r + 100]
+        fh = FRAME.pack(r, len(piece), len(piece), zlib.crc32(piece), 0)
+        return trickle(conn, fh + piece, a.trickle_frame, a.give_up, {"answer": r})
     if ans is None:
         print(json.dumps({"answer": None}))
         return 1
@@ -251,23 +260,30 @@ def cmd_send(a):
     return 0
 
 
-def trickle(conn, hb, every):
-    """Send hb one byte at a time, `every` seconds apart, until the peer closes."""
+def trickle(conn, hb, every, give_up=None, result=None):
+    """Send hb one byte at a time, `every` seconds apart, until the peer closes (or, with
+    give_up, until that many seconds have passed: then "cut" is false)."""
     import select
     import time
-    sent = 0
+    sent, cut = 0, False
+    end = time.monotonic() + give_up if give_up is not None else None
     conn.settimeout(None)
     try:
         for b in hb:
             # readable before any answer: the controller closed (EOF) or reset the connection
             if select.select([conn], [], [], 0)[0] and conn.recv(1) == b"":
+                cut = True
+                break
+            if end is not None and time.monotonic() > end:
                 break
             conn.sendall(bytes([b]))
             sent += 1
             time.sleep(every)
     except (BrokenPipeError, ConnectionResetError):
-        pass
-    print(json.dumps({"sent": sent, "cut": sent < len(hb)}))
+        cut = True
+    result = dict(result or {})
+    result.update(sent=sent, of=len(hb), cut=cut or (give_up is None and sent < len(hb)))
+    print(json.dumps(result))
     conn.close()
     return 0
 
@@ -294,6 +310,8 @@ def main():
     s.add_argument("--bad-trailer", action="store_true")
     s.add_argument("--abort-hex")
     s.add_argument("--trickle", type=float)
+    s.add_argument("--trickle-frame", type=float)
+    s.add_argument("--give-up", type=float, default=30.0)
     a = p.parse_args()
     return {"recv": cmd_recv, "decode": cmd_decode, "send": cmd_send}[a.cmd](a)
 
