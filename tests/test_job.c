@@ -232,7 +232,6 @@ Test(job, a_read_after_the_end_returns_0)
     cr_assert_eq(tsr_job_read(j, buf, sizeof buf), 5);
     cr_assert_eq(tsr_job_read(j, buf, sizeof buf), 0);
     cr_assert_eq(tsr_job_read(j, buf, sizeof buf), 0);
-    cr_assert_eq(tsr_job_read(j, buf, 0), 0);
     cr_assert_eq(tsr_job_offset(j), total);
     cr_assert_eq(tsr_job_error(j)->status, TSR_OK);
     /* and a seek back reads again */
@@ -373,4 +372,47 @@ Test(job, the_library_prints_nothing, .init = cr_redirect_stdout)
     fflush(stderr);
     cr_assert_stdout_eq_str("");
     cr_assert_stderr_eq_str("");
+}
+
+/* A read of 0 bytes is not the end of the stream (which is what 0 means): it is refused, the
+ * position kept, and the next read goes on (not sticky). */
+Test(job, a_read_of_0_bytes_is_refused_not_taken_for_the_end)
+{
+    tsr_job_opts o = {.threads = 1};
+    tsr_job *j = open_yaml(periodic_yaml, &o);
+    uint8_t buf[64];
+    cr_assert_eq(tsr_job_read(j, buf, 0), -(int64_t)TSR_EINVAL);
+    cr_assert(strstr(tsr_job_error(j)->msg, "n is 0"), "%s", tsr_job_error(j)->msg);
+    cr_assert_eq(tsr_job_offset(j), 0);
+    cr_assert_eq(tsr_job_read(j, buf, sizeof buf), (int64_t)sizeof buf);
+    tsr_job_close(j);
+}
+
+/* Every public function takes NULL where a job, a header or a stats struct belongs without
+ * crashing: TSR_EINVAL where it returns a status. */
+Test(job, null_arguments_are_refused_not_crashed_on)
+{
+    tsr_error err = {0};
+    tsr_header h;
+    tsr_job_stats st;
+    uint8_t buf[8];
+    cr_assert_null(tsr_job_open(NULL, NULL, &err));
+    cr_assert_eq(err.status, TSR_EINVAL);
+    cr_assert_null(tsr_job_open_yaml(NULL, 0, NULL, NULL, &err));
+    cr_assert_eq(tsr_job_header(NULL, &h, &err), TSR_EINVAL);
+    cr_assert(strstr(err.msg, "job is NULL"), "%s", err.msg);
+    cr_assert_eq(tsr_job_read(NULL, buf, sizeof buf), -(int64_t)TSR_EINVAL);
+    cr_assert_eq(tsr_job_seek(NULL, 0, &err), TSR_EINVAL);
+    cr_assert_eq(tsr_job_offset(NULL), 0);
+    tsr_job_stop(NULL);
+    tsr_job_get_stats(NULL, &st);
+    cr_assert_eq(st.total, 0);
+    cr_assert_eq(tsr_job_error(NULL)->status, TSR_EINVAL);
+    tsr_job_close(NULL);
+    tsr_job_opts o = {.threads = 1};
+    tsr_job *j = open_yaml(periodic_yaml, &o);
+    cr_assert_eq(tsr_job_header(j, NULL, &err), TSR_EINVAL);
+    cr_assert(strstr(err.msg, "h is NULL"), "%s", err.msg);
+    tsr_job_get_stats(j, NULL);
+    tsr_job_close(j);
 }

@@ -123,3 +123,20 @@ Test(tiles, tile_pixels_are_cache_line_aligned)
     cr_assert_eq(*tsr_view_row(&v, 5, 5), 7.0f);
     tsr_tile_free(t);
 }
+
+/* A message longer than tsr_error holds keeps its reason, which comes last: the middle (a long
+ * path, a long key path) is elided, not the end. */
+Test(tiles, a_long_message_keeps_its_reason)
+{
+    tsr_error err;
+    char path[3000];
+    memset(path, 'p', sizeof path - 1);
+    path[sizeof path - 1] = '\0';
+    tsr_fail(&err, TSR_EINVAL, "%s:12:5: root.children[0].sigma: must be in 0.3..256", path);
+    size_t n = strlen(err.msg);
+    cr_assert(n < sizeof err.msg);
+    cr_assert(strstr(err.msg, "root.children[0].sigma: must be in 0.3..256"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "...") && strncmp(err.msg, "ppp", 3) == 0, "%s", err.msg);
+    tsr_fail(&err, TSR_EIO, "short: %d", 7);
+    cr_assert_str_eq(err.msg, "short: 7");
+}
