@@ -104,7 +104,11 @@ tsr_header_encode(const tsr_header *h, uint8_t out[TSR_HEADER_SIZE]);
 
 typedef struct tsr_job tsr_job;
 
-/* Options of a job; a zeroed struct (or NULL) means every default. */
+/* Every function below takes NULL for its job, header or stats struct without crashing: the
+ * ones that return a status return TSR_EINVAL ("...: job is NULL"), tsr_job_offset 0, the
+ * void ones do nothing (tsr_job_get_stats zeroes *st when only the job is NULL).
+ *
+ * Options of a job; a zeroed struct (or NULL) means every default. */
 typedef struct tsr_job_opts {
     int64_t rows[2];      /* stream root rows [rows[0], rows[1]) only; rows[1] == 0: all */
     const char *backend;  /* "cpu", "gpu" or "auto" (the GPU when one is usable); NULL: auto */
@@ -145,7 +149,8 @@ tsr_job_header(tsr_job *job, tsr_header *h, tsr_error *err);
  * count only at the end of the stream or when a stop or failure cuts a read short), 0 at the
  * end of the stream (and on every read after it), or the negated tsr_status on failure, with
  * the message in tsr_job_error: -TSR_EINTR once tsr_job_stop was called, -TSR_EINVAL for
- * buf == NULL, or what rendering met (-TSR_ENOMEM, -TSR_EIO ...). Failures are sticky: every
+ * job or buf NULL or n == 0 (0 means the end; these three are not sticky), or what rendering
+ * met (-TSR_ENOMEM, -TSR_EIO ...). Failures are sticky: every
  * later read returns the same status; to go on, close the job and open a new one at
  * tsr_job_offset (tsr_job_seek). The owner thread. */
 TSR_API int64_t
