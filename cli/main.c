@@ -506,7 +506,7 @@ parse_option(args *a, int opt, const char *val)
         a->depth = atoi(val);
         break;
     case O_TARGET:
-        if (!tsr_parse_size(val, &a->target) || a->target <= 0)
+        if (!tsr_parse_rate(val, &a->target) || a->target <= 0)
             return usage_error(a->c, "--target %s: expected a rate like 10MB/s", val);
         break;
     case O_JSON: a->json = true; break;
@@ -514,7 +514,7 @@ parse_option(args *a, int opt, const char *val)
     case O_FORCE: a->force = true; break;
     case O_FAST: a->fast = true; break;
     case O_RATE:
-        if (!tsr_parse_size(val, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
+        if (!tsr_parse_rate(val, &a->rate) || !(a->rate > 0) || a->rate > 1e15)
             return usage_error(a->c, "--rate %s: expected a rate like 10MB/s", val);
         break;
     default: return parse_option_more(a, opt, val);
@@ -536,9 +536,10 @@ check_operands(args *a, int argc, char **argv, int first)
             return usage_error(c, "%s: controller needs --listen 127.0.0.1:PORT", c->name);
         return 0;
     }
+    if (first >= argc)
+        return usage_error(c, "expected exactly one DESIGN%s", ", got none");
     if (first != argc - 1)
-        return usage_error(c, "%s: expected exactly one DESIGN",
-                           first < argc ? argv[first] : c->name);
+        return usage_error(c, "%s: expected exactly one DESIGN", argv[first + 1]);
     a->design = argv[first];
     int bad = check_out(a);
     if (bad)

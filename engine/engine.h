@@ -360,10 +360,16 @@ void
 tsr_human_bytes(char *buf, size_t n, double bytes);
 
 /* Parse a byte size: "64M", "4G", "512MiB", "1e9", plain bytes. SI K/M/G = 1e3/1e6/1e9;
- * KiB/MiB/GiB binary; a trailing "B" or "/s" is ignored. The number is a plain decimal (see
- * tsr_parse_decimal). False on anything else ("0x40M", "+5", " 5", "inf"). */
+ * KiB/MiB/GiB binary; a trailing "B" is ignored. The number is a plain decimal (see
+ * tsr_parse_decimal). False on anything else ("0x40M", "+5", " 5", "inf", and a rate such as
+ * "64MB/s"). */
 bool
 tsr_parse_size(const char *s, double *out);
+
+/* Parse a rate in bytes per second: a size as tsr_parse_size takes it, with an optional
+ * trailing "/s" ("10MB/s", "1G"). */
+bool
+tsr_parse_rate(const char *s, double *out);
 
 /* Parse a plain decimal: digits with an optional fraction and exponent ("30", "0.5", ".5",
  * "1e3"), nothing else: no sign, blanks, hex, inf or nan. False on anything else. */

@@ -459,6 +459,15 @@ tsr_parse_decimal(const char *s, double *out)
 bool
 tsr_parse_size(const char *s, double *out)
 {
+    size_t n = strlen(s);
+    if (n >= 2 && strcmp(s + n - 2, "/s") == 0)
+        return false; /* a rate is not a size: --memory 64MB/s is a typo */
+    return tsr_parse_rate(s, out);
+}
+
+bool
+tsr_parse_rate(const char *s, double *out)
+{
     size_t n;
     double v = decimal(s, &n);
     if (n == 0)

@@ -76,4 +76,11 @@ expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16385,16384 -o "$tmp/bi
 expect 2 "--scale 2 fits" -- preview "$big" --region 0,0,16384,16384 --depth 16 -o "$tmp/big.png"
 expect 2 "--force is not an option of render, but of preview" -- render "$big" --force -o null
 
+# a rate where a size belongs is refused, a rate where a rate belongs taken
+expect 2 "--memory 64MB/s: expected a size" -- render "$good" --memory 64MB/s -o null
+expect 2 "--gpu-memory 8G/s: expected a size" -- render "$good" --gpu-memory 8G/s -o null
+# a missing DESIGN says so once, without the command's name twice
+expect 2 "tessera render: expected exactly one DESIGN, got none (see" -- render
+expect 2 "tessera render: b.yaml: expected exactly one DESIGN" -- render a.yaml b.yaml
+
 finish
