@@ -347,15 +347,15 @@ add_path(reader *r, uint32_t cell, const elem *e)
     default: break;
     }
     /* round ends: half circles of radius h through arcs of at most `step` radians, so that
-     * the sagitta h (1 - cos(step / 2)) stays within the tolerance; 2^14 arcs at most */
+     * the sagitta h (1 - cos(step / 2)) stays within the tolerance; 2^12 arcs at most */
     int narc = 0;
     if (e->pathtype == 1) {
         double tol = (r->o->arc_tol_m > 0 ? r->o->arc_tol_m : 1e-9) / r->l->dbu_m;
         double c = 1 - tol / h;
         double step = c <= -1 ? M_PI : 2 * acos(c);
         narc = step >= M_PI ? 1 : (int)ceil(M_PI / step);
-        if (narc > 1 << 14)
-            narc = 1 << 14;
+        if (narc > 1 << 12)
+            narc = 1 << 12;
     }
     tsr_lay_pt piece[5];
     tsr_lay_pt *cap = NULL;
