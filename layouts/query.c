@@ -635,7 +635,8 @@ find_items(const cindex *x, const double w[4], hits *h)
             }
         }
     }
-    qsort(h->id, h->n, sizeof *h->id, by_id);
+    if (h->n > 1)
+        qsort(h->id, h->n, sizeof *h->id, by_id);
     return true;
 }
 

@@ -518,11 +518,11 @@ Test(layouts_gdsii, paths_cover_what_gdspy_covers)
         for (size_t i = 0; i < got.n; i++)
             pieces += got.v[i].layer == L;
         cr_assert(pieces > 0 && x0 < x1, "layer %u: no path", L);
-        /* our pieces vs gdspy's outline at points on a 97-unit grid around the path, but for
+        /* our pieces vs gdspy's outline at points on a 151-unit grid around the path, but for
          * those within 3 units of an edge (rounding to the grid; gdspy's arcs) */
         size_t tested = 0;
-        for (double y = y0 - 500; y <= y1 + 500; y += 97)
-            for (double x = x0 - 500; x <= x1 + 500; x += 97) {
+        for (double y = y0 - 500; y <= y1 + 500; y += 151)
+            for (double x = x0 - 500; x <= x1 + 500; x += 151) {
                 if (near_edge(&want, L, x, y, 3) || near_edge(&got, L, x, y, 3))
                     continue;
                 bool a = covered(&got, L, x, y), b = covered(&want, L, x, y);
