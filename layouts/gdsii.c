@@ -353,9 +353,8 @@ add_path(reader *r, uint32_t cell, const elem *e)
         double tol = (r->o->arc_tol_m > 0 ? r->o->arc_tol_m : 1e-9) / r->l->dbu_m;
         double c = 1 - tol / h;
         double step = c <= -1 ? M_PI : 2 * acos(c);
-        narc = step >= M_PI ? 1 : (int)ceil(M_PI / step);
-        if (narc > 1 << 12)
-            narc = 1 << 12;
+        double k = step > 0 ? ceil(M_PI / step) : INFINITY; /* 0: a tolerance below rounding */
+        narc = k <= 1 ? 1 : k >= 1 << 12 ? 1 << 12 : (int)k;
     }
     tsr_lay_pt piece[5];
     tsr_lay_pt *cap = NULL;
