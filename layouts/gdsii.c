@@ -598,6 +598,8 @@ read_stream(reader *r)
             break;
         case S_LIB:
             if (type == R_UNITS) {
+                if (units) /* a unit changed between cells would rescale half the file */
+                    return bad(r, "a second UNITS, expected one before the first BGNSTR");
                 double uu = real8(d), m = real8(d + 8);
                 if (!(m > 0) || !isfinite(m) || !(uu > 0) || !isfinite(uu))
                     return bad(r, "UNITS %g, %g: expected positive sizes of the database unit",

@@ -1228,6 +1228,14 @@ Test(layouts_gdsii, records_out_of_place)
     str_begin(&g, "C");
     read_fails(&g, "a second cell named \"C\"");
     free(g.b);
+    g = (gb){0};
+    lib_begin(&g);
+    str_begin(&g, "C");
+    str_end(&g);
+    double u[2] = {1e-3, 1e-8};
+    recr8(&g, 0x03, u, 2);
+    read_fails(&g, "a second UNITS, expected one before the first BGNSTR");
+    free(g.b);
 }
 
 Test(layouts_gdsii, absurd_counts_and_transforms)
