@@ -474,6 +474,7 @@ tsr_layout_index(tsr_layout *l, tsr_error *err)
         if (!(l->cells[i].index = calloc(1, sizeof(cindex))))
             return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (index)", l->path);
     }
+    tsr_lay_cell_find(l, ""); /* makes the name table now: later finds only read */
     walk w = {.l = l, .err = err};
     for (size_t i = 0; i < l->ncells; i++) {
         cindex *x = l->cells[i].index;
