@@ -917,84 +917,125 @@ rd_polygon(rd *r)
     return add_polygon(r, r->out.p, r->out.n, rep);
 }
 
-/* The outline of a path: its points (absolute, repeats dropped) extended by the start and end
- * extensions along the first and last segments, offset by the half-width on both sides. Joins
- * are mitred (the two offset edges meet) unless the miter would reach farther than 2 half-widths
- * from the vertex (turns sharper than ~120 degrees), where both sides take the two offset
- * points (a bevel outside, a small overlap inside): no gap either way. The polygon runs out
- * along the right side and back along the left; where the path turns back on itself it
- * overlaps itself, and the nonzero rule fills it. One point: a box along x (as KLayout does). */
+/* A point of a path's outline, rounded, within range. */
 static tsr_status
-path_outline(rd *r, tsr_lay_pt *p, size_t n, double hw, double se, double ee, ptbuf *o)
+out_pt(rd *r, ptbuf *o, double x, double y)
+{
+    if (!(fabs(x) <= (double)MAXC && fabs(y) <= (double)MAXC))
+        return bad(r, r->rec_at, "path outline beyond the coordinate range");
+    return pt_push(o, llround(x), llround(y)) ? TSR_OK : oom(r);
+}
+
+/* A path as polygons (docs/oasis.md, "Paths"): its points (absolute, repeats dropped), the
+ * first and last segments extended by the start and end extensions, offset by the half-width
+ * h on both sides; at each inner vertex the outer corner is the miter, its arms cut at h past
+ * the vertex (the "natural" corner of gdspy and KLayout, and of layouts/gdsii.c).
+ * Where every turn is at most 90 degrees (the miter is whole) and each segment is longer than
+ * the inner corners eat of it, that is one polygon: out along the right side, back along the
+ * left. Otherwise (sharper turns, or short segments whose inner offsets would cross) the path
+ * is one rectangle per segment and one convex corner piece per turn, neighbours sharing their
+ * edges exactly (one rounded offset vector per segment), so their union has no gap. A single
+ * point with extensions is a box along x (as KLayout makes it); a zero half-width, nothing.
+ * Shapes are added with repetition `rep`, taken when the first one is. */
+static tsr_status
+add_path(rd *r, tsr_lay_pt *p, size_t n, double h, double se, double ee, bool has_rep)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (k == 0 || p[i].x != p[k - 1].x || p[i].y != p[k - 1].y)
             p[k++] = p[i];
     n = k;
-    o->n = 0;
-    if (hw <= 0)
+    if (h <= 0 || n == 0 || (n == 1 && se + ee <= 0))
         return TSR_OK;
-    double (*v)[2] = malloc(2 * (n + 1) * sizeof *v);
-    double (*side)[2] = malloc(4 * (n + 1) * sizeof *side);
-    if (!v || !side) {
-        free(v);
-        free(side);
+    uint64_t rep;
+    tsr_status st = rep_id(r, has_rep, &rep);
+    if (st != TSR_OK)
+        return st;
+    ptbuf *o = &r->out;
+    o->n = 0;
+    if (n == 1) {
+        double x = (double)p[0].x, y = (double)p[0].y;
+        if ((st = out_pt(r, o, x - se, y - h)) != TSR_OK ||
+            (st = out_pt(r, o, x + ee, y - h)) != TSR_OK ||
+            (st = out_pt(r, o, x + ee, y + h)) != TSR_OK ||
+            (st = out_pt(r, o, x - se, y + h)) != TSR_OK)
+            return st;
+        return add_polygon(r, o->p, o->n, rep);
+    }
+    /* unit directions and lengths of the segments; tan(turn / 2) at the inner vertices */
+    double (*u)[3] = malloc((n - 1) * sizeof *u), *tn = malloc(n * sizeof *tn);
+    if (!u || !tn) {
+        free(u);
+        free(tn);
         return oom(r);
     }
-    size_t nl = 0, nr = 0;
-    double(*L)[2] = side, (*R)[2] = side + 2 * (n + 1);
-    if (n == 1) {
-        if (se + ee > 0) {
-            double x = (double)p[0].x, y = (double)p[0].y;
-            R[nr][0] = x - se, R[nr++][1] = y - hw;
-            R[nr][0] = x + ee, R[nr++][1] = y - hw;
-            L[nl][0] = x - se, L[nl++][1] = y + hw;
-            L[nl][0] = x + ee, L[nl++][1] = y + hw;
-        }
-    } else if (n >= 2) {
-        for (size_t i = 0; i < n; i++)
-            v[i][0] = (double)p[i].x, v[i][1] = (double)p[i].y;
-        double d0x = v[1][0] - v[0][0], d0y = v[1][1] - v[0][1], l0 = hypot(d0x, d0y);
-        double d1x = v[n - 1][0] - v[n - 2][0], d1y = v[n - 1][1] - v[n - 2][1],
-               l1 = hypot(d1x, d1y);
-        v[0][0] -= se * d0x / l0, v[0][1] -= se * d0y / l0;
-        v[n - 1][0] += ee * d1x / l1, v[n - 1][1] += ee * d1y / l1;
-        for (size_t i = 0; i < n; i++) {
-            /* unit directions in and out of vertex i (the ends: the one segment) */
-            size_t a = i == 0 ? 0 : i - 1, b = i == n - 1 ? n - 1 : i + 1;
-            double ix = (double)p[i].x - (double)p[a].x, iy = (double)p[i].y - (double)p[a].y;
-            double ox = (double)p[b].x - (double)p[i].x, oy = (double)p[b].y - (double)p[i].y;
-            if (i == 0)
-                ix = ox, iy = oy;
-            if (i == n - 1)
-                ox = ix, oy = iy;
-            double li = hypot(ix, iy), lo = hypot(ox, oy);
-            ix /= li, iy /= li, ox /= lo, oy /= lo;
-            double n1x = -iy, n1y = ix, n2x = -oy, n2y = ox; /* left normals */
-            double c = ix * ox + iy * oy;
-            if (1 + c > 0.5) { /* miter length hw * sqrt(2 / (1 + c)) <= 2 hw */
-                double mx = (n1x + n2x) * hw / (1 + c), my = (n1y + n2y) * hw / (1 + c);
-                L[nl][0] = v[i][0] + mx, L[nl++][1] = v[i][1] + my;
-                R[nr][0] = v[i][0] - mx, R[nr++][1] = v[i][1] - my;
-            } else {
-                L[nl][0] = v[i][0] + hw * n1x, L[nl++][1] = v[i][1] + hw * n1y;
-                L[nl][0] = v[i][0] + hw * n2x, L[nl++][1] = v[i][1] + hw * n2y;
-                R[nr][0] = v[i][0] - hw * n1x, R[nr++][1] = v[i][1] - hw * n1y;
-                R[nr][0] = v[i][0] - hw * n2x, R[nr++][1] = v[i][1] - hw * n2y;
+    for (size_t i = 0; i + 1 < n; i++) {
+        double dx = (double)p[i + 1].x - (double)p[i].x, dy = (double)p[i + 1].y - (double)p[i].y;
+        u[i][2] = hypot(dx, dy);
+        u[i][0] = dx / u[i][2], u[i][1] = dy / u[i][2];
+    }
+    bool whole = true;
+    tn[0] = tn[n - 1] = 0;
+    for (size_t i = 1; i + 1 < n; i++) {
+        double c = u[i - 1][0] * u[i][0] + u[i - 1][1] * u[i][1];
+        double x = u[i - 1][0] * u[i][1] - u[i - 1][1] * u[i][0];
+        tn[i] = tan(atan2(fabs(x), c) / 2);
+        whole &= tn[i] <= 1 + 1e-12;
+    }
+    for (size_t i = 0; i + 1 < n; i++)
+        whole &= h * (tn[i] + tn[i + 1]) < u[i][2];
+    double x0 = (double)p[0].x - se * u[0][0], y0 = (double)p[0].y - se * u[0][1];
+    double x1 = (double)p[n - 1].x + ee * u[n - 2][0], y1 = (double)p[n - 1].y + ee * u[n - 2][1];
+    if (whole) {
+        /* right side out, left side back: at each vertex the offset lines' meeting point,
+         * (n1 + n2) h / (1 + cos(turn)) from it (n: the left normals) */
+        for (int side = -1; side <= 1 && st == TSR_OK; side += 2)
+            for (size_t j = 0; j < n && st == TSR_OK; j++) {
+                size_t i = side < 0 ? j : n - 1 - j;
+                const double *a = u[i == 0 ? 0 : i - 1], *b = u[i == n - 1 ? n - 2 : i];
+                double c = a[0] * b[0] + a[1] * b[1];
+                double mx = (-a[1] - b[1]) * h / (1 + c), my = (a[0] + b[0]) * h / (1 + c);
+                double vx = i == 0 ? x0 : i == n - 1 ? x1 : (double)p[i].x;
+                double vy = i == 0 ? y0 : i == n - 1 ? y1 : (double)p[i].y;
+                st = out_pt(r, o, vx + side * mx, vy + side * my);
             }
+        if (st == TSR_OK)
+            st = add_polygon(r, o->p, o->n, rep);
+    } else {
+        for (size_t i = 0; i + 1 < n && st == TSR_OK; i++) {
+            double ox = (double)llround(-u[i][1] * h), oy = (double)llround(u[i][0] * h);
+            double ax = i == 0 ? x0 : (double)p[i].x, ay = i == 0 ? y0 : (double)p[i].y;
+            double bx = i + 2 == n ? x1 : (double)p[i + 1].x;
+            double by = i + 2 == n ? y1 : (double)p[i + 1].y;
+            o->n = 0;
+            if ((st = out_pt(r, o, ax - ox, ay - oy)) != TSR_OK ||
+                (st = out_pt(r, o, bx - ox, by - oy)) != TSR_OK ||
+                (st = out_pt(r, o, bx + ox, by + oy)) != TSR_OK ||
+                (st = out_pt(r, o, ax + ox, ay + oy)) != TSR_OK ||
+                (st = add_polygon(r, o->p, o->n, rep)) != TSR_OK || i == 0)
+                continue;
+            /* the corner at p[i], on the outer side of the turn */
+            const double *a = u[i - 1], *b = u[i];
+            double cross = a[0] * b[1] - a[1] * b[0];
+            if (cross == 0)
+                continue;
+            double s = cross < 0 ? 1 : -1; /* +1: the outer side is the left */
+            double px = (double)llround(-a[1] * h), py = (double)llround(a[0] * h);
+            double vx = (double)p[i].x, vy = (double)p[i].y;
+            double o0x = vx + s * px, o0y = vy + s * py, o1x = vx + s * ox, o1y = vy + s * oy;
+            double arm = tn[i] <= 1 ? h * tn[i] : h;
+            o->n = 0;
+            if ((st = out_pt(r, o, vx, vy)) != TSR_OK ||
+                (st = out_pt(r, o, o0x, o0y)) != TSR_OK ||
+                (st = out_pt(r, o, o0x + a[0] * arm, o0y + a[1] * arm)) != TSR_OK ||
+                (tn[i] > 1 && (st = out_pt(r, o, o1x - b[0] * arm, o1y - b[1] * arm)) != TSR_OK) ||
+                (st = out_pt(r, o, o1x, o1y)) != TSR_OK)
+                continue;
+            st = add_polygon(r, o->p, o->n, rep);
         }
     }
-    tsr_status st = TSR_OK;
-    for (size_t i = 0; i < nr + nl && st == TSR_OK; i++) {
-        const double *q = i < nr ? R[i] : L[nl - 1 - (i - nr)];
-        if (!(fabs(q[0]) <= (double)MAXC && fabs(q[1]) <= (double)MAXC))
-            st = bad(r, r->rec_at, "path outline beyond the coordinate range");
-        else if (!pt_push(o, llround(q[0]), llround(q[1])))
-            st = oom(r);
-    }
-    free(v);
-    free(side);
+    free(u);
+    free(tn);
     return st;
 }
 
@@ -1057,18 +1098,17 @@ rd_path(rd *r)
         return unset(r, "path-end-extension");
     if (!m->has_ppath)
         return unset(r, "path-point-list");
-    uint64_t rep = 0;
-    ptbuf o = {0};
-    if ((st = place_points(r, &m->ppath, m->gx, m->gy)) != TSR_OK ||
-        (st = path_outline(r, r->out.p, r->out.n, (double)m->hw, (double)m->sext,
-                           (double)m->eext, &o)) != TSR_OK ||
-        (o.n >= 3 && (st = rep_id(r, f & 0x04, &rep)) != TSR_OK)) {
-        free(o.p);
+    if ((st = place_points(r, &m->ppath, m->gx, m->gy)) != TSR_OK)
         return st;
-    }
-    if (o.n >= 3)
-        st = add_polygon(r, o.p, o.n, rep);
-    free(o.p);
+    /* add_path reuses r->out for the outline: hand it a copy of the points */
+    ptbuf pts = {0};
+    for (size_t i = 0; i < r->out.n; i++)
+        if (!pt_push(&pts, r->out.p[i].x, r->out.p[i].y)) {
+            free(pts.p);
+            return oom(r);
+        }
+    st = add_path(r, pts.p, pts.n, (double)m->hw, (double)m->sext, (double)m->eext, f & 0x04);
+    free(pts.p);
     return st;
 }
 

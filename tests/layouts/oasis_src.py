@@ -32,6 +32,10 @@ leaf.add(gdspy.FlexPath([(0, 34), (8, 34), (14, 40), (22, 40)], 2.0, ends="exten
                         gdsii_path=True, layer=4))
 leaf.add(gdspy.FlexPath([(25, 12), (25, 24), (33, 24)], 1.5, ends=(0.5, 2.25),
                         gdsii_path=True, layer=5))
+# sharp turns (135 and 150 degrees) and segments shorter than the width: a path that is not
+# one simple outline
+leaf.add(gdspy.FlexPath([(0, 45), (12, 45), (2, 49), (12, 52), (12.5, 52), (12.5, 52.4),
+                         (20, 52.4)], 1.0, ends="extended", gdsii_path=True, layer=13))
 leaf.add(gdspy.Round((40, 10), 4, number_of_points=64, layer=6))
 leaf.add(gdspy.Label("leaf", (1, 1), layer=10))
 
