@@ -936,7 +936,7 @@ out_pt(rd *r, ptbuf *o, double x, double y)
  * is one rectangle per segment and one convex corner piece per turn, neighbours sharing their
  * edges exactly (one rounded offset vector per segment), so their union has no gap. A single
  * point with extensions is a box along x (as KLayout makes it); a zero half-width, nothing.
- * Shapes are added with repetition `rep`, taken when the first one is. */
+ * Every shape made carries the element's repetition (has_rep: the modal one). */
 static tsr_status
 add_path(rd *r, tsr_lay_pt *p, size_t n, double h, double se, double ee, bool has_rep)
 {
@@ -1997,8 +1997,10 @@ tsr_oasis_read(const uint8_t *buf, size_t len, const tsr_layout_opts *o, tsr_lay
         prescan(&r, cn);
     r.p = body;
     st = records(&r, false);
-    if (st == TSR_OK && !r.ended)
+    if (st == TSR_OK && !r.ended) {
+        r.rec = NULL;
         st = bad(&r, r.n, "the file ends without an END record, expected one");
+    }
     if (st == TSR_OK)
         st = resolve(&r);
     free_ents(&r.cellnames, true);
