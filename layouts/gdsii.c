@@ -125,9 +125,6 @@ typedef struct reader {
     tsr_layout *l;
     tsr_error *err;
     size_t at;                 /* byte of the record being read */
-    /* cells by name: open addressing over cell index + 1, 0 empty */
-    uint32_t *hash;
-    size_t hcap;
     /* per cell: byte of its first placement while only placed, SIZE_MAX once defined */
     size_t *pending;
     size_t npending;
@@ -185,48 +182,16 @@ real8(const uint8_t *p)
 
 /* ---- cells by name ------------------------------------------------------------------------- */
 
-static uint64_t
-hash_name(const char *s)
-{
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211u;
-    return h;
-}
-
-static tsr_status
-hash_grow(reader *r)
-{
-    size_t cap = r->hcap ? 2 * r->hcap : 64;
-    uint32_t *h = calloc(cap, sizeof *h);
-    if (!h)
-        return oom(r);
-    for (size_t i = 0; i < r->l->ncells; i++) {
-        size_t k = hash_name(r->l->cells[i].name) & (cap - 1);
-        while (h[k])
-            k = (k + 1) & (cap - 1);
-        h[k] = (uint32_t)i + 1;
-    }
-    free(r->hash);
-    r->hash = h;
-    r->hcap = cap;
-    return TSR_OK;
-}
-
 /* The cell named `name`: found, or made (a placeholder when `placed`, pending from this
  * record's byte, else defined from here). */
 static tsr_status
 cell_get(reader *r, const char *name, bool placed, uint32_t *idx)
 {
-    if (r->hcap) {
-        for (size_t k = hash_name(name) & (r->hcap - 1); r->hash[k]; k = (k + 1) & (r->hcap - 1))
-            if (strcmp(r->l->cells[r->hash[k] - 1].name, name) == 0) {
-                *idx = r->hash[k] - 1;
-                return TSR_OK;
-            }
+    int64_t k = tsr_lay_cell_find(r->l, name);
+    if (k >= 0) {
+        *idx = (uint32_t)k;
+        return TSR_OK;
     }
-    if (2 * (r->l->ncells + 1) > r->hcap && hash_grow(r) != TSR_OK)
-        return TSR_ENOMEM;
     if (r->npending <= r->l->ncells) {
         size_t n = r->npending ? 2 * r->npending : 64;
         size_t *p = realloc(r->pending, n * sizeof *p);
@@ -239,10 +204,6 @@ cell_get(reader *r, const char *name, bool placed, uint32_t *idx)
     if (st != TSR_OK)
         return st;
     r->pending[*idx] = placed ? r->at : SIZE_MAX;
-    size_t k = hash_name(name) & (r->hcap - 1);
-    while (r->hash[k])
-        k = (k + 1) & (r->hcap - 1);
-    r->hash[k] = *idx + 1;
     return TSR_OK;
 }
 
@@ -353,9 +314,8 @@ add_path(reader *r, uint32_t cell, const elem *e)
         double tol = (r->o->arc_tol_m > 0 ? r->o->arc_tol_m : 1e-9) / r->l->dbu_m;
         double c = 1 - tol / h;
         double step = c <= -1 ? M_PI : 2 * acos(c);
-        narc = step >= M_PI ? 1 : (int)ceil(M_PI / step);
-        if (narc > 1 << 12)
-            narc = 1 << 12;
+        double k = step > 0 ? ceil(M_PI / step) : INFINITY; /* 0: a tolerance below rounding */
+        narc = k <= 1 ? 1 : k >= 1 << 12 ? 1 << 12 : (int)k;
     }
     tsr_lay_pt piece[5];
     tsr_lay_pt *cap = NULL;
@@ -599,6 +559,8 @@ read_stream(reader *r)
             break;
         case S_LIB:
             if (type == R_UNITS) {
+                if (units) /* a unit changed between cells would rescale half the file */
+                    return bad(r, "a second UNITS, expected one before the first BGNSTR");
                 double uu = real8(d), m = real8(d + 8);
                 if (!(m > 0) || !isfinite(m) || !(uu > 0) || !isfinite(uu))
                     return bad(r, "UNITS %g, %g: expected positive sizes of the database unit",
@@ -702,7 +664,6 @@ tsr_gdsii_read(const uint8_t *buf, size_t len, const tsr_layout_opts *o, tsr_lay
     l->format = TSR_LAYOUT_GDSII;
     l->dbu_m = 1e-9;
     tsr_status st = read_stream(&r);
-    free(r.hash);
     free(r.pending);
     free(r.pts);
     return st;

@@ -123,6 +123,8 @@ typedef struct tsr_layout {
     char **layer_names;        /* DXF: layer number i is named layer_names[i]; else NULL */
     size_t nlayer_names;
     bool indexed;
+    void *byname;              /* cells by name (layouts/model.c): made by the first
+                                * tsr_lay_cell_find of a layout with many cells */
 } tsr_layout;
 
 /* ---- opening ------------------------------------------------------------------------------ */
@@ -165,7 +167,9 @@ tsr_dxf_read(const uint8_t *buf, size_t len, const tsr_layout_opts *o, tsr_layou
 tsr_status
 tsr_lay_cell_add(tsr_layout *l, const char *name, uint32_t *idx, tsr_error *err);
 
-/* The index of the cell named `name`, or -1. Linear on first use of each layout, then hashed. */
+/* The index of the cell named `name`, or -1. Linear while a layout has few cells; then a
+ * hash table, made on first use (so not thread-safe while reading; tsr_layout_index makes it,
+ * after which finds only read). */
 int64_t
 tsr_lay_cell_find(const tsr_layout *l, const char *name);
 

@@ -25,6 +25,65 @@ grow(void **arr, size_t n, size_t *cap, size_t more, size_t size, const char *wh
     return TSR_OK;
 }
 
+/* Cells by name: open addressing over index + 1 (0: empty), at most half full. */
+typedef struct byname {
+    uint32_t *slot;
+    size_t cap; /* a power of two */
+} byname;
+
+#define FEW_CELLS 16 /* below this, finds compare names one by one */
+
+static uint64_t
+hash_name(const char *s)
+{
+    uint64_t h = 1469598103934665603u; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211u;
+    return h;
+}
+
+static void
+put_name(byname *b, const tsr_layout *l, uint32_t idx)
+{
+    size_t k = hash_name(l->cells[idx].name) & (b->cap - 1);
+    while (b->slot[k])
+        k = (k + 1) & (b->cap - 1);
+    b->slot[k] = idx + 1;
+}
+
+/* (Re)make the table for every cell, with room to grow; false on out of memory (finds then
+ * stay linear). */
+static bool
+names_make(tsr_layout *l)
+{
+    size_t cap = 64;
+    while (cap < 4 * l->ncells)
+        cap *= 2;
+    byname *b = l->byname;
+    uint32_t *slot = calloc(cap, sizeof *slot);
+    if (!slot || (!b && !(b = calloc(1, sizeof *b)))) {
+        free(slot);
+        return false;
+    }
+    free(b->slot);
+    b->slot = slot;
+    b->cap = cap;
+    l->byname = b;
+    for (size_t i = 0; i < l->ncells; i++)
+        put_name(b, l, (uint32_t)i);
+    return true;
+}
+
+static void
+names_free(tsr_layout *l)
+{
+    byname *b = l->byname;
+    if (b)
+        free(b->slot);
+    free(b);
+    l->byname = NULL;
+}
+
 tsr_status
 tsr_lay_cell_add(tsr_layout *l, const char *name, uint32_t *idx, tsr_error *err)
 {
@@ -39,15 +98,29 @@ tsr_lay_cell_add(tsr_layout *l, const char *name, uint32_t *idx, tsr_error *err)
     if (!(c->name = strdup(name)))
         return tsr_fail(err, TSR_ENOMEM, "layout: out of memory (cell name)");
     *idx = (uint32_t)l->ncells++;
+    byname *b = l->byname;
+    if (b && 2 * l->ncells > b->cap && !names_make(l))
+        names_free(l); /* finds go back to comparing names */
+    else if (b && 2 * l->ncells <= b->cap)
+        put_name(b, l, *idx);
     return TSR_OK;
 }
 
 int64_t
 tsr_lay_cell_find(const tsr_layout *l, const char *name)
 {
-    for (size_t i = 0; i < l->ncells; i++)
-        if (strcmp(l->cells[i].name, name) == 0)
-            return (int64_t)i;
+    if (!l->byname && l->ncells >= FEW_CELLS)
+        names_make((tsr_layout *)l); /* a cache: the cells are unchanged */
+    const byname *b = l->byname;
+    if (!b) {
+        for (size_t i = 0; i < l->ncells; i++)
+            if (strcmp(l->cells[i].name, name) == 0)
+                return (int64_t)i;
+        return -1;
+    }
+    for (size_t k = hash_name(name) & (b->cap - 1); b->slot[k]; k = (k + 1) & (b->cap - 1))
+        if (strcmp(l->cells[b->slot[k] - 1].name, name) == 0)
+            return (int64_t)b->slot[k] - 1;
     return -1;
 }
 
@@ -59,7 +132,8 @@ tsr_lay_add_points(tsr_layout *l, uint32_t cell, const tsr_lay_pt *p, size_t n, 
     tsr_status st = grow((void **)&c->pts, c->npts, &c->cappts, n, sizeof *c->pts, "points", err);
     if (st != TSR_OK)
         return st;
-    memcpy(c->pts + c->npts, p, n * sizeof *p);
+    if (n) /* memcpy's pointers must not be NULL, even for 0 bytes */
+        memcpy(c->pts + c->npts, p, n * sizeof *p);
     *first = c->npts;
     c->npts += n;
     return TSR_OK;
@@ -106,7 +180,8 @@ tsr_lay_add_disp(tsr_layout *l, const int64_t (*d)[2], size_t n, uint64_t *off, 
                          "displacements", err);
     if (st != TSR_OK)
         return st;
-    memcpy(l->disp + l->ndisp, d, n * sizeof *d);
+    if (n)
+        memcpy(l->disp + l->ndisp, d, n * sizeof *d);
     *off = l->ndisp;
     l->ndisp += n;
     return TSR_OK;
@@ -132,6 +207,7 @@ tsr_layout_free(tsr_layout *l)
     for (size_t i = 0; i < l->nlayer_names; i++)
         free(l->layer_names[i]);
     free(l->layer_names);
+    names_free(l);
     free(l->cells);
     free(l->reps);
     free(l->disp);

@@ -436,6 +436,27 @@ dfs(walk *w, int d)
     return TSR_OK;
 }
 
+/* Give back what the readers' doubling growth left unused (up to half of the model). */
+static void
+trim(tsr_lay_cell *c)
+{
+    if (c->nshapes && c->nshapes < c->capshapes) {
+        void *p = realloc(c->shapes, c->nshapes * sizeof *c->shapes);
+        if (p)
+            c->shapes = p, c->capshapes = c->nshapes;
+    }
+    if (c->npts && c->npts < c->cappts) {
+        void *p = realloc(c->pts, c->npts * sizeof *c->pts);
+        if (p)
+            c->pts = p, c->cappts = c->npts;
+    }
+    if (c->nrefs && c->nrefs < c->caprefs) {
+        void *p = realloc(c->refs, c->nrefs * sizeof *c->refs);
+        if (p)
+            c->refs = p, c->caprefs = c->nrefs;
+    }
+}
+
 tsr_status
 tsr_layout_index(tsr_layout *l, tsr_error *err)
 {
@@ -448,10 +469,12 @@ tsr_layout_index(tsr_layout *l, tsr_error *err)
     if (st != TSR_OK)
         return st;
     for (size_t i = 0; i < l->ncells; i++) {
+        trim(&l->cells[i]);
         tsr_lay_index_free(l->cells[i].index);
         if (!(l->cells[i].index = calloc(1, sizeof(cindex))))
             return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (index)", l->path);
     }
+    tsr_lay_cell_find(l, ""); /* makes the name table now: later finds only read */
     walk w = {.l = l, .err = err};
     for (size_t i = 0; i < l->ncells; i++) {
         cindex *x = l->cells[i].index;
@@ -613,7 +636,8 @@ find_items(const cindex *x, const double w[4], hits *h)
             }
         }
     }
-    qsort(h->id, h->n, sizeof *h->id, by_id);
+    if (h->n > 1)
+        qsort(h->id, h->n, sizeof *h->id, by_id);
     return true;
 }
 

@@ -518,11 +518,11 @@ Test(layouts_gdsii, paths_cover_what_gdspy_covers)
         for (size_t i = 0; i < got.n; i++)
             pieces += got.v[i].layer == L;
         cr_assert(pieces > 0 && x0 < x1, "layer %u: no path", L);
-        /* our pieces vs gdspy's outline at points on a 97-unit grid around the path, but for
+        /* our pieces vs gdspy's outline at points on a 151-unit grid around the path, but for
          * those within 3 units of an edge (rounding to the grid; gdspy's arcs) */
         size_t tested = 0;
-        for (double y = y0 - 500; y <= y1 + 500; y += 97)
-            for (double x = x0 - 500; x <= x1 + 500; x += 97) {
+        for (double y = y0 - 500; y <= y1 + 500; y += 151)
+            for (double x = x0 - 500; x <= x1 + 500; x += 151) {
                 if (near_edge(&want, L, x, y, 3) || near_edge(&got, L, x, y, 3))
                     continue;
                 bool a = covered(&got, L, x, y), b = covered(&want, L, x, y);
@@ -655,6 +655,64 @@ Test(layouts_gdsii, box_node_text_properties_and_negative_width)
     tsr_layout_stats_free(&st);
     polys_free(&ps);
     tsr_layout_free(l);
+    free(g.b);
+}
+
+/* Round ends (type 1): vertices on the circle about the end point, chords within the
+ * tolerance of it; a finer tolerance, more vertices. */
+Test(layouts_gdsii, round_path_ends_keep_within_the_arc_tolerance)
+{
+    gb g = {0};
+    lib_begin(&g);
+    str_begin(&g, "C");
+    rec(&g, 0x09, 0, NULL, 0);
+    layer_dt(&g, 1, 0x0e, 0);
+    int pt = 1;
+    rec16(&g, 0x21, 2, &pt, 1);
+    int64_t w = 2000, xy[4] = {0, 0, 5000, 3000};
+    rec32(&g, 0x0f, &w, 1);
+    rec32(&g, 0x10, xy, 4);
+    endel(&g);
+    str_end(&g);
+    lib_end(&g);
+    size_t before = 0;
+    const double tols[] = {20e-9, 5e-9, 1e-9};
+    for (size_t t = 0; t < 3; t++) {
+        tsr_layout_opts o = {.arc_tol_m = tols[t]};
+        tsr_error err = {TSR_OK, ""};
+        tsr_layout *l = tsr_layout_read(g.b, g.n, "round.gds", &o, &err);
+        cr_assert(l, "%s", err.msg);
+        polys ps = query_all(l, 0, everywhere);
+        cr_assert_eq(ps.n, 1);
+        const poly *p = &ps.v[0];
+        cr_assert(p->n > before, "tolerance %g: %zu vertices, %zu before", tols[t], p->n,
+                  before);
+        before = p->n;
+        double tol = tols[t] / 1e-9;
+        for (int e = 0; e < 2; e++) {
+            double cx = e ? 5000 : 0, cy = e ? 3000 : 0;
+            double prev[2] = {NAN, NAN};
+            size_t on = 0;
+            for (size_t k = 0; k <= p->n; k++) {
+                const double *q = p->p[k % p->n];
+                double d = hypot(q[0] - cx, q[1] - cy);
+                if (fabs(d - 1000) > 1) {
+                    prev[0] = NAN;
+                    continue;
+                }
+                on++;
+                if (!isnan(prev[0])) {
+                    double mx = (prev[0] + q[0]) / 2 - cx, my = (prev[1] + q[1]) / 2 - cy;
+                    cr_assert(1000 - hypot(mx, my) <= tol + 1, "chord sagitta %g, tolerance %g",
+                              1000 - hypot(mx, my), tol);
+                }
+                prev[0] = q[0], prev[1] = q[1];
+            }
+            cr_assert(on >= 3, "end %d: %zu vertices on its circle", e, on);
+        }
+        polys_free(&ps);
+        tsr_layout_free(l);
+    }
     free(g.b);
 }
 
@@ -1169,6 +1227,14 @@ Test(layouts_gdsii, records_out_of_place)
     str_end(&g);
     str_begin(&g, "C");
     read_fails(&g, "a second cell named \"C\"");
+    free(g.b);
+    g = (gb){0};
+    lib_begin(&g);
+    str_begin(&g, "C");
+    str_end(&g);
+    double u[2] = {1e-3, 1e-8};
+    recr8(&g, 0x03, u, 2);
+    read_fails(&g, "a second UNITS, expected one before the first BGNSTR");
     free(g.b);
 }
 
