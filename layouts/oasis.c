@@ -1869,7 +1869,9 @@ resolve(rd *r)
         free(remap);
         return st;
     }
-    /* compact: follow merges, number the live cells in order, rewrite the placements */
+    /* compact: follow merges, number the live cells in order, rewrite the placements. Cells
+     * are renamed and moved here: the reader never calls tsr_lay_cell_find, so the model has
+     * made no name table yet (tsr_layout_index makes it from the final names). */
     uint32_t *newi = malloc((n ? n : 1) * sizeof *newi);
     if (!newi) {
         free(remap);

@@ -84,10 +84,15 @@ top.add(gdspy.CellReference(row, (400, -150), rotation=180))
 
 lib.write_gds(os.path.join(here, "oasis_src.gds"))
 
+def num(v):
+    """v to 0.001 nm, without trailing zeros (the file stays small)."""
+    return ("%.3f" % v).rstrip("0").rstrip(".")
+
+
 with open(os.path.join(here, "oasis_src.txt"), "w") as f:
     f.write("# TOP of oasis_src.gds flattened by gdspy, database units (1 nm)\n")
     f.write("texts %d\n" % len(top.get_labels()))
     for (layer, dt), polys in sorted(top.get_polygons(by_spec=True).items()):
         for p in polys:
             f.write("poly %d %d %d %s\n" % (layer, dt, len(p), " ".join(
-                "%.3f %.3f" % (x * 1000, y * 1000) for x, y in p)))
+                "%s %s" % (num(x * 1000), num(y * 1000)) for x, y in p)))
