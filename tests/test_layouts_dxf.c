@@ -566,3 +566,11 @@ Test(layouts_dxf, the_arc_tolerance_sets_the_segment_count)
     free(b);
     cr_assert(n[0] >= 8 && n[0] < n[1], "%zu, %zu", n[0], n[1]);
 }
+
+Test(layouts_dxf, binary_dxf_is_told_by_content_and_refused_by_name)
+{
+    static const char bin[] = "AutoCAD Binary DXF\r\n\x1a";
+    tsr_layout_format f;
+    cr_assert(tsr_layout_sniff((const uint8_t *)bin, sizeof bin, &f));
+    cr_assert_eq(f, TSR_LAYOUT_DXF);
+}
