@@ -24,7 +24,8 @@
  *     ends); other open geometry (LINE, ARC, open polylines, SPLINE, partial ELLIPSE, ...) is
  *     not an area: cells count it in nskipped, texts in ntexts;
  *   - INSERT: a placement (uniform scale, rotation, mirroring by negative scales or extrusion
- *     (0, 0, -1)), its column/row array a lattice repetition; a non-uniform scale is refused;
+ *     (0, 0, -1)), its column/row array a lattice repetition; one scaled non-uniformly is no
+ *     placement the model has, and its block is flattened into the cell at the end;
  *   - extrusion (0, 0, -1) mirrors OCS entities (x -> -x); other tilted extrusions are refused.
  * Binary DXF is refused. */
 #include "layouts/layouts.h"
@@ -39,6 +40,7 @@
 
 #define MAX_ARC_SEGMENTS ((int64_t)1 << 20) /* per arc, bulge or ellipse: more is an error */
 #define MAX_ARRAY 32767                       /* INSERT column/row counts are 16-bit in DXF */
+#define MAX_FLAT ((uint64_t)1 << 24)          /* shapes non-uniform INSERTs may make */
 
 typedef struct grp {
     int code;
@@ -50,7 +52,19 @@ typedef struct grp {
 typedef struct cellinfo {
     bool defined;  /* a BLOCK (or the model space) made it; false: only INSERTs named it */
     uint64_t line; /* the first INSERT that named it (undefined blocks' message) */
+    uint8_t state; /* flattening: 0 not yet, 1 under way, 2 done */
+    int64_t pend;  /* its first non-uniform INSERT to flatten (index into rd.pd), or -1 */
 } cellinfo;
+
+/* An INSERT scaled non-uniformly, flattened into its cell once every block is read: the
+ * block's shapes through m (block database units to the cell's), repeated by rep. */
+typedef struct pend {
+    uint32_t into, block;
+    double m[6]; /* x' = m0 x + m1 y + m4, y' = m2 x + m3 y + m5 */
+    uint64_t rep;
+    uint64_t line;
+    int64_t next; /* the next of the same cell, or -1 */
+} pend;
 
 typedef struct vtx {
     double x, y, bulge, w0, w1;
@@ -86,6 +100,9 @@ typedef struct rd {
     size_t nip, capip;
     vtx *vx;         /* polyline vertices */
     size_t nvx, capvx;
+    pend *pd;        /* non-uniform INSERTs */
+    size_t npd, cappd;
+    uint64_t nflat;  /* shapes they made */
 } rd;
 
 /* ---- errors ----------------------------------------------------------------------------- */
@@ -470,7 +487,7 @@ cell_new(rd *r, const char *name, bool defined, uint64_t line, uint32_t *idx)
     tsr_status st = grow(r, (void **)&r->ci, r->l->ncells, &r->capci, 1, sizeof *r->ci);
     if (st != TSR_OK || (st = tsr_lay_cell_add(r->l, name, idx, r->err)) != TSR_OK)
         return st;
-    r->ci[*idx] = (cellinfo){defined, line};
+    r->ci[*idx] = (cellinfo){defined, line, 0, -1};
     return TSR_OK;
 }
 
@@ -1151,20 +1168,15 @@ insert(rd *r, uint32_t cell)
     const char *s = nm->v;
     size_t n = nm->n;
     trim(&s, &n);
-    if (sx == 0 || sy == 0 || fabs(fabs(sx) - fabs(sy)) > 1e-12 * fabs(sx))
-        return fail_at(r, rline(r), "INSERT: block '%.*s' scaled by x %g, y %g, expected one "
-                       "scale for both axes (non-uniform scaling is not read: explode the "
-                       "insert or scale its block)", (int)(n < 200 ? n : 200), s, sx, sy);
+    if (sx == 0 || sy == 0)
+        return fail_at(r, rline(r), "INSERT: block '%.*s' scaled by x %g, y %g, expected "
+                       "non-zero scales", (int)(n < 200 ? n : 200), s, sx, sy);
     tsr_lay_ref ref = {0};
     if ((st = cell_ref(r, s, n, rline(r), &ref.cell)) != TSR_OK)
         return st;
     if (flip) /* M (T R S) = T' R(-rot) diag(-sx, sy) with M = diag(-1, 1) */
         p[0] = -p[0], sx = -sx, rot = -rot;
-    ref.xf.mag = fabs(sx);
-    ref.xf.mirror = (sx < 0) != (sy < 0);
-    double a = rot + (sx < 0 ? 180 : 0);
-    a = fmod(a, 360);
-    ref.xf.angle = a < 0 ? a + 360 : a;
+    double t = rot * M_PI / 180, ct = cos(t), sn = sin(t);
     if ((st = to_dbu(r, p[0], r->base[0], &ref.xf.dx)) != TSR_OK ||
         (st = to_dbu(r, p[1], r->base[1], &ref.xf.dy)) != TSR_OK)
         return st;
@@ -1173,11 +1185,10 @@ insert(rd *r, uint32_t cell)
     if (nr == 0)
         nr = 1;
     if (nc * nr > 1) {
-        /* columns along the rotated x axis, rows along the rotated y axis, in the OCS */
-        double t = (flip ? -rot : rot) * M_PI / 180, ct = cos(t), st_ = sin(t);
-        double u[2] = {cs * ct, cs * st_}, v[2] = {-rs * st_, rs * ct};
-        if (flip)
-            u[0] = -u[0], v[0] = -v[0];
+        /* columns along the OCS x axis turned by the rotation, rows along its y axis; with
+         * the OCS mirrored, x is (-1, 0) turned by the (negated) rotation */
+        double sg = flip ? -1 : 1;
+        double u[2] = {sg * cs * ct, sg * cs * sn}, v[2] = {-rs * sn, rs * ct};
         tsr_lay_rep rep = {.n = (uint64_t)nc, .m = (uint64_t)nr};
         if ((st = to_dbu(r, u[0], 0, &rep.u[0])) != TSR_OK ||
             (st = to_dbu(r, u[1], 0, &rep.u[1])) != TSR_OK ||
@@ -1186,7 +1197,171 @@ insert(rd *r, uint32_t cell)
             (st = tsr_lay_add_rep(r->l, &rep, &ref.rep, r->err)) != TSR_OK)
             return st;
     }
+    if (fabs(fabs(sx) - fabs(sy)) > 1e-12 * fabs(sx)) {
+        /* no magnification and mirror make this: its block is flattened into the cell at
+         * the end, when every block is read */
+        if ((st = grow(r, (void **)&r->pd, r->npd, &r->cappd, 1, sizeof *r->pd)) != TSR_OK)
+            return st;
+        pend *q = &r->pd[r->npd];
+        *q = (pend){.into = cell, .block = ref.cell, .rep = ref.rep, .line = rline(r),
+                    .next = r->ci[cell].pend,
+                    .m = {ct * sx, -sn * sy, sn * sx, ct * sy, (double)ref.xf.dx,
+                          (double)ref.xf.dy}};
+        r->ci[cell].pend = (int64_t)r->npd++;
+        return TSR_OK;
+    }
+    ref.xf.mag = fabs(sx);
+    ref.xf.mirror = (sx < 0) != (sy < 0);
+    double a = fmod(rot + (sx < 0 ? 180 : 0), 360);
+    ref.xf.angle = a < 0 ? a + 360 : a;
     return tsr_lay_add_ref(r->l, cell, &ref, r->err);
+}
+
+/* ---- non-uniform INSERTs ---------------------------------------------------------------- */
+
+static tsr_status finish(rd *r, uint32_t cell, int depth);
+
+static void
+apply(const double m[6], double x, double y, double out[2])
+{
+    out[0] = m[0] * x + m[1] * y + m[4];
+    out[1] = m[2] * x + m[3] * y + m[5];
+}
+
+/* m after n */
+static void
+compose(const double m[6], const double n[6], double out[6])
+{
+    double o[6] = {m[0] * n[0] + m[1] * n[2], m[0] * n[1] + m[1] * n[3],
+                   m[2] * n[0] + m[3] * n[2], m[2] * n[1] + m[3] * n[3],
+                   m[0] * n[4] + m[1] * n[5] + m[4], m[2] * n[4] + m[3] * n[5] + m[5]};
+    memcpy(out, o, sizeof o);
+}
+
+/* r->p (database units of the target cell) as a polygon of p->into on `lay` */
+static tsr_status
+flat_emit(rd *r, const pend *p, uint32_t lay)
+{
+    r->nip = 0;
+    tsr_status st = grow(r, (void **)&r->ip, 0, &r->capip, r->np, sizeof *r->ip);
+    for (size_t i = 0; st == TSR_OK && i < r->np; i++) {
+        tsr_lay_pt q;
+        for (int k = 0; k < 2; k++)
+            if (!(fabs(r->p[i][k]) <= (double)TSR_LAYOUT_COORD_MAX))
+                return fail_at(r, p->line, "INSERT: a coordinate of its block, scaled, is "
+                               "beyond the model's range, expected |coordinate| <= %g drawing "
+                               "units", (double)TSR_LAYOUT_COORD_MAX / 1e6);
+        q.x = llround(r->p[i][0]), q.y = llround(r->p[i][1]);
+        if (r->nip > 0 && r->ip[r->nip - 1].x == q.x && r->ip[r->nip - 1].y == q.y)
+            continue;
+        r->ip[r->nip++] = q;
+    }
+    while (r->nip > 1 && r->ip[r->nip - 1].x == r->ip[0].x && r->ip[r->nip - 1].y == r->ip[0].y)
+        r->nip--;
+    if (st != TSR_OK || r->nip < 3)
+        return st;
+    tsr_lay_shape s = {.layer = lay, .kind = TSR_LAY_POLYGON, .npts = (uint32_t)r->nip,
+                       .rep = p->rep};
+    if ((st = tsr_lay_add_points(r->l, p->into, r->ip, r->nip, &s.first, r->err)) != TSR_OK)
+        return st;
+    return tsr_lay_add_shape(r->l, p->into, &s, r->err);
+}
+
+/* The shapes of `cell` and of everything it places, through m, into p->into. */
+static tsr_status
+flat_walk(rd *r, const pend *p, uint32_t cell, const double m[6], int depth)
+{
+    if (depth > TSR_LAYOUT_MAX_DEPTH)
+        return fail_at(r, p->line, "INSERT: blocks nested deeper than %d, expected at most %d",
+                       TSR_LAYOUT_MAX_DEPTH, TSR_LAYOUT_MAX_DEPTH);
+    /* each shape and each placement walked counts: arrays of arrays multiply */
+    if ((r->nflat += 1 + r->l->cells[cell].nshapes) > MAX_FLAT)
+        return fail_at(r, p->line, "INSERT: flattening its non-uniformly scaled block walks "
+                       "more than %llu shapes and placements, expected fewer (scale the block "
+                       "uniformly)", (unsigned long long)MAX_FLAT);
+    tsr_status st = finish(r, cell, depth + 1);
+    if (st != TSR_OK)
+        return st;
+    const tsr_lay_cell *c = &r->l->cells[cell]; /* not p->into: finish() saw to that */
+    for (size_t i = 0; i < c->nshapes; i++) {
+        const tsr_lay_shape *s = &c->shapes[i];
+        const tsr_lay_pt *q = &c->pts[s->first];
+        r->np = 0;
+        if (s->kind == TSR_LAY_CIRCLE) { /* an ellipse now */
+            double ctr[2], ax[2] = {m[0] * (double)s->r, m[2] * (double)s->r};
+            double ay[2] = {m[1] * (double)s->r, m[3] * (double)s->r};
+            apply(m, (double)q->x, (double)q->y, ctr);
+            double big = fmax(hypot(ax[0], ax[1]), hypot(ay[0], ay[1])) / 1e6;
+            int64_t k = 8;
+            if ((st = segments(r, big, 2 * M_PI, 8, &k)) != TSR_OK)
+                return st;
+            for (int64_t j = 0; st == TSR_OK && j < k; j++) {
+                double t = 2 * M_PI * (double)j / (double)k, ct = cos(t), sn = sin(t);
+                st = add_p(r, ctr[0] + ct * ax[0] + sn * ay[0], ctr[1] + ct * ax[1] + sn * ay[1]);
+            }
+        } else
+            for (uint32_t j = 0; st == TSR_OK && j < s->npts; j++) {
+                double v[2];
+                apply(m, (double)q[j].x, (double)q[j].y, v);
+                st = add_p(r, v[0], v[1]);
+            }
+        if (st != TSR_OK || (st = flat_emit(r, p, s->layer)) != TSR_OK)
+            return st;
+        c = &r->l->cells[cell];
+    }
+    for (size_t i = 0; i < c->nrefs; i++) {
+        tsr_lay_ref f = c->refs[i];
+        double t = f.xf.angle * M_PI / 180, k = f.xf.mag, g = f.xf.mirror ? -1 : 1;
+        double x[6] = {k * cos(t), -k * g * sin(t), k * sin(t), k * g * cos(t),
+                       (double)f.xf.dx, (double)f.xf.dy};
+        uint64_t n = 1, mm = 1;
+        int64_t u[2] = {0, 0}, v[2] = {0, 0};
+        if (f.rep) {
+            const tsr_lay_rep *rp = &r->l->reps[f.rep - 1];
+            n = rp->n, mm = rp->m;
+            memcpy(u, rp->u, sizeof u);
+            memcpy(v, rp->v, sizeof v);
+        }
+        for (uint64_t jj = 0; jj < mm; jj++)
+            for (uint64_t ii = 0; ii < n; ii++) {
+                double y[6], z[6];
+                memcpy(y, x, sizeof y);
+                y[4] += (double)ii * (double)u[0] + (double)jj * (double)v[0];
+                y[5] += (double)ii * (double)u[1] + (double)jj * (double)v[1];
+                compose(m, y, z);
+                if ((st = flat_walk(r, p, f.cell, z, depth + 1)) != TSR_OK)
+                    return st;
+            }
+        c = &r->l->cells[cell];
+    }
+    return TSR_OK;
+}
+
+/* Flatten the non-uniform INSERTs of `cell` into it, after those of every cell they reach. */
+static tsr_status
+finish(rd *r, uint32_t cell, int depth)
+{
+    cellinfo *ci = &r->ci[cell];
+    if (ci->state == 2)
+        return TSR_OK;
+    if (ci->state == 1)
+        return fail_at(r, ci->pend >= 0 ? r->pd[ci->pend].line : ci->line,
+                       "INSERT: block '%s' places itself (a reference cycle through a "
+                       "non-uniformly scaled INSERT), expected no cycle", r->l->cells[cell].name);
+    if (depth > TSR_LAYOUT_MAX_DEPTH)
+        return fail_at(r, ci->line, "INSERT: blocks nested deeper than %d, expected at most %d",
+                       TSR_LAYOUT_MAX_DEPTH, TSR_LAYOUT_MAX_DEPTH);
+    ci->state = 1;
+    for (int64_t i = ci->pend; i >= 0; i = r->pd[i].next) {
+        pend p = r->pd[i];
+        snprintf(r->name, sizeof r->name, "INSERT"); /* for messages of segments() */
+        r->g[0].line = p.line;
+        tsr_status st = flat_walk(r, &p, p.block, p.m, depth);
+        if (st != TSR_OK)
+            return st;
+    }
+    r->ci[cell].state = 2;
+    return TSR_OK;
 }
 
 /* One entity record (not POLYLINE, VERTEX, SEQEND) of `cell`, on layer `lay`. */
@@ -1531,6 +1706,9 @@ read_all(rd *r)
         if (!r->ci[i].defined)
             return fail_at(r, r->ci[i].line, "INSERT: block '%s' is not defined, expected a "
                            "BLOCK of that name in the BLOCKS section", r->l->cells[i].name);
+    for (size_t i = 0; r->npd > 0 && i < r->l->ncells; i++)
+        if ((st = finish(r, (uint32_t)i, 0)) != TSR_OK)
+            return st;
     return TSR_OK;
 }
 
@@ -1551,5 +1729,6 @@ tsr_dxf_read(const uint8_t *buf, size_t len, const tsr_layout_opts *o, tsr_layou
     free(r.q);
     free(r.ip);
     free(r.vx);
+    free(r.pd);
     return st;
 }

@@ -60,8 +60,9 @@ read_file(const char *name)
     char *b = slurp(path, &len);
     tsr_layout *l;
     tsr_error err = {TSR_OK, ""};
-    /* 10 nm: 1e-5 mm, 0.01 um: fine enough for the areas' tolerance below */
-    tsr_status st = read_buf(b, len, path, 1e-8, &l, &err);
+    /* 1 pm: the reader takes one database unit (a micro-unit) instead, so arcs stay within
+     * 1e-6 drawing units of the curve, as ezdxf's samples do */
+    tsr_status st = read_buf(b, len, path, 1e-12, &l, &err);
     free(b);
     cr_assert_eq(st, TSR_OK, "%s", err.msg);
     return l;
@@ -111,7 +112,24 @@ flatten(const tsr_layout *l, uint32_t cell, aff m, int depth, items *out)
     const tsr_lay_cell *c = &l->cells[cell];
     for (size_t i = 0; i < c->nshapes; i++) {
         const tsr_lay_shape *s = &c->shapes[i];
-        cr_assert_eq(s->rep, 0, "DXF shapes carry no repetition");
+        if (s->rep) { /* a flattened non-uniform INSERT's array: each element on its own */
+            cr_assert(s->rep <= l->nreps);
+            const tsr_lay_rep *p = &l->reps[s->rep - 1];
+            cr_assert(p->n >= 1 && p->m >= 1, "DXF arrays are lattices");
+            for (uint64_t j = 0; j < p->m; j++)
+                for (uint64_t k = 0; k < p->n; k++) {
+                    tsr_lay_cell one = *c;
+                    tsr_lay_shape t = *s;
+                    t.rep = 0;
+                    one.shapes = &t, one.nshapes = 1, one.nrefs = 0;
+                    tsr_layout sub = *l;
+                    sub.cells = &one;
+                    aff y = {1, 0, 0, 1, (double)k * p->u[0] + (double)j * p->v[0],
+                             (double)k * p->u[1] + (double)j * p->v[1]};
+                    flatten(&sub, 0, compose(m, y), depth + 1, out);
+                }
+            continue;
+        }
         cr_assert_eq(s->datatype, 0);
         cr_assert(s->first + s->npts <= c->npts);
         item x = {.layer = s->layer};
@@ -322,8 +340,18 @@ Test(layouts_dxf, arrays_stay_repetitions_and_mirrors_are_placements)
     cr_assert(unit >= 0 && pair >= 0);
     uint32_t top = top_of(l);
     const tsr_lay_cell *c = &l->cells[top];
-    cr_assert_eq(c->nrefs, 9);
-    cr_assert_eq(c->nshapes, 0);
+    cr_assert_eq(c->nrefs, 11); /* not the three non-uniform INSERTs: flattened */
+    /* L and circle (an ellipse now) of the 1st and 3rd; the PAIR array's (2 L, 2 circles,
+     * 1 solid), each once with the 2 x 2 lattice */
+    cr_assert_eq(c->nshapes, 4 + 5);
+    size_t lattices = 0;
+    for (size_t i = 0; i < c->nshapes; i++) {
+        cr_assert_eq(c->shapes[i].kind, TSR_LAY_POLYGON);
+        lattices += c->shapes[i].rep != 0;
+    }
+    cr_assert_eq(lattices, 5);
+    int64_t nu = tsr_lay_cell_find(l, "NU");
+    cr_assert(nu >= 0 && l->cells[nu].nshapes == 2 && l->cells[nu].nrefs == 0);
     /* UNIT's L, relative to its base point (1, 1) in um: 0 .. 3 um */
     const tsr_lay_shape *s = shape(l, (uint32_t)unit, 0);
     cr_assert_eq(l->cells[unit].pts[s->first].x, 0);
@@ -468,8 +496,8 @@ Test(layouts_dxf_errors, coordinates_beyond_the_range_or_not_finite)
 
 Test(layouts_dxf_errors, what_is_not_read)
 {
-    refused_entities("0\nINSERT\n2\nB\n41\n2\n42\n1\n", "line 5: INSERT: block 'B' scaled by "
-                     "x 2, y 1", "non-uniform");
+    refused_entities("0\nINSERT\n2\nB\n41\n0\n42\n1\n", "line 5: INSERT: block 'B' scaled by "
+                     "x 0, y 1", "non-zero");
     refused_entities("0\nCIRCLE\n10\n0\n20\n0\n40\n1\n210\n1\n220\n0\n230\n1\n",
                      "line 5: CIRCLE: extrusion direction (1, 0, 1)", "tilted");
     refused_entities("0\nHATCH\n91\n1\n92\n1\n93\n1\n72\n4\n94\n3\n", "HATCH: a spline "
@@ -490,6 +518,23 @@ Test(layouts_dxf_errors, structure)
             "line 9: ENDSEC in block 'B'", "expected 0/ENDBLK", NULL);
     refused("0\nCIRCLE\n0\nEOF\n", "line 1: CIRCLE outside a section", NULL);
     refused("10\n0\n0\nEOF\n", "line 1: group 10 where a record starts", NULL);
+}
+
+Test(layouts_dxf_errors, non_uniform_inserts_that_cannot_be_flattened)
+{
+    /* a cycle through a stretched INSERT: it could never be flattened */
+    refused("0\nSECTION\n2\nBLOCKS\n"
+            "0\nBLOCK\n2\nA\n0\nINSERT\n2\nB\n41\n2\n0\nENDBLK\n"
+            "0\nBLOCK\n2\nB\n0\nINSERT\n2\nA\n0\nENDBLK\n"
+            "0\nENDSEC\n0\nEOF\n",
+            "line 9: INSERT: block 'A' places itself", "expected no cycle", NULL);
+    /* arrays of arrays: 30000 x 30000 elements */
+    refused("0\nSECTION\n2\nBLOCKS\n"
+            "0\nBLOCK\n2\nA\n0\nINSERT\n2\nE\n70\n30000\n71\n30000\n0\nENDBLK\n"
+            "0\nBLOCK\n2\nE\n0\nENDBLK\n0\nENDSEC\n"
+            "0\nSECTION\n2\nENTITIES\n0\nINSERT\n2\nA\n42\n3\n0\nENDSEC\n0\nEOF\n",
+            "INSERT: flattening its non-uniformly scaled block walks more than 16777216",
+            "scale the block uniformly", NULL);
 }
 
 Test(layouts_dxf_errors, arcs_finer_than_the_file_allows)

@@ -11,9 +11,9 @@ independently of tessera's reader:
     circle <layer> <cx> <cy> <r>        a circle of the flattened top cell
 
 Areas come from ezdxf's own geometry (bulge_to_arc, OCS, its construction arcs and ellipses
-sampled within 1e-6 units, hatch boundary edges), its block
-reference explosion (ezdxf.disassemble.recursive_decompose: rotation, scale, mirroring,
-MINSERT arrays) and shapely (polygon areas and centroids; hatch loops combined even-odd; wide
+sampled within 1e-6 units, hatch boundary edges), its block placement matrices
+(Insert.matrix44: base point, rotation, scale, also non-uniform, mirroring, OCS; MINSERT
+arrays by Insert.multi_insert) and shapely (polygon areas and centroids; hatch loops combined even-odd; wide
 open polylines buffered with flush ends and mitred joins).
 
 Run from the repository root: /usr/bin/python3 tests/layouts/make_dxf.py
@@ -23,10 +23,10 @@ import math
 import os
 
 import ezdxf
-from ezdxf import disassemble
 from ezdxf.entities.boundary_paths import LineEdge, PolylinePath
-from ezdxf.math import ConstructionArc, Vec2, Vec3, bulge_to_arc
+from ezdxf.math import ConstructionArc, Matrix44, Vec2, Vec3, bulge_to_arc
 from ezdxf.path import make_path
+from shapely.affinity import affine_transform
 from shapely.geometry import LineString, Polygon
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -139,6 +139,18 @@ def special(name):
     return name.lower()[1:].startswith(("model_space", "paper_space"))
 
 
+def explode(doc, entities, m):
+    """(entity, its block-to-WCS matrix) for every entity below, INSERTs followed through
+    ezdxf's own placement matrices (Insert.matrix44: base point, scale, rotation, OCS) and
+    arrays (Insert.multi_insert)."""
+    for e in entities:
+        if e.dxftype() != "INSERT":
+            yield e, m
+            continue
+        for ins in (e.multi_insert() if e.mcount > 1 else [e]):
+            yield from explode(doc, doc.blocks[ins.dxf.name], ins.matrix44() * m)
+
+
 def counts(doc):
     texts = skipped = 0
     layouts = [doc.modelspace()] + [b for b in doc.blocks if not special(b.name)]
@@ -169,15 +181,22 @@ def write(doc, name):
                     layers.append(x.dxf.layer)
     lines = [f"unit {UNITS[units]!r}", "layers " + " ".join(layers), f"texts {texts}",
              f"skipped {skipped}"]
-    for e in disassemble.recursive_decompose(msp):
+    for e, m in explode(doc, msp, Matrix44()):
         if e.dxftype() in TEXTS or not is_area(e):
             continue
         a = area_of(e)
-        if isinstance(a, tuple):
-            lines.append(f"circle {e.dxf.layer} {a[1]!r} {a[2]!r} {a[3]!r}")
-        else:
-            c = a.centroid
-            lines.append(f"poly {e.dxf.layer} {a.area!r} {c.x!r} {c.y!r}")
+        ux, uy = m.transform_direction(Vec3(1, 0, 0)), m.transform_direction(Vec3(0, 1, 0))
+        conformal = abs(ux.dot(uy)) < 1e-12 and math.isclose(ux.magnitude, uy.magnitude)
+        if isinstance(a, tuple) and conformal:
+            c = m.transform(Vec3(a[1], a[2], 0))
+            lines.append(f"circle {e.dxf.layer} {c.x!r} {c.y!r} {a[3] * ux.magnitude!r}")
+            continue
+        if isinstance(a, tuple):  # a circle through a non-uniform scale: an ellipse
+            a = Polygon([(v.x, v.y) for v in ConstructionArc((a[1], a[2]), a[3], 0, 360).flattening(FLAT)])
+        a = affine_transform(a, [m[0, 0], m[1, 0], m[0, 1], m[1, 1],
+                                 m[3, 0], m[3, 1]])
+        c = a.centroid
+        lines.append(f"poly {e.dxf.layer} {a.area!r} {c.x!r} {c.y!r}")
     with open(os.path.join(HERE, name + ".expect"), "w") as f:
         f.write("\n".join(lines) + "\n")
     assert os.path.getsize(path) < 100_000, path
@@ -277,6 +296,16 @@ def blocks():
     ref = msp.add_blockref("UNIT", (40, 80))
     ref.add_attrib("TAG", "value", (40, 80))
     ref.add_attrib("TAG2", "value2", (40, 82))
+    # non-uniform scales: flattened into the cell that places them (circles become ellipses)
+    msp.add_blockref("UNIT", (0, 120), dxfattribs={"xscale": 2, "yscale": 1, "rotation": 30})
+    nu = msp.add_blockref("PAIR", (40, 120), dxfattribs={"xscale": 1, "yscale": 3})
+    nu.grid(size=(2, 2), spacing=(20, 12))
+    msp.add_blockref("UNIT", (80, 120), dxfattribs={"xscale": -1.5, "yscale": 0.5,
+                                                    "extrusion": (0, 0, -1)})
+    stretched = doc.blocks.new("NU", base_point=(0, 0))
+    stretched.add_blockref("UNIT", (0, 0), dxfattribs={"xscale": 1, "yscale": 2})
+    msp.add_blockref("NU", (0, 160))
+    msp.add_blockref("NU", (20, 160), dxfattribs={"rotation": 90, "xscale": 2, "yscale": 2})
     write(doc, "blocks")
 
 
