@@ -37,8 +37,12 @@ check(const tsr_layout *l)
             PROPERTY(in_range(c->pts[i].x) && in_range(c->pts[i].y), "point %zu out of range", i);
         for (size_t i = 0; i < c->nshapes; i++) {
             const tsr_lay_shape *s = &c->shapes[i];
-            PROPERTY(s->layer < l->nlayer_names && s->datatype == 0 && s->rep == 0,
+            PROPERTY(s->layer < l->nlayer_names && s->datatype == 0,
                      "shape %zu: layer %u of %zu", i, s->layer, l->nlayer_names);
+            /* shapes of a flattened non-uniform INSERT carry its array */
+            PROPERTY(s->rep <= l->nreps &&
+                         (s->rep == 0 || (l->reps[s->rep - 1].n >= 1 && l->reps[s->rep - 1].m >= 1)),
+                     "shape %zu: repetition %llu of %zu", i, (unsigned long long)s->rep, l->nreps);
             PROPERTY(s->first <= c->npts && s->npts <= c->npts - s->first,
                      "shape %zu: points %llu + %u of %zu", i, (unsigned long long)s->first,
                      s->npts, c->npts);
