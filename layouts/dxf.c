@@ -1052,7 +1052,9 @@ hatch_path(cursor *c)
             if ((st = want_num(c, 10, "vertex x", &x)) != TSR_OK ||
                 (st = want_num(c, 20, "vertex y", &y)) != TSR_OK)
                 return st;
-            if (bulges && c->k < r->ng && r->g[c->k].code == 42 &&
+            /* a bulge when the path says so, or when one is there anyway */
+            (void)bulges;
+            if (c->k < r->ng && r->g[c->k].code == 42 &&
                 (st = want_num(c, 42, "bulge", &b)) != TSR_OK)
                 return st;
             if ((st = add_vtx(r, x, y)) != TSR_OK)

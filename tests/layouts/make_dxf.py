@@ -252,6 +252,12 @@ def shapes():
     ep.add_ellipse((52.5, 135), major_axis=(12.5, 0), ratio=0.4, start_angle=0,
                    end_angle=180, ccw=True)
     ep.add_line((40, 135), (40, 120))
+    # a clockwise elliptic arc edge: over the upper half from 0 to 180 degrees, clockwise
+    h = msp.add_hatch(dxfattribs={"layer": "Fill"})
+    ep = h.paths.add_edge_path(flags=1)
+    ep.add_line((80, 120), (100, 120))
+    ep.add_ellipse((90, 120), major_axis=(10, 0), ratio=0.5, start_angle=0, end_angle=180,
+                   ccw=False)
     # mirrored by the extrusion (0, 0, -1): x -> -x
     neg = {"layer": "METAL", "extrusion": (0, 0, -1)}
     msp.add_lwpolyline([(100, 0, 0.5), (110, 0, 0), (110, 5, 0), (100, 5, 0)], format="xyb",
