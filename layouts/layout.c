@@ -48,9 +48,10 @@ tsr_layout_sniff(const uint8_t *buf, size_t len, tsr_layout_format *f)
     return false;
 }
 
-tsr_layout *
-tsr_layout_read(const uint8_t *buf, size_t len, const char *name, const tsr_layout_opts *o,
-                tsr_error *err)
+/* The reader for the bytes' format, into a new layout, not indexed yet. */
+static tsr_layout *
+read_only(const uint8_t *buf, size_t len, const char *name, const tsr_layout_opts *o,
+          tsr_error *err)
 {
     static const tsr_layout_opts none = {0};
     tsr_layout_format f;
@@ -72,13 +73,28 @@ tsr_layout_read(const uint8_t *buf, size_t len, const char *name, const tsr_layo
     case TSR_LAYOUT_OASIS: st = tsr_oasis_read(buf, len, o, l, err); break;
     default: st = tsr_dxf_read(buf, len, o, l, err); break;
     }
-    if (st == TSR_OK)
-        st = tsr_layout_index(l, err);
     if (st != TSR_OK) {
         tsr_layout_free(l);
         return NULL;
     }
     return l;
+}
+
+static tsr_layout *
+indexed(tsr_layout *l, tsr_error *err)
+{
+    if (l && tsr_layout_index(l, err) != TSR_OK) {
+        tsr_layout_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+tsr_layout *
+tsr_layout_read(const uint8_t *buf, size_t len, const char *name, const tsr_layout_opts *o,
+                tsr_error *err)
+{
+    return indexed(read_only(buf, len, name, o, err), err);
 }
 
 tsr_layout *
@@ -110,8 +126,8 @@ tsr_layout_open(const char *path, const tsr_layout_opts *o, tsr_error *err)
         buf = map;
     }
     close(fd);
-    tsr_layout *l = tsr_layout_read(buf, len, path, o, err);
-    if (map)
+    tsr_layout *l = read_only(buf, len, path, o, err);
+    if (map) /* before indexing: the mapped file would count in the peak beside the index */
         munmap(map, len);
-    return l;
+    return indexed(l, err);
 }

@@ -106,7 +106,9 @@ typedef struct tsr_lay_cell {
                         * open polylines without width, ...: docs/dxf.md; `check` says so) */
     /* filled by tsr_layout_index: */
     bool has_box;      /* false: the cell holds no shape anywhere below it */
-    double box[4];     /* x0, y0, x1, y1 of everything below it, database units */
+    double box[4];     /* x0, y0, x1, y1 holding everything below it, database units (exact
+                        * through placements turned by multiples of 90 degrees; else the
+                        * box of each placed cell's turned box) */
     void *index;       /* the spatial index (layouts/query.c) */
 } tsr_lay_cell;
 
@@ -217,8 +219,13 @@ typedef int (*tsr_lay_visit)(void *ctx, const tsr_lay_item *it);
 
 /* Visit every shape of `cell`, through all its placements and repetitions, whose bounding box
  * meets `win` (x0, y0, x1, y1 in the cell's coordinates), on the layers for which
- * want(want_ctx, layer, datatype) is true (want may be NULL: all). Each element of an array
- * that may meet the window is visited; the others are skipped without being walked. The
+ * want(want_ctx, layer, datatype) is true (want may be NULL: all; it is asked once per shape
+ * and array element considered, so keep it cheap). Through a placement turned by an angle
+ * that is not a multiple of 90 degrees, a shape whose box meets the window but whose outline
+ * does not may be left out (the window is carried into the placed cell as a box); every shape
+ * with a point in the window is visited, and none whose box misses it (docs/layouts.md).
+ * Each element of an array that may meet the window is visited; the others are skipped
+ * without being walked. The
  * order is fixed (cells' shapes in file order, then placements in file order, array elements
  * i fastest), so two queries of the same window see the same items. Thread-safe. Fails only on
  * out of memory (TSR_ENOMEM) or when visit stops it (TSR_EINTR). */

@@ -59,7 +59,8 @@ tsr_lay_add_points(tsr_layout *l, uint32_t cell, const tsr_lay_pt *p, size_t n, 
     tsr_status st = grow((void **)&c->pts, c->npts, &c->cappts, n, sizeof *c->pts, "points", err);
     if (st != TSR_OK)
         return st;
-    memcpy(c->pts + c->npts, p, n * sizeof *p);
+    if (n) /* memcpy's pointers must not be NULL, even for 0 bytes */
+        memcpy(c->pts + c->npts, p, n * sizeof *p);
     *first = c->npts;
     c->npts += n;
     return TSR_OK;
@@ -106,7 +107,8 @@ tsr_lay_add_disp(tsr_layout *l, const int64_t (*d)[2], size_t n, uint64_t *off, 
                          "displacements", err);
     if (st != TSR_OK)
         return st;
-    memcpy(l->disp + l->ndisp, d, n * sizeof *d);
+    if (n)
+        memcpy(l->disp + l->ndisp, d, n * sizeof *d);
     *off = l->ndisp;
     l->ndisp += n;
     return TSR_OK;
