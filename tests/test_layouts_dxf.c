@@ -619,3 +619,86 @@ Test(layouts_dxf, binary_dxf_is_told_by_content_and_refused_by_name)
     cr_assert(tsr_layout_sniff((const uint8_t *)bin, sizeof bin, &f));
     cr_assert_eq(f, TSR_LAYOUT_DXF);
 }
+
+/* ---- through tsr_layout_open: indexing and queries (layouts/query.c) ---------------------- */
+
+typedef struct sums {
+    double area[16];
+    size_t n[16];
+} sums;
+
+static int
+add_item(void *ctx, const tsr_lay_item *it)
+{
+    sums *s = ctx;
+    cr_assert_lt(it->layer, 16);
+    double a = 0;
+    if (it->n == 0)
+        a = M_PI * it->r * it->r;
+    for (size_t k = 0; k < it->n; k++) {
+        const double *p = it->pts[k], *q = it->pts[(k + 1) % it->n];
+        a += (p[0] * q[1] - q[0] * p[1]) / 2;
+    }
+    s->area[it->layer] += fabs(a) / 1e12;
+    s->n[it->layer]++;
+    return 0;
+}
+
+Test(layouts_dxf, opened_files_index_and_their_queries_see_the_flattened_shapes)
+{
+    const char *names[] = {"shapes", "blocks", "r12", "inch"};
+    for (int f = 0; f < 4; f++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/tests/layouts/%s.dxf", TSR_SRC_DIR, names[f]);
+        tsr_error err = {TSR_OK, ""};
+        tsr_layout_opts o = {1e-12};
+        tsr_layout *l = tsr_layout_open(path, &o, &err);
+        cr_assert(l, "%s", err.msg);
+        cr_assert_eq(l->format, TSR_LAYOUT_DXF);
+        uint32_t top;
+        cr_assert_eq(tsr_layout_cell(l, NULL, &top, &err), TSR_OK, "%s", err.msg);
+        cr_assert_str_eq(l->cells[top].name, names[f]);
+        /* the reference walk of this file, summed per layer */
+        items it = {0};
+        aff id = {1, 0, 0, 1, 0, 0};
+        flatten(l, top, id, 0, &it);
+        sums want, got;
+        memset(&want, 0, sizeof want);
+        memset(&got, 0, sizeof got);
+        for (size_t i = 0; i < it.n; i++) {
+            cr_assert_lt(it.v[i].layer, 16);
+            want.area[it.v[i].layer] += it.v[i].circle ? M_PI * it.v[i].r * it.v[i].r
+                                                        : it.v[i].area;
+            want.n[it.v[i].layer]++;
+        }
+        free(it.v);
+        cr_assert(l->cells[top].has_box);
+        cr_assert_eq(tsr_layout_query(l, top, l->cells[top].box, NULL, NULL, add_item, &got,
+                                      &err), TSR_OK, "%s", err.msg);
+        for (int k = 0; k < 16; k++) {
+            cr_assert_eq(got.n[k], want.n[k], "%s: layer %d: %zu shapes, walk %zu", names[f], k,
+                         got.n[k], want.n[k]);
+            cr_assert_float_eq(got.area[k], want.area[k], 1e-9 * (1 + want.area[k]),
+                               "%s: layer %d", names[f], k);
+        }
+        tsr_layout_stats st;
+        cr_assert_eq(tsr_layout_get_stats(l, top, &st, &err), TSR_OK, "%s", err.msg);
+        cr_assert_eq(st.cells, l->ncells); /* every block is placed from the top */
+        tsr_layout_stats_free(&st);
+        tsr_layout_free(l);
+    }
+}
+
+Test(layouts_dxf, block_cycles_are_refused_when_indexed)
+{
+    const char *text =
+        "0\nSECTION\n2\nBLOCKS\n"
+        "0\nBLOCK\n2\nA\n0\nINSERT\n2\nB\n0\nENDBLK\n"
+        "0\nBLOCK\n2\nB\n0\nINSERT\n2\nA\n0\nENDBLK\n"
+        "0\nENDSEC\n0\nSECTION\n2\nENTITIES\n0\nINSERT\n2\nA\n0\nENDSEC\n0\nEOF\n";
+    tsr_error err = {TSR_OK, ""};
+    tsr_layout *l = tsr_layout_read((const uint8_t *)text, strlen(text), "cyc.dxf", NULL, &err);
+    cr_assert_null(l);
+    cr_assert_eq(err.status, TSR_EINVAL);
+    cr_assert(strstr(err.msg, "cyc.dxf") && strstr(err.msg, "cycle"), "%s", err.msg);
+}

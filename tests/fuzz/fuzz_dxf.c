@@ -6,7 +6,8 @@
  * shape's points inside its cell's, polygons of >= 3 points with no repeated neighbour,
  * circles of one point and a radius > 0, layers named, coordinates within
  * TSR_LAYOUT_COORD_MAX, placements of existing cells with a magnification > 0 and an angle in
- * [0, 360), repetitions lattices of counts >= 1, dbu_m > 0. Seeds: the DXF files of tests/layouts/ (ezdxf's
+ * [0, 360), repetitions lattices of counts >= 1, dbu_m > 0; and tsr_layout_index takes it or
+ * refuses it naming the file. Seeds: the DXF files of tests/layouts/ (ezdxf's
  * files of every entity kind) and tests/fuzz/regress/dxf/. */
 #include "layouts/layouts.h"
 
@@ -87,9 +88,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tsr_layout_opts o = {1e-6};
     tsr_error err = {TSR_OK, ""};
     tsr_status st = tsr_dxf_read(data, size, &o, l, &err);
-    if (st == TSR_OK)
+    if (st == TSR_OK) {
         check(l);
-    else {
+        /* what query.c makes of it: the hierarchy checked (cycles, depth, coordinates
+         * through placements), boxes and indexes built */
+        st = tsr_layout_index(l, &err);
+        PROPERTY(st == TSR_OK || st == TSR_ENOMEM ||
+                     (st == TSR_EINVAL && strncmp(err.msg, "fuzz.dxf: ", 10) == 0),
+                 "index: %s: %s", tsr_status_name(st), err.msg);
+        PROPERTY(st != TSR_OK || tsr_layout_tops(l, NULL, 0) >= 1, "indexed without a top");
+    } else {
         PROPERTY(err.status == st, "status %d, err.status %d", (int)st, (int)err.status);
         PROPERTY(st == TSR_ENOMEM ||
                      (st == TSR_EINVAL && strncmp(err.msg, "fuzz.dxf: line ", 15) == 0),
