@@ -18,11 +18,12 @@
  *     *Model_Space make the top cell, named after the file; *Paper_Space blocks and entities
  *     with group 67 = 1 are ignored;
  *   - areas: closed LWPOLYLINE/POLYLINE (bulges polygonized within arc_tol), CIRCLE (a model
- *     circle), full ELLIPSE, SOLID/TRACE (vertex order 1-2-4-3), 3DFACE, HATCH (every boundary
- *     path, joined into one polygon by doubled bridge edges, so its even-odd fill is the
- *     hatch's); open polylines of constant width > 0 become their outline (mitred joins, flush
- *     ends); other open geometry (LINE, ARC, open polylines, SPLINE, partial ELLIPSE, ...) is
- *     not an area: cells count it in nskipped, texts in ntexts;
+ *     circle), full ELLIPSE, closed SPLINE, SOLID/TRACE (vertex order 1-2-4-3), 3DFACE, HATCH
+ *     (every boundary path of lines, arcs, elliptic arcs and splines, joined into one polygon
+ *     by doubled bridge edges, so its even-odd fill is the hatch's); open polylines of
+ *     constant width > 0 become their outline (mitred joins, flush ends); other open geometry
+ *     (LINE, ARC, open polylines and splines, partial ELLIPSE, ...) is not an area: cells
+ *     count it in nskipped, texts in ntexts;
  *   - INSERT: a placement (uniform scale, rotation, mirroring by negative scales or extrusion
  *     (0, 0, -1)), its column/row array a lattice repetition; one scaled non-uniformly is no
  *     placement the model has, and its block is flattened into the cell at the end;
@@ -41,6 +42,7 @@
 #define MAX_ARC_SEGMENTS ((int64_t)1 << 20) /* per arc, bulge or ellipse: more is an error */
 #define MAX_ARRAY 32767                       /* INSERT column/row counts are 16-bit in DXF */
 #define MAX_FLAT ((uint64_t)1 << 24)          /* shapes non-uniform INSERTs may make */
+#define MAX_DEGREE 25                         /* of a spline (de Boor's work array) */
 
 typedef struct grp {
     int code;
@@ -100,6 +102,10 @@ typedef struct rd {
     size_t nip, capip;
     vtx *vx;         /* polyline vertices */
     size_t nvx, capvx;
+    double *kn;      /* spline knots */
+    size_t nkn, capkn;
+    double (*cp)[3]; /* spline control points, homogeneous: x w, y w, w */
+    size_t ncp, capcp;
     pend *pd;        /* non-uniform INSERTs */
     size_t npd, cappd;
     uint64_t nflat;  /* shapes they made */
@@ -938,6 +944,176 @@ quad(rd *r, uint32_t cell, uint32_t lay, bool face)
     return st != TSR_OK ? st : emit_poly(r, cell, lay, flip);
 }
 
+/* ---- splines ---------------------------------------------------------------------------- */
+
+static tsr_status
+add_knot(rd *r, double v)
+{
+    tsr_status st = grow(r, (void **)&r->kn, r->nkn, &r->capkn, 1, sizeof *r->kn);
+    if (st == TSR_OK)
+        r->kn[r->nkn++] = v;
+    return st;
+}
+
+static tsr_status
+add_cp(rd *r, double x, double y, double w)
+{
+    tsr_status st = grow(r, (void **)&r->cp, r->ncp, &r->capcp, 1, sizeof *r->cp);
+    if (st == TSR_OK) {
+        r->cp[r->ncp][0] = x * w;
+        r->cp[r->ncp][1] = y * w;
+        r->cp[r->ncp][2] = w;
+        r->ncp++;
+    }
+    return st;
+}
+
+/* The point at u in knot span k (kn[k] <= u <= kn[k + 1]) of the rational B-spline of degree
+ * p over r->kn, r->cp: de Boor's algorithm in homogeneous coordinates. */
+static void
+spline_at(const rd *r, int p, size_t k, double u, double out[2])
+{
+    double d[MAX_DEGREE + 1][3];
+    for (int j = 0; j <= p; j++)
+        memcpy(d[j], r->cp[j + k - (size_t)p], sizeof d[j]);
+    for (int q = 1; q <= p; q++)
+        for (int j = p; j >= q; j--) {
+            double a = r->kn[j + k - (size_t)p], b = r->kn[j + 1 + k - (size_t)q];
+            double t = b > a ? (u - a) / (b - a) : 0;
+            for (int c = 0; c < 3; c++)
+                d[j][c] = (1 - t) * d[j - 1][c] + t * d[j][c];
+        }
+    out[0] = d[p][0] / d[p][2];
+    out[1] = d[p][1] / d[p][2];
+}
+
+/* Points after `a` up to and including `b` on span k between parameters ua and ub: halved
+ * until the curve's midpoint is within the tolerance of the chord (at least twice, so an S
+ * within one span is not mistaken for a line). */
+static tsr_status
+spline_piece(rd *r, int p, size_t k, double ua, const double a[2], double ub, const double b[2],
+             int depth)
+{
+    double um = (ua + ub) / 2, m[2];
+    spline_at(r, p, k, um, m);
+    double dx = b[0] - a[0], dy = b[1] - a[1], len = hypot(dx, dy);
+    double dev = len > 0 ? fabs((m[0] - a[0]) * dy - (m[1] - a[1]) * dx) / len
+                         : hypot(m[0] - a[0], m[1] - a[1]);
+    if (depth < 2 || (dev > r->tol && depth < 24)) {
+        tsr_status st = spline_piece(r, p, k, ua, a, um, m, depth + 1);
+        return st != TSR_OK ? st : spline_piece(r, p, k, um, m, ub, b, depth + 1);
+    }
+    if (r->np >= (size_t)MAX_ARC_SEGMENTS)
+        return fail_at(r, rline(r), "%s: a spline needs more than %lld points to stay within "
+                       "arc_tol, expected fewer (raise arc_tol)", r->name,
+                       (long long)MAX_ARC_SEGMENTS);
+    return add_p(r, b[0], b[1]);
+}
+
+/* The spline of degree p over r->kn and r->cp as points appended to r->p (its first point
+ * included), after checking what the file said of it. `line`: where it was defined. */
+static tsr_status
+spline_pts(rd *r, int64_t p, uint64_t line)
+{
+    size_t n = r->ncp;
+    if (p < 1 || p > MAX_DEGREE)
+        return fail_at(r, line, "%s: spline of degree %lld, expected 1..%d", r->name,
+                       (long long)p, MAX_DEGREE);
+    if (n < (size_t)p + 1 || r->nkn != n + (size_t)p + 1)
+        return fail_at(r, line, "%s: spline of degree %lld with %zu control points and %zu "
+                       "knots, expected at least %lld control points and control points + "
+                       "degree + 1 knots", r->name, (long long)p, n, r->nkn, (long long)p + 1);
+    for (size_t i = 0; i < n; i++)
+        if (!(r->cp[i][2] > 0))
+            return fail_at(r, line, "%s: spline weight %g, expected > 0", r->name, r->cp[i][2]);
+    for (size_t i = 1; i < r->nkn; i++)
+        if (!(r->kn[i] >= r->kn[i - 1]))
+            return fail_at(r, line, "%s: spline knots %g then %g, expected a non-decreasing "
+                           "sequence", r->name, r->kn[i - 1], r->kn[i]);
+    /* the curve is defined on [kn[p], kn[n]] */
+    if (!(r->kn[p] < r->kn[n]))
+        return fail_at(r, line, "%s: spline knots leave no parameter range (knot %lld = knot "
+                       "%zu), expected a non-empty one", r->name, (long long)p, n);
+    double a[2];
+    spline_at(r, (int)p, (size_t)p, r->kn[p], a);
+    tsr_status st = add_p(r, a[0], a[1]);
+    for (size_t k = (size_t)p; st == TSR_OK && k < n; k++) {
+        if (!(r->kn[k] < r->kn[k + 1]))
+            continue;
+        double b[2];
+        spline_at(r, (int)p, k, r->kn[k + 1], b);
+        st = spline_piece(r, (int)p, k, r->kn[k], a, r->kn[k + 1], b, 0);
+        a[0] = b[0], a[1] = b[1];
+    }
+    return st;
+}
+
+/* SPLINE (WCS, projected on the drawing plane): an area when closed (flag 1, or its ends
+ * meet); open, no area; fit points without control points are refused. */
+static tsr_status
+spline(rd *r, uint32_t cell, uint32_t lay)
+{
+    int64_t flags, p, nk, nc;
+    tsr_status st;
+    if ((st = inum(r, 70, 0, 0, 65535, &flags)) != TSR_OK ||
+        (st = inum(r, 71, 3, 0, 1000, &p)) != TSR_OK ||
+        (st = inum(r, 72, 0, 0, INT32_MAX, &nk)) != TSR_OK ||
+        (st = inum(r, 73, 0, 0, INT32_MAX, &nc)) != TSR_OK)
+        return st;
+    r->nkn = r->ncp = 0;
+    for (size_t i = 1; i < r->ng; i++) {
+        const grp *g = &r->g[i];
+        double v, y;
+        if (g->code == 40) {
+            if ((st = num_of(r, g, &v)) != TSR_OK || (st = add_knot(r, v)) != TSR_OK)
+                return st;
+        } else if (g->code == 10) {
+            if (i + 1 >= r->ng || r->g[i + 1].code != 20)
+                return fail_at(r, g->line, "SPLINE: control point without its group 20 (y), "
+                               "expected 20 after 10");
+            if ((st = num_of(r, g, &v)) != TSR_OK || (st = num_of(r, &r->g[i + 1], &y)) != TSR_OK ||
+                (st = add_cp(r, v, y, 1)) != TSR_OK)
+                return st;
+            i++;
+        }
+    }
+    /* weights (41), one per control point in order, wherever they stand (ezdxf writes them
+     * all before the points) */
+    size_t nw = 0;
+    for (size_t i = 1; i < r->ng; i++) {
+        double v;
+        if (r->g[i].code != 41)
+            continue;
+        if ((st = num_of(r, &r->g[i], &v)) != TSR_OK)
+            return st;
+        if (nw < r->ncp)
+            r->cp[nw][0] *= v, r->cp[nw][1] *= v, r->cp[nw][2] *= v;
+        nw++;
+    }
+    if (r->ncp == 0) {
+        if (find(r, 11))
+            return fail_at(r, rline(r), "SPLINE: fit points without control points are not "
+                           "read, expected control points (groups 10/20)");
+        return fail_at(r, rline(r), "SPLINE: no control points, expected groups 10/20");
+    }
+    if ((uint64_t)nk != r->nkn || (uint64_t)nc != r->ncp)
+        return fail_at(r, rline(r), "SPLINE: groups 72/73 say %lld knots and %lld control "
+                       "points, expected the %zu and %zu the entity has", (long long)nk,
+                       (long long)nc, r->nkn, r->ncp);
+    if (nw != 0 && nw != r->ncp)
+        return fail_at(r, rline(r), "SPLINE: %zu weights for %zu control points, expected one "
+                       "for each", nw, r->ncp);
+    r->np = 0;
+    if ((st = spline_pts(r, p, rline(r))) != TSR_OK)
+        return st;
+    double gap = hypot(r->p[r->np - 1][0] - r->p[0][0], r->p[r->np - 1][1] - r->p[0][1]);
+    if (!(flags & 1) && gap > 1e-6) {
+        r->l->cells[cell].nskipped++; /* an open curve */
+        return TSR_OK;
+    }
+    return emit_poly(r, cell, lay, false);
+}
+
 /* HATCH: its boundary paths in order (the groups after 91 are positional). */
 typedef struct cursor {
     rd *r;
@@ -1032,6 +1208,58 @@ arc_edge(cursor *c, bool ell)
     return ellipse_pts(c->r, ctr, m, q, a0, sweep, 1, true);
 }
 
+/* A spline edge: degree, rational, periodic, knot and control point counts, knots, control
+ * points (with weights when rational), then fit data: 97 count (written from R2010 on, and
+ * then also when 0), fit points, start and end tangents, none of which shape the curve. */
+static tsr_status
+spline_edge(cursor *c, bool last)
+{
+    rd *r = c->r;
+    uint64_t line = r->g[c->k - 1].line;
+    int64_t p, rational, periodic, nk, nc;
+    tsr_status st;
+    if ((st = want_int(c, 94, "degree", 1, MAX_DEGREE, &p)) != TSR_OK ||
+        (st = want_int(c, 73, "rational", 0, 1, &rational)) != TSR_OK ||
+        (st = want_int(c, 74, "periodic", 0, 1, &periodic)) != TSR_OK ||
+        (st = want_count(c, 95, "knots", 1, &nk)) != TSR_OK ||
+        (st = want_count(c, 96, "control points", 2, &nc)) != TSR_OK)
+        return st;
+    r->nkn = r->ncp = 0;
+    for (int64_t i = 0; i < nk; i++) {
+        double v;
+        if ((st = want_num(c, 40, "knot", &v)) != TSR_OK || (st = add_knot(r, v)) != TSR_OK)
+            return st;
+    }
+    for (int64_t i = 0; i < nc; i++) {
+        double x, y, w = 1;
+        if ((st = want_num(c, 10, "control point x", &x)) != TSR_OK ||
+            (st = want_num(c, 20, "control point y", &y)) != TSR_OK ||
+            (rational && (st = want_num(c, 42, "weight", &w)) != TSR_OK) ||
+            (st = add_cp(r, x, y, w)) != TSR_OK)
+            return st;
+    }
+    /* 97 here is the fit point count unless this is the path's last edge and the 97 is the
+     * path's own count of source objects: that one is followed by 330s or the next path */
+    if (c->k < r->ng && r->g[c->k].code == 97) {
+        int nxt = c->k + 1 < r->ng ? r->g[c->k + 1].code : -1;
+        if (!last || nxt == 11 || nxt == 97 || nxt == 12 || nxt == 13) {
+            int64_t nf;
+            if ((st = want_count(c, 97, "fit points", 2, &nf)) != TSR_OK)
+                return st;
+            for (int64_t i = 0; i < nf; i++) {
+                double v;
+                if ((st = want_num(c, 11, "fit point x", &v)) != TSR_OK ||
+                    (st = want_num(c, 21, "fit point y", &v)) != TSR_OK)
+                    return st;
+            }
+        }
+    }
+    for (int code = 12; code <= 13; code++)
+        if (c->k + 1 < r->ng && r->g[c->k].code == code && r->g[c->k + 1].code == code + 10)
+            c->k += 2;
+    return spline_pts(r, p, line);
+}
+
 static tsr_status
 hatch_path(cursor *c)
 {
@@ -1079,11 +1307,10 @@ hatch_path(cursor *c)
                     (st = want_num(c, 21, "end y", &p[3])) != TSR_OK ||
                     (st = add_p(r, p[0], p[1])) != TSR_OK || (st = add_p(r, p[2], p[3])) != TSR_OK)
                     return st;
-            } else if (type == 4)
-                return fail_at(r, r->g[c->k - 1].line, "HATCH: a spline boundary edge is not "
-                               "read, expected line, arc or ellipse edges (explode the hatch "
-                               "boundary into polylines)");
-            else if ((st = arc_edge(c, type == 3)) != TSR_OK)
+            } else if (type == 4) {
+                if ((st = spline_edge(c, i + 1 == n)) != TSR_OK)
+                    return st;
+            } else if ((st = arc_edge(c, type == 3)) != TSR_OK)
                 return st;
         }
     }
@@ -1379,8 +1606,8 @@ entity(rd *r, uint32_t cell, uint32_t lay)
         return insert(r, cell);
     bool area = named(r, "LWPOLYLINE") || named(r, "CIRCLE") || named(r, "ELLIPSE") ||
                 named(r, "SOLID") || named(r, "TRACE") || named(r, "3DFACE") ||
-                named(r, "HATCH");
-    if (!area) { /* LINE, ARC, POINT, SPLINE, DIMENSION, ...: no area */
+                named(r, "HATCH") || named(r, "SPLINE");
+    if (!area) { /* LINE, ARC, POINT, DIMENSION, ...: no area */
         c->nskipped++;
         return TSR_OK;
     }
@@ -1392,6 +1619,8 @@ entity(rd *r, uint32_t cell, uint32_t lay)
         return ellipse(r, cell, lay);
     if (named(r, "HATCH"))
         return hatch(r, cell, lay);
+    if (named(r, "SPLINE"))
+        return spline(r, cell, lay);
     return quad(r, cell, lay, named(r, "3DFACE"));
 }
 
@@ -1732,5 +1961,7 @@ tsr_dxf_read(const uint8_t *buf, size_t len, const tsr_layout_opts *o, tsr_layou
     free(r.ip);
     free(r.vx);
     free(r.pd);
+    free(r.kn);
+    free(r.cp);
     return st;
 }

@@ -500,8 +500,9 @@ Test(layouts_dxf_errors, what_is_not_read)
                      "x 0, y 1", "non-zero");
     refused_entities("0\nCIRCLE\n10\n0\n20\n0\n40\n1\n210\n1\n220\n0\n230\n1\n",
                      "line 5: CIRCLE: extrusion direction (1, 0, 1)", "tilted");
-    refused_entities("0\nHATCH\n91\n1\n92\n1\n93\n1\n72\n4\n94\n3\n", "HATCH: a spline "
-                     "boundary edge is not read", "explode");
+    refused_entities("0\nSPLINE\n74\n3\n11\n0\n21\n0\n11\n1\n21\n0\n11\n1\n21\n1\n",
+                     "line 5: SPLINE: fit points without control points are not read",
+                     "expected control points");
     refused("0\nSECTION\n2\nHEADER\n9\n$INSUNITS\n70\n99\n0\nENDSEC\n0\nEOF\n",
             "line 7: SECTION: group 70 value '99'", "0..24", NULL);
 }
@@ -535,6 +536,30 @@ Test(layouts_dxf_errors, non_uniform_inserts_that_cannot_be_flattened)
             "0\nSECTION\n2\nENTITIES\n0\nINSERT\n2\nA\n42\n3\n0\nENDSEC\n0\nEOF\n",
             "INSERT: flattening its non-uniformly scaled block walks more than 16777216",
             "scale the block uniformly", NULL);
+}
+
+Test(layouts_dxf_errors, splines_that_do_not_add_up)
+{
+    /* degree 2, 3 control points: 6 knots, not 5 */
+    refused_entities("0\nSPLINE\n71\n2\n72\n5\n73\n3\n40\n0\n40\n0\n40\n0\n40\n1\n40\n1\n"
+                     "10\n0\n20\n0\n10\n1\n20\n1\n10\n2\n20\n0\n",
+                     "line 5: SPLINE: spline of degree 2 with 3 control points and 5 knots",
+                     "degree + 1 knots");
+    refused_entities("0\nSPLINE\n71\n1\n72\n9\n73\n2\n40\n0\n40\n0\n40\n1\n40\n1\n"
+                     "10\n0\n20\n0\n10\n1\n20\n1\n",
+                     "line 5: SPLINE: groups 72/73 say 9 knots and 2 control points",
+                     "expected the 4 and 2");
+    refused_entities("0\nSPLINE\n71\n1\n72\n4\n73\n2\n40\n0\n40\n2\n40\n1\n40\n1\n"
+                     "10\n0\n20\n0\n10\n1\n20\n1\n",
+                     "SPLINE: spline knots 2 then 1", "non-decreasing");
+    refused_entities("0\nSPLINE\n71\n1\n72\n4\n73\n2\n40\n0\n40\n0\n40\n1\n40\n1\n"
+                     "41\n1\n41\n-1\n10\n0\n20\n0\n10\n1\n20\n1\n",
+                     "SPLINE: spline weight -1", "expected > 0");
+    /* a hatch spline edge of degree 0 */
+    refused_entities("0\nHATCH\n91\n1\n92\n1\n93\n1\n72\n4\n94\n0\n",
+                     "line 15: HATCH: group 94 value '0'", "1..25");
+    refused_entities("0\nHATCH\n91\n1\n92\n1\n93\n1\n72\n4\n94\n1\n73\n0\n74\n0\n"
+                     "95\n50\n96\n2\n", "HATCH: group 95 says 50 knots", "more than");
 }
 
 Test(layouts_dxf_errors, arcs_finer_than_the_file_allows)

@@ -23,8 +23,9 @@ import math
 import os
 
 import ezdxf
-from ezdxf.entities.boundary_paths import LineEdge, PolylinePath
-from ezdxf.math import ConstructionArc, Matrix44, Vec2, Vec3, bulge_to_arc
+from ezdxf.entities.boundary_paths import LineEdge, PolylinePath, SplineEdge
+from ezdxf.math import (ConstructionArc, Matrix44, Vec2, Vec3, bulge_to_arc,
+                        uniform_knot_vector)
 from ezdxf.path import make_path
 from shapely.affinity import affine_transform
 from shapely.geometry import LineString, Polygon
@@ -48,6 +49,9 @@ def is_area(e):
     if t == "ELLIPSE":
         span = (e.dxf.end_param - e.dxf.start_param) % math.tau
         return span < 1e-9 or span > math.tau - 1e-9
+    if t == "SPLINE":
+        pts = list(e.construction_tool().flattening(FLAT))
+        return e.closed or pts[0].isclose(pts[-1], abs_tol=1e-6)
     return False
 
 
@@ -101,6 +105,8 @@ def hatch_loops(h):
         for e in path.edges:
             if isinstance(e, LineEdge):
                 pts += [Vec2(e.start), Vec2(e.end)]
+            elif isinstance(e, SplineEdge):
+                pts += [Vec2(v) for v in e.construction_tool().flattening(FLAT)]
             else:
                 pts += [Vec2(v) for v in curve(e.construction_tool(), e.ccw)]
         yield [(w.x, w.y) for w in ocs.points_to_wcs([Vec3(v.x, v.y, 0) for v in pts])]
@@ -114,7 +120,7 @@ def outline(e):
     if t == "POLYLINE" and e.is_2d_polyline:
         vs = [(v.dxf.location.x, v.dxf.location.y, v.dxf.bulge) for v in e.vertices]
         return bulged(vs, e.is_closed, e.ocs())
-    if t == "ELLIPSE":
+    if t in ("ELLIPSE", "SPLINE"):
         return [(v.x, v.y) for v in e.construction_tool().flattening(FLAT)]
     return [(v.x, v.y) for v in make_path(e).flattening(FLAT)]  # no curves
 
@@ -258,6 +264,23 @@ def shapes():
     ep.add_line((80, 120), (100, 120))
     ep.add_ellipse((90, 120), major_axis=(10, 0), ratio=0.5, start_angle=0, end_angle=180,
                    ccw=False)
+    # splines: clamped with ends that meet (an area), rational and flagged closed, unclamped
+    # with the first control points repeated (closed), open (no area); a hatch spline edge
+    s = {"layer": "via"}
+    msp.add_open_spline([(0, 150), (10, 145), (20, 160), (5, 170), (0, 150)], dxfattribs=s)
+    rs = msp.add_rational_spline([(30, 150), (40, 150), (45, 165), (30, 160), (30, 150)],
+                                 [1, 3, 0.5, 2, 1], degree=2, dxfattribs=s)
+    rs.closed = True
+    ring = [(60, 150), (70, 152), (72, 162), (62, 165), (55, 158)]
+    msp.add_open_spline(ring + ring[:3], degree=3, knots=uniform_knot_vector(8, 4),
+                        dxfattribs=s)
+    msp.add_open_spline([(80, 150), (90, 160), (100, 150)], degree=2, dxfattribs=s)
+    h = msp.add_hatch(dxfattribs={"layer": "Fill"})
+    ep = h.paths.add_edge_path(flags=1)
+    ep.add_spline(control_points=[(0, 180), (5, 190), (15, 175), (20, 185)], degree=3)
+    ep.add_line((20, 185), (20, 170))
+    ep.add_line((20, 170), (0, 170))
+    ep.add_line((0, 170), (0, 180))
     # mirrored by the extrusion (0, 0, -1): x -> -x
     neg = {"layer": "METAL", "extrusion": (0, 0, -1)}
     msp.add_lwpolyline([(100, 0, 0.5), (110, 0, 0), (110, 5, 0), (100, 5, 0)], format="xyb",
