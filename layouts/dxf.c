@@ -1280,8 +1280,7 @@ hatch_path(cursor *c)
             if ((st = want_num(c, 10, "vertex x", &x)) != TSR_OK ||
                 (st = want_num(c, 20, "vertex y", &y)) != TSR_OK)
                 return st;
-            /* a bulge when the path says so, or when one is there anyway */
-            (void)bulges;
+            /* a 42 after a vertex is its bulge whatever 72 (has bulges) said */
             if (c->k < r->ng && r->g[c->k].code == 42 &&
                 (st = want_num(c, 42, "bulge", &b)) != TSR_OK)
                 return st;
