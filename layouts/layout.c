@@ -13,10 +13,14 @@
 static const char oasis_magic[] = "%SEMI-OASIS\r\n";
 
 /* A DXF file is text of group code / value lines; its first group is 0 SECTION, or 999 (a
- * comment). Leading blanks are allowed on the code line. */
+ * comment). Leading blanks are allowed on the code line. Binary DXF is told too, so that the
+ * DXF reader refuses it by name rather than as no layout at all. */
 static bool
 looks_dxf(const uint8_t *b, size_t len)
 {
+    static const char binary[] = "AutoCAD Binary DXF";
+    if (len >= sizeof binary - 1 && memcmp(b, binary, sizeof binary - 1) == 0)
+        return true;
     size_t i = 0;
     while (i < len && (b[i] == ' ' || b[i] == '\t'))
         i++;

@@ -102,6 +102,8 @@ typedef struct tsr_lay_cell {
     tsr_lay_ref *refs;
     size_t nrefs, caprefs;
     uint64_t ntexts;   /* text elements met (not geometry: `check` says so) */
+    uint64_t nskipped; /* elements met that bound no area and were left out (DXF: LINE, ARC,
+                        * open polylines without width, ...: docs/dxf.md; `check` says so) */
     /* filled by tsr_layout_index: */
     bool has_box;      /* false: the cell holds no shape anywhere below it */
     double box[4];     /* x0, y0, x1, y1 holding everything below it, database units (exact

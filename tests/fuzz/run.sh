@@ -24,6 +24,7 @@ for bin in "$build"/tests/fuzz/fuzz_*; do
     [ "$short" = design ] && seeds+=("${seeds_design[@]}")
     [ "$short" = png ] && seeds+=("$src/tests/oracle/designs/img")
     [ "$short" = controller ] && seeds+=("$src/tests/fuzz/regress/frame")
+    [ "$short" = dxf ] && seeds+=("$src/tests/layouts")
     dict=()
     [ -f "$src/tests/fuzz/$short.dict" ] && dict=(-dict="$src/tests/fuzz/$short.dict")
     log="$build/fuzz-$short.log"
