@@ -239,6 +239,17 @@ nomem:
                     (long long)gy);
 }
 
+tsr_rect
+tsr_geom_reach(tsr_rect r)
+{
+    if (tsr_rect_empty(r))
+        return r;
+    int64_t x0 = tsr_floor_div(r.x, B) * B, y0 = tsr_floor_div(r.y, B) * B;
+    int64_t x1 = (tsr_floor_div(r.x + r.w - 1, B) + 1) * B;
+    int64_t y1 = (tsr_floor_div(r.y + r.h - 1, B) + 1) * B;
+    return tsr_rect_make(x0 - MARGIN, y0 - MARGIN, x1 - x0 + 2 * MARGIN, y1 - y0 + 2 * MARGIN);
+}
+
 tsr_status
 tsr_geom_edges_build(const tsr_geom_polys *p, tsr_rect r, tsr_geom_edges *out, tsr_error *err)
 {

@@ -87,8 +87,8 @@ void
 tsr_geom_arc(double cx, double cy, double r, double a0, double sweep, size_t n,
              tsr_geom_pt *out);
 
-/* Append a circle as a ring (tsr_geom_arc_segments(r, 2 pi, tol) points, anticlockwise on the
- * screen's y-down axes... the direction does not matter to a union). */
+/* Append a circle as a ring of tsr_geom_arc_segments(r, 2 pi, tol) points from angle 0,
+ * counterclockwise in the plane's (x, y) (clockwise on a y-down screen). */
 tsr_status
 tsr_geom_polys_add_circle(tsr_geom_polys *p, double cx, double cy, double r, double tol,
                           tsr_error *err);
@@ -140,6 +140,14 @@ tsr_geom_edges_init(tsr_geom_edges *e);
 
 void
 tsr_geom_edges_free(tsr_geom_edges *e);
+
+/* The region whose polygons decide r's pixels: r's blocks, grown by the 1 px margin at which
+ * polygons are cut. A caller that picks polygons from an index passes every polygon whose
+ * bounding box meets this closed rect (more is harmless): then the pixels of r get the bits
+ * that any other rect would give them. Fewer can change bits near a block's polygons that do
+ * not reach r, at 2^-25 px: Clipper rounds the points where edges cross. */
+tsr_rect
+tsr_geom_reach(tsr_rect r);
 
 /* Clip the polygons to each TSR_GEOM_BLOCK block that meets r and unite them there (nonzero),
  * into `out` (replaced). Single-threaded. TSR_EINVAL for a coordinate not finite or beyond

@@ -290,6 +290,54 @@ Test(coverage, a_pixel_has_the_same_bits_in_every_rect)
     tsr_geom_polys_free(&p);
 }
 
+/* The rings of p whose bounding box meets the closed rect g. */
+static void
+pick(const tsr_geom_polys *p, tsr_rect g, tsr_geom_polys *out)
+{
+    size_t at = 0;
+    for (size_t k = 0; k < p->nring; k++) {
+        double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+        for (size_t i = at; i < p->end[k]; i++) {
+            x0 = fmin(x0, p->pt[i].x), x1 = fmax(x1, p->pt[i].x);
+            y0 = fmin(y0, p->pt[i].y), y1 = fmax(y1, p->pt[i].y);
+        }
+        if (x1 >= (double)g.x && x0 <= (double)(g.x + g.w) && y1 >= (double)g.y &&
+            y0 <= (double)(g.y + g.h))
+            cr_assert_eq(tsr_geom_polys_add(out, p->pt + at, p->end[k] - at, NULL), TSR_OK);
+        at = p->end[k];
+    }
+}
+
+Test(coverage, polygons_picked_by_reach_give_the_same_bits)
+{
+    tsr_rect g = tsr_rect_make(-100, -60, 200, 190);
+    tsr_geom_polys p, q;
+    tsr_geom_polys_init(&p);
+    tsr_geom_polys_init(&q);
+    field(&p, tsr_rect_grow(g, 70), 3000, 4);
+    float *whole = cpu(&p, g);
+    for (int64_t y = g.y; y < g.y + g.h; y += 41)
+        for (int64_t x = g.x; x < g.x + g.w; x += 53) {
+            tsr_rect t = tsr_rect_intersect(tsr_rect_make(x, y, 53, 41), g);
+            tsr_rect reach = tsr_geom_reach(t);
+            cr_assert(tsr_rect_contains(reach, tsr_rect_grow(t, 1)));
+            cr_assert(reach.x % 64 == 63 || reach.x % 64 == -1);
+            tsr_geom_polys_clear(&q);
+            pick(&p, reach, &q);
+            cr_assert(q.nring < p.nring / 2);
+            float *c = cpu(&q, t);
+            for (int64_t j = 0; j < t.h; j++)
+                cr_assert(memcmp(c + j * t.w, whole + (t.y - g.y + j) * g.w + (t.x - g.x),
+                                 (size_t)t.w * sizeof *c) == 0,
+                          "tile %lld,%lld row %lld differs", (long long)t.x, (long long)t.y,
+                          (long long)j);
+            free(c);
+        }
+    free(whole);
+    tsr_geom_polys_free(&p);
+    tsr_geom_polys_free(&q);
+}
+
 Test(coverage, the_order_of_the_polygons_changes_no_bit)
 {
     tsr_rect g = tsr_rect_make(3, -90, 140, 120);
