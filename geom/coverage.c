@@ -26,7 +26,7 @@ tsr_geom_edges_free(tsr_geom_edges *e)
     tsr_geom_edges_init(e);
 }
 
-/* ---- Sutherland-Hodgman on the integer grid ---------------------------------------------------- */
+/* ---- Sutherland-Hodgman on the integer grid -------------------------------------------------- */
 
 /* floor(n / d), d > 0 */
 static __int128
@@ -71,7 +71,42 @@ clip_side(const int64_t *in, size_t n, int axis, int64_t v, int keep_ge, int64_t
     return m;
 }
 
-/* ---- the blocks -------------------------------------------------------------------------------- */
+/* A convex ring (no self-crossing, turning one way once) needs no union of its own: it can skip
+ * Clipper when it is alone. Collinear and repeated points are fine. */
+static int
+convex(const int64_t *p, size_t n)
+{
+    int sign = 0, xflips = 0, yflips = 0, xs = 0, ys = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t *a = p + 2 * i, *b = p + 2 * ((i + 1) % n), *c = p + 2 * ((i + 2) % n);
+        int64_t dx = b[0] - a[0], dy = b[1] - a[1], ex = c[0] - b[0], ey = c[1] - b[1];
+        __int128 z = (__int128)dx * ey - (__int128)dy * ex;
+        int zs = (z > 0) - (z < 0), sx = (dx > 0) - (dx < 0), sy = (dy > 0) - (dy < 0);
+        if (zs && sign && zs != sign)
+            return 0;
+        sign = zs ? zs : sign;
+        if (sx && xs && sx != xs)
+            xflips++;
+        if (sy && ys && sy != ys)
+            yflips++;
+        xs = sx ? sx : xs, ys = sy ? sy : ys;
+    }
+    return xflips <= 2 && yflips <= 2;
+}
+
+/* Twice the ring's signed area, in the sign of Clipper's outer rings (positive: covers). */
+static __int128
+area2(const int64_t *p, size_t n)
+{
+    __int128 a = 0;
+    for (size_t i = 0; i < n; i++) {
+        const int64_t *u = p + 2 * i, *v = p + 2 * ((i + 1) % n);
+        a += (__int128)u[0] * v[1] - (__int128)v[0] * u[1];
+    }
+    return a;
+}
+
+/* ---- the blocks ------------------------------------------------------------------------------ */
 
 /* A ring's bounding box on the grid, for binning and the canonical order. */
 typedef struct ring {
@@ -98,9 +133,11 @@ ring_cmp(const void *a, const void *b, void *ctx)
 typedef struct work {
     int64_t *a, *b; /* two clip buffers */
     size_t cap;     /* points each holds */
-    int64_t *xy;    /* the block's clipped rings */
-    size_t *end;
-    size_t capxy, capend;
+    int64_t *xy[2]; /* the block's clipped rings: [0] for Clipper, [1] added as they are */
+    size_t *end[2];
+    size_t capxy[2], capend[2];
+    unsigned char *alone; /* per ring of the block: its box meets no other ring's */
+    size_t capalone;
 } work;
 
 static int
@@ -184,10 +221,33 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
          work *w, tsr_error *err)
 {
     int64_t cx = (gx * B + B / 2) * U, cy = (gy * B + B / 2) * U; /* the block's centre */
-    int64_t lim = (B / 2 + MARGIN) * U;
-    size_t npt = 0, nring = 0;
+    int64_t lim = (B / 2 + MARGIN) * U, edge = B / 2 * U;
+    size_t npt[2] = {0, 0}, nring[2] = {0, 0};
+    /* Rings whose boxes meet no other's (closed boxes, cut to the grown block) cannot overlap:
+     * the union of those that are convex is the rings themselves, outlines added as they are.
+     * The rest go to Clipper. rs is sorted by top: a sweep down the block. */
+    if (reserve((void **)&w->alone, &w->capalone, nr, 1))
+        goto nomem;
+    memset(w->alone, 1, nr);
     for (size_t k = 0; k < nr; k++) {
         const ring *g = rs[k];
+        int64_t gx0 = g->x0 - cx < -lim ? cx - lim : g->x0;
+        int64_t gx1 = g->x1 - cx > lim ? cx + lim : g->x1;
+        int64_t gy1 = g->y1 - cy > lim ? cy + lim : g->y1;
+        for (size_t i = k + 1; i < nr && rs[i]->y0 <= gy1; i++) {
+            const ring *h = rs[i];
+            int64_t hx0 = h->x0 - cx < -lim ? cx - lim : h->x0;
+            int64_t hx1 = h->x1 - cx > lim ? cx + lim : h->x1;
+            if (hx0 <= gx1 && gx0 <= hx1)
+                w->alone[k] = w->alone[i] = 0;
+        }
+    }
+    for (size_t k = 0; k < nr; k++) {
+        const ring *g = rs[k];
+        /* alone and convex: cut at the block's sides (Clipper would cut there too), not the
+         * margin */
+        int direct = w->alone[k] && convex(q + 2 * g->at, g->n);
+        int64_t cut = direct ? edge : lim;
         if (ab_room(w, g->n))
             goto nomem;
         size_t n = g->n;
@@ -196,14 +256,14 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
             w->a[2 * i + 1] = q[2 * (g->at + i) + 1] - cy;
         }
         int in_b = 0; /* which buffer holds the ring */
-        if (g->x0 - cx < -lim || g->x1 - cx > lim || g->y0 - cy < -lim || g->y1 - cy > lim) {
+        if (g->x0 - cx < -cut || g->x1 - cx > cut || g->y0 - cy < -cut || g->y1 - cy > cut) {
             static const int axes[4] = {0, 0, 1, 1}, ge[4] = {1, 0, 1, 0};
             for (int s = 0; s < 4 && n; s++) {
                 /* a side's cut keeps the points on its side and adds one per crossing: at
                  * most twice as many */
                 if (ab_room(w, 2 * n))
                     goto nomem;
-                n = clip_side(in_b ? w->b : w->a, n, axes[s], ge[s] ? -lim : lim, ge[s],
+                n = clip_side(in_b ? w->b : w->a, n, axes[s], ge[s] ? -cut : cut, ge[s],
                               in_b ? w->a : w->b);
                 in_b = !in_b;
             }
@@ -211,19 +271,36 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
         const int64_t *cur = in_b ? w->b : w->a;
         if (n < 3)
             continue;
-        if (reserve((void **)&w->xy, &w->capxy, 2 * (npt + n), sizeof *w->xy) ||
-            reserve((void **)&w->end, &w->capend, nring + 1, sizeof *w->end))
+        int d = direct;
+        __int128 a2 = d ? area2(cur, n) : 1;
+        if (a2 == 0)
+            continue;
+        if (reserve((void **)&w->xy[d], &w->capxy[d], 2 * (npt[d] + n), sizeof *w->xy[d]) ||
+            reserve((void **)&w->end[d], &w->capend[d], nring[d] + 1, sizeof *w->end[d]))
             goto nomem;
-        memcpy(w->xy + 2 * npt, cur, 2 * n * sizeof *cur);
-        npt += n;
-        w->end[nring++] = npt;
+        int64_t *to = w->xy[d] + 2 * npt[d];
+        if (a2 > 0) {
+            memcpy(to, cur, 2 * n * sizeof *cur);
+        } else { /* wound the other way: reversed, so that it covers */
+            for (size_t i = 0; i < n; i++)
+                to[2 * i] = cur[2 * (n - 1 - i)], to[2 * i + 1] = cur[2 * (n - 1 - i) + 1];
+        }
+        npt[d] += n;
+        w->end[d][nring[d]++] = npt[d];
     }
-    if (nring == 0)
-        return TSR_OK;
+    tsr_status st = TSR_OK;
+    int64_t bx = gx * B - out->r.x, by = gy * B - out->r.y;
+    if (nring[1]) {
+        tsr_clip_set direct = {w->xy[1], npt[1], w->end[1], nring[1]};
+        st = push_edges(out, &direct, bx, by, err);
+    }
+    if (nring[0] == 0 || st != TSR_OK)
+        return st;
     int64_t h = B / 2 * U;
     int64_t box[8] = {-h, -h, h, -h, h, h, -h, h};
     size_t boxend = 4;
-    tsr_clip_set sub = {w->xy, npt, w->end, nring}, clip = {box, 4, &boxend, 1}, res;
+    tsr_clip_set sub = {w->xy[0], npt[0], w->end[0], nring[0]};
+    tsr_clip_set clip = {box, 4, &boxend, 1}, res;
     char msg[200] = "";
     int rc = tsr_clip_execute(1, &sub, &clip, &res, msg, sizeof msg);
     if (rc == TSR_CLIP_NOMEM)
@@ -231,7 +308,7 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
     if (rc != TSR_CLIP_OK)
         return tsr_fail(err, TSR_EIO, "geom: block %lld,%lld: %s", (long long)gx,
                         (long long)gy, msg);
-    tsr_status st = push_edges(out, &res, gx * B - out->r.x, gy * B - out->r.y, err);
+    st = push_edges(out, &res, bx, by, err);
     tsr_clip_set_free(&res);
     return st;
 nomem:
@@ -332,14 +409,15 @@ tsr_geom_edges_build(const tsr_geom_polys *p, tsr_rect r, tsr_geom_edges *out, t
 nomem:
     st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %zu rings over %zu blocks", p->nring, nb);
 done:
-    free(w.a), free(w.b), free(w.xy), free(w.end);
+    free(w.a), free(w.b), free(w.xy[0]), free(w.xy[1]), free(w.end[0]), free(w.end[1]);
+    free(w.alone);
     free(bin), free(cnt), free(rings), free(q);
     if (st != TSR_OK)
         out->n = 0;
     return st;
 }
 
-/* ---- accumulate and resolve ---------------------------------------------------------------------- */
+/* ---- accumulate and resolve ------------------------------------------------------------------ */
 
 void
 tsr_geom_accumulate(const tsr_geom_edges *e, int64_t *acc)

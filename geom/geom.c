@@ -118,7 +118,7 @@ tsr_geom_polys_add_circle(tsr_geom_polys *p, double cx, double cy, double r, dou
     return st;
 }
 
-/* ---- rounding to the integer grid -------------------------------------------------------------- */
+/* ---- rounding to the integer grid ------------------------------------------------------------ */
 
 static tsr_status
 quant1(double v, int64_t *q, const char *set, size_t ring, size_t pt, char axis, tsr_error *err)
@@ -160,7 +160,7 @@ tsr_geom_quantize(const tsr_geom_polys *p, const char *set, int64_t **q, tsr_err
     return TSR_OK;
 }
 
-/* ---- boolean operations and offsets -------------------------------------------------------------- */
+/* ---- boolean operations and offsets ---------------------------------------------------------- */
 
 /* A Clipper result back into `out` (replaced): grid points as doubles (exact below 2^29 px). */
 static tsr_status

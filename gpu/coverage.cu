@@ -81,8 +81,8 @@ tsr_gpu_coverage(tsr_gpu *g, const tsr_geom_edge *edges, const uint64_t *first, 
         TSR_LAUNCHED("cov_accumulate_k", err);
     }
     /* 8 rows a block of 256 */
-    cov_resolve_k<<<tsr_blocks((size_t)r.h, 8), 256, 0, g->compute>>>((const long long *)acc, r.w, r.h,
-                                                           out);
+    cov_resolve_k<<<tsr_blocks((size_t)r.h, 8), 256, 0, g->compute>>>(
+        (const long long *)acc, r.w, r.h, out);
     TSR_LAUNCHED("cov_resolve_k", err);
     return TSR_OK;
 }

@@ -132,13 +132,19 @@ hand_cases(tcase *cs, int64_t dx, int64_t dy)
     add(p, (double[]){1.3, 2.7, 5.9, 2.7, 5.9, 6.1, 1.3, 6.1}, 4, dx, dy);
     p = CASE("triangle", 0, 0, 9, 7);
     add(p, (double[]){0.25, 0.5, 8.6, 3.3, 2.1, 6.9}, 3, dx, dy);
+    p = CASE("triangle wound the other way", 0, 0, 9, 7);
+    add(p, (double[]){2.1, 6.9, 8.6, 3.3, 0.25, 0.5}, 3, dx, dy);
+    p = CASE("convex, alone, with collinear and repeated points", 0, 0, 9, 7);
+    add(p, (double[]){1.5, 1.25, 4.5, 1.25, 4.5, 1.25, 7.5, 1.25, 7.5, 5.5, 1.5, 5.5}, 6, dx, dy);
     p = CASE("bow tie (self-intersecting)", 0, 0, 8, 8);
     add(p, (double[]){0.5, 0.5, 7.25, 7.5, 7.5, 0.75, 0.3, 7.1}, 4, dx, dy);
     p = CASE("pentagram (nonzero fills the centre)", 0, 0, 12, 12);
     {
         double s[10];
-        for (int k = 0; k < 5; k++)
-            s[2 * k] = 6 + 5.5 * cos(k * 4 * M_PI / 5), s[2 * k + 1] = 6 + 5.5 * sin(k * 4 * M_PI / 5);
+        for (int k = 0; k < 5; k++) {
+            s[2 * k] = 6 + 5.5 * cos(k * 4 * M_PI / 5);
+            s[2 * k + 1] = 6 + 5.5 * sin(k * 4 * M_PI / 5);
+        }
         add(p, s, 5, dx, dy);
     }
     p = CASE("overlapping shapes count once", 0, 0, 10, 10);
@@ -396,8 +402,8 @@ Test(coverage, gpu_gives_the_cpu_bits)
         float *c = cpu(&p, r), *g = malloc((size_t)(r.w * r.h) * sizeof *g);
         cr_assert_eq(tsr_gpu_coverage_host(&e, g, &err), TSR_OK, "%s", err.msg);
         for (int64_t i = 0; i < r.w * r.h; i++)
-            cr_assert(memcmp(&c[i], &g[i], sizeof *c) == 0, "rect %zu pixel %lld: cpu %.9g gpu %.9g",
-                      k, (long long)i, c[i], g[i]);
+            cr_assert(memcmp(&c[i], &g[i], sizeof *c) == 0,
+                      "rect %zu pixel %lld: cpu %.9g gpu %.9g", k, (long long)i, c[i], g[i]);
         free(c), free(g);
         tsr_geom_edges_free(&e);
         tsr_geom_polys_free(&p);
@@ -514,8 +520,8 @@ Test(coverage, offsets_give_the_hand_computed_areas)
         tsr_error err = {0};
         cr_assert_eq(tsr_geom_offset(&a, want[k].d, want[k].j, 0.005, &o, &err), TSR_OK, "%s",
                      err.msg);
-        cr_assert(fabs(fabs(area(&o)) - want[k].area) < want[k].tol, "case %d: area %.12f, want %.12f",
-                  k, area(&o), want[k].area);
+        cr_assert(fabs(fabs(area(&o)) - want[k].area) < want[k].tol,
+                  "case %d: area %.12f, want %.12f", k, area(&o), want[k].area);
     }
     tsr_geom_polys_free(&a), tsr_geom_polys_free(&o);
 }
@@ -546,14 +552,18 @@ Test(coverage, bad_coordinates_are_refused_with_their_place)
     expect_error(tsr_geom_edges_build(&p, tsr_rect_make(0, 0, 4, 4), &e, &err), &err,
                  "ring 1 point 2: x = inf is not finite");
     p.pt[6].x = 0, p.pt[6].y = -3e11;
-    float o[16];
-    expect_error(tsr_geom_coverage(&p, tsr_rect_make(0, 0, 4, 4), o, &err), &err,
+    float px[16];
+    expect_error(tsr_geom_coverage(&p, tsr_rect_make(0, 0, 4, 4), px, &err), &err,
                  "ring 1 point 2: y = -3e+11 is beyond +-2^37 px");
     tsr_geom_polys q;
     tsr_geom_polys_init(&q);
-    expect_error(tsr_geom_boolean(TSR_GEOM_UNION, &q, &p, &q, &err), &err, "geom: b: ring 1 point 2");
-    expect_error(tsr_geom_offset(&p, 1, TSR_GEOM_JOIN_ROUND, 0.1, &q, &err), &err,
+    tsr_geom_polys o;
+    tsr_geom_polys_init(&o);
+    expect_error(tsr_geom_boolean(TSR_GEOM_UNION, &q, &p, &o, &err), &err,
+                 "geom: b: ring 1 point 2");
+    expect_error(tsr_geom_offset(&p, 1, TSR_GEOM_JOIN_ROUND, 0.1, &o, &err), &err,
                  "geom: ring 1 point 2");
+    tsr_geom_polys_free(&o);
     tsr_geom_edges_free(&e);
     tsr_geom_polys_free(&p);
     tsr_geom_polys_free(&q);
