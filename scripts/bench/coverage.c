@@ -71,8 +71,10 @@ main(int argc, char **argv)
 {
     int64_t side = argc > 1 ? atoll(argv[1]) : 2000, tile = argc > 3 ? atoll(argv[3]) : 256;
     long count = argc > 2 ? atol(argv[2]) : 100000;
-    tsr_geom_polys p;
+    tsr_geom_polys p, sub;
     tsr_geom_polys_init(&p);
+    tsr_geom_polys_init(&sub);
+    double (*box)[4] = malloc((size_t)count * sizeof *box);
     for (long k = 0; k < count; k++) {
         double cx = urand() * (double)side, cy = urand() * (double)side;
         double a = urand() * M_PI, c = cos(a), s = sin(a);
@@ -82,6 +84,11 @@ main(int argc, char **argv)
                             {cx + hw * c - hh * s, cy + hw * s + hh * c},
                             {cx - hw * c - hh * s, cy - hw * s + hh * c}};
         tsr_geom_polys_add(&p, q, 4, NULL);
+        box[k][0] = box[k][2] = q[0].x, box[k][1] = box[k][3] = q[0].y;
+        for (int i = 1; i < 4; i++) {
+            box[k][0] = fmin(box[k][0], q[i].x), box[k][2] = fmax(box[k][2], q[i].x);
+            box[k][1] = fmin(box[k][1], q[i].y), box[k][3] = fmax(box[k][3], q[i].y);
+        }
     }
     int64_t *acc = malloc((size_t)(side * side) * sizeof *acc);
     float *out = malloc((size_t)(side * side) * sizeof *out);
@@ -94,11 +101,22 @@ main(int argc, char **argv)
             if (way == 0) {
                 cov = run(&p, tsr_rect_make(0, 0, side, side), t, acc, out);
             } else {
+                /* each tile gets the rects that meet its reach (tsr_geom_reach), as a caller
+                 * with a spatial index would pick them: here a scan of the boxes, timed
+                 * with the edges */
                 for (int64_t y = 0; y < side; y += tile)
                     for (int64_t x = 0; x < side; x += tile) {
                         tsr_rect r = tsr_rect_intersect(tsr_rect_make(x, y, tile, tile),
                                                         tsr_rect_make(0, 0, side, side));
-                        cov += run(&p, r, t, acc, out);
+                        tsr_rect g = tsr_geom_reach(r);
+                        double a = now();
+                        tsr_geom_polys_clear(&sub);
+                        for (long k = 0; k < count; k++)
+                            if (box[k][2] >= (double)g.x && box[k][0] <= (double)(g.x + g.w) &&
+                                box[k][3] >= (double)g.y && box[k][1] <= (double)(g.y + g.h))
+                                tsr_geom_polys_add(&sub, p.pt + 4 * k, 4, NULL);
+                        t[0] += now() - a;
+                        cov += run(&sub, r, t, acc, out);
                     }
             }
             double all = t[0] + t[1] + t[2], w = wall() - w0;
@@ -107,14 +125,15 @@ main(int argc, char **argv)
                 best = all, bt[0] = t[0], bt[1] = t[1], bt[2] = t[2];
         }
         printf("%s: %lldx%lld px, %ld rects, coverage %.1f%%: %.1f ms = edges %.1f + accumulate "
-               "%.1f + resolve %.1f: %.1f Mpx/s (CPU time; best wall %.1f ms)\n",
+               "%.1f + resolve %.1f: %.2f Mpx/s (CPU time; best wall %.1f ms)\n",
                way ? "tiles" : "one rect", (long long)side, (long long)side, count,
                100.0 * cov / px, 1e3 * best, 1e3 * bt[0], 1e3 * bt[1], 1e3 * bt[2],
                px / best * 1e-6, 1e3 * bw);
         if (way == 1)
             printf("  (tiles of %lld px)\n", (long long)tile);
     }
-    free(acc), free(out);
+    free(acc), free(out), free(box);
     tsr_geom_polys_free(&p);
+    tsr_geom_polys_free(&sub);
     return 0;
 }
