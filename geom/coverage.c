@@ -467,7 +467,9 @@ tsr_geom_coverage(const tsr_geom_polys *p, tsr_rect r, float *out, tsr_error *er
     tsr_geom_edges_init(&e);
     tsr_status st = tsr_geom_edges_build(p, r, &e, err);
     if (st == TSR_OK && !tsr_rect_empty(r)) {
-        int64_t *acc = malloc((size_t)r.w * (size_t)r.h * sizeof *acc);
+        /* edges_build checked r.w * r.h in int64 */
+        uint64_t cells = (uint64_t)r.w * (uint64_t)r.h;
+        int64_t *acc = cells <= SIZE_MAX / sizeof *acc ? malloc(cells * sizeof *acc) : NULL;
         if (!acc) {
             st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %lldx%lld accumulators",
                           (long long)r.w, (long long)r.h);
