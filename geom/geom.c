@@ -166,7 +166,7 @@ tsr_geom_quantize(const tsr_geom_polys *p, const char *set, int64_t **q, tsr_err
 static tsr_status
 from_clip(const tsr_clip_set *s, tsr_geom_polys *out, tsr_error *err)
 {
-    tsr_geom_polys_clear(out);
+    /* room first: out keeps its rings if there is none */
     if (grow((void **)&out->pt, &out->cappt, 0, s->npt, sizeof *out->pt) ||
         grow((void **)&out->end, &out->capring, 0, s->nring, sizeof *out->end))
         return tsr_fail(err, TSR_ENOMEM, "geom: no memory for a result of %zu points", s->npt);

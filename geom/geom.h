@@ -105,7 +105,7 @@ typedef enum tsr_geom_op {
 /* `out` (replaced; must be neither a nor b) = a op b, each set read with the nonzero rule.
  * The result's rings do not overlap: outer rings and holes, wound opposite ways, vertices on
  * the 2^-24 px grid. b may be NULL (empty). TSR_EINVAL for a coordinate that is not finite or
- * beyond TSR_GEOM_LIMIT (naming the set, ring and point), TSR_ENOMEM. */
+ * beyond TSR_GEOM_LIMIT (naming the set, ring and point), TSR_ENOMEM; out unchanged then. */
 tsr_status
 tsr_geom_boolean(tsr_geom_op op, const tsr_geom_polys *a, const tsr_geom_polys *b,
                  tsr_geom_polys *out, tsr_error *err);
