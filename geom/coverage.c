@@ -136,8 +136,8 @@ typedef struct work {
     int64_t *xy[2]; /* the block's clipped rings: [0] for Clipper, [1] added as they are */
     size_t *end[2];
     size_t capxy[2], capend[2];
-    unsigned char *alone; /* per ring of the block: its box meets no other ring's */
-    size_t capalone;
+    size_t *group;  /* per ring of the block: union-find parents, the order, group ends */
+    size_t capgroup;
 } work;
 
 static int
@@ -188,7 +188,8 @@ push_edges(tsr_geom_edges *out, const tsr_clip_set *s, int64_t bx, int64_t by, t
         size_t a = at, n = s->end[k] - at;
         at = s->end[k];
         for (size_t i = 0; i < n; i++) {
-            const int64_t *p = s->xy + 2 * (a + i), *q = s->xy + 2 * (a + (i + 1 == n ? 0 : i + 1));
+            const int64_t *p = s->xy + 2 * (a + i);
+            const int64_t *q = s->xy + 2 * (a + (i + 1 == n ? 0 : i + 1));
             if (p[1] == q[1])
                 continue; /* horizontal: no height, nothing to add */
             tsr_geom_edge e = {(int32_t)(p[0] + B / 2 * U), (int32_t)(p[1] + B / 2 * U),
@@ -215,20 +216,83 @@ push_edges(tsr_geom_edges *out, const tsr_clip_set *s, int64_t bx, int64_t by, t
     return TSR_OK;
 }
 
-/* The union of the rings rs[0..nr) within block (gx, gy) (block units), appended to out. */
+/* Ring g moved to the block's centre and cut at +-cut (units) on both axes, into w->a or w->b:
+ * returns the buffer, *n its points. NULL: no memory. */
+static const int64_t *
+cut_ring(work *w, const int64_t *q, const ring *g, int64_t cx, int64_t cy, int64_t cut,
+         size_t *np)
+{
+    if (ab_room(w, g->n))
+        return NULL;
+    size_t n = g->n;
+    for (size_t i = 0; i < n; i++) {
+        w->a[2 * i] = q[2 * (g->at + i)] - cx;
+        w->a[2 * i + 1] = q[2 * (g->at + i) + 1] - cy;
+    }
+    int in_b = 0; /* which buffer holds the ring */
+    if (g->x0 - cx < -cut || g->x1 - cx > cut || g->y0 - cy < -cut || g->y1 - cy > cut) {
+        static const int axes[4] = {0, 0, 1, 1}, ge[4] = {1, 0, 1, 0};
+        for (int s = 0; s < 4 && n; s++) {
+            /* a side's cut keeps the points on its side and adds one per crossing: at most
+             * twice as many */
+            if (ab_room(w, 2 * n))
+                return NULL;
+            n = clip_side(in_b ? w->b : w->a, n, axes[s], ge[s] ? -cut : cut, ge[s],
+                          in_b ? w->a : w->b);
+            in_b = !in_b;
+        }
+    }
+    *np = n;
+    return in_b ? w->b : w->a;
+}
+
+/* Append ring (n points at p) to set d of the work, reversed when `flip`. -1: no memory. */
+static int
+append(work *w, int d, size_t *npt, size_t *nring, const int64_t *p, size_t n, int flip)
+{
+    if (reserve((void **)&w->xy[d], &w->capxy[d], 2 * (*npt + n), sizeof *w->xy[d]) ||
+        reserve((void **)&w->end[d], &w->capend[d], *nring + 1, sizeof *w->end[d]))
+        return -1;
+    int64_t *to = w->xy[d] + 2 * *npt;
+    if (!flip) {
+        memcpy(to, p, 2 * n * sizeof *p);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            to[2 * i] = p[2 * (n - 1 - i)], to[2 * i + 1] = p[2 * (n - 1 - i) + 1];
+    }
+    *npt += n;
+    w->end[d][(*nring)++] = *npt;
+    return 0;
+}
+
+static size_t
+find(size_t *parent, size_t k)
+{
+    while (parent[k] != k)
+        k = parent[k] = parent[parent[k]];
+    return k;
+}
+
+/* The union of the rings rs[0..nr) within block (gx, gy) (block units), appended to out.
+ *
+ * Rings whose boxes (closed, cut to the grown block) meet are grouped (union-find over a sweep
+ * down the block: rs is sorted by top); groups cannot overlap each other, so the block's union
+ * is the groups' unions side by side. A group of one convex ring is that ring itself, added as
+ * it is (cut at the block's sides, wound to cover); every other group goes to Clipper on its
+ * own, which keeps Clipper's sweep narrow in a dense block (its cost grows with the edges
+ * active at once). Groups and their order depend on the block's rings only. */
 static tsr_status
 do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx, int64_t gy,
          work *w, tsr_error *err)
 {
     int64_t cx = (gx * B + B / 2) * U, cy = (gy * B + B / 2) * U; /* the block's centre */
     int64_t lim = (B / 2 + MARGIN) * U, edge = B / 2 * U;
-    size_t npt[2] = {0, 0}, nring[2] = {0, 0};
-    /* Rings whose boxes meet no other's (closed boxes, cut to the grown block) cannot overlap:
-     * the union of those that are convex is the rings themselves, outlines added as they are.
-     * The rest go to Clipper. rs is sorted by top: a sweep down the block. */
-    if (reserve((void **)&w->alone, &w->capalone, nr, 1))
+    int64_t bx = gx * B - out->r.x, by = gy * B - out->r.y;
+    if (nr > SIZE_MAX / 3 || reserve((void **)&w->group, &w->capgroup, 3 * nr, sizeof(size_t)))
         goto nomem;
-    memset(w->alone, 1, nr);
+    size_t *parent = w->group, *order = parent + nr, *start = order + nr;
+    for (size_t k = 0; k < nr; k++)
+        parent[k] = k;
     for (size_t k = 0; k < nr; k++) {
         const ring *g = rs[k];
         int64_t gx0 = g->x0 - cx < -lim ? cx - lim : g->x0;
@@ -238,78 +302,68 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
             const ring *h = rs[i];
             int64_t hx0 = h->x0 - cx < -lim ? cx - lim : h->x0;
             int64_t hx1 = h->x1 - cx > lim ? cx + lim : h->x1;
-            if (hx0 <= gx1 && gx0 <= hx1)
-                w->alone[k] = w->alone[i] = 0;
-        }
-    }
-    for (size_t k = 0; k < nr; k++) {
-        const ring *g = rs[k];
-        /* alone and convex: cut at the block's sides (Clipper would cut there too), not the
-         * margin */
-        int direct = w->alone[k] && convex(q + 2 * g->at, g->n);
-        int64_t cut = direct ? edge : lim;
-        if (ab_room(w, g->n))
-            goto nomem;
-        size_t n = g->n;
-        for (size_t i = 0; i < n; i++) {
-            w->a[2 * i] = q[2 * (g->at + i)] - cx;
-            w->a[2 * i + 1] = q[2 * (g->at + i) + 1] - cy;
-        }
-        int in_b = 0; /* which buffer holds the ring */
-        if (g->x0 - cx < -cut || g->x1 - cx > cut || g->y0 - cy < -cut || g->y1 - cy > cut) {
-            static const int axes[4] = {0, 0, 1, 1}, ge[4] = {1, 0, 1, 0};
-            for (int s = 0; s < 4 && n; s++) {
-                /* a side's cut keeps the points on its side and adds one per crossing: at
-                 * most twice as many */
-                if (ab_room(w, 2 * n))
-                    goto nomem;
-                n = clip_side(in_b ? w->b : w->a, n, axes[s], ge[s] ? -cut : cut, ge[s],
-                              in_b ? w->a : w->b);
-                in_b = !in_b;
+            if (hx0 <= gx1 && gx0 <= hx1) {
+                size_t a = find(parent, k), b = find(parent, i);
+                if (a != b) /* the smaller index is the root: an order of its own */
+                    parent[a > b ? a : b] = a < b ? a : b;
             }
         }
-        const int64_t *cur = in_b ? w->b : w->a;
-        if (n < 3)
-            continue;
-        int d = direct;
-        __int128 a2 = d ? area2(cur, n) : 1;
-        if (a2 == 0)
-            continue;
-        if (reserve((void **)&w->xy[d], &w->capxy[d], 2 * (npt[d] + n), sizeof *w->xy[d]) ||
-            reserve((void **)&w->end[d], &w->capend[d], nring[d] + 1, sizeof *w->end[d]))
-            goto nomem;
-        int64_t *to = w->xy[d] + 2 * npt[d];
-        if (a2 > 0) {
-            memcpy(to, cur, 2 * n * sizeof *cur);
-        } else { /* wound the other way: reversed, so that it covers */
-            for (size_t i = 0; i < n; i++)
-                to[2 * i] = cur[2 * (n - 1 - i)], to[2 * i + 1] = cur[2 * (n - 1 - i) + 1];
-        }
-        npt[d] += n;
-        w->end[d][nring[d]++] = npt[d];
     }
-    tsr_status st = TSR_OK;
-    int64_t bx = gx * B - out->r.x, by = gy * B - out->r.y;
-    if (nring[1]) {
-        tsr_clip_set direct = {w->xy[1], npt[1], w->end[1], nring[1]};
-        st = push_edges(out, &direct, bx, by, err);
+    /* members by group (counting sort on the root), groups in the order of their roots */
+    memset(start, 0, nr * sizeof *start);
+    for (size_t k = 0; k < nr; k++)
+        start[parent[k] = find(parent, k)]++;
+    for (size_t k = 0, at = 0; k < nr; k++) {
+        size_t c = start[k];
+        start[k] = at;
+        at += c;
     }
-    if (nring[0] == 0 || st != TSR_OK)
-        return st;
+    for (size_t k = 0; k < nr; k++)
+        order[start[parent[k]]++] = k;
+    /* start[r] is now the end of group r */
+    size_t npt1 = 0, nring1 = 0;
     int64_t h = B / 2 * U;
     int64_t box[8] = {-h, -h, h, -h, h, h, -h, h};
     size_t boxend = 4;
-    tsr_clip_set sub = {w->xy[0], npt[0], w->end[0], nring[0]};
-    tsr_clip_set clip = {box, 4, &boxend, 1}, res;
-    char msg[200] = "";
-    int rc = tsr_clip_execute(1, &sub, &clip, &res, msg, sizeof msg);
-    if (rc == TSR_CLIP_NOMEM)
-        goto nomem;
-    if (rc != TSR_CLIP_OK)
-        return tsr_fail(err, TSR_EIO, "geom: block %lld,%lld: %s", (long long)gx,
-                        (long long)gy, msg);
-    st = push_edges(out, &res, bx, by, err);
-    tsr_clip_set_free(&res);
+    tsr_status st = TSR_OK;
+    for (size_t at = 0; at < nr && st == TSR_OK;) {
+        size_t root = order[at], stop = start[root], n;
+        if (stop - at == 1 && convex(q + 2 * rs[root]->at, rs[root]->n)) {
+            const int64_t *p = cut_ring(w, q, rs[root], cx, cy, edge, &n);
+            if (!p)
+                goto nomem;
+            __int128 a2 = n >= 3 ? area2(p, n) : 0;
+            if (a2 != 0 && append(w, 1, &npt1, &nring1, p, n, a2 < 0))
+                goto nomem;
+            at = stop;
+            continue;
+        }
+        size_t npt0 = 0, nring0 = 0;
+        for (; at < stop; at++) {
+            const int64_t *p = cut_ring(w, q, rs[order[at]], cx, cy, lim, &n);
+            if (!p)
+                goto nomem;
+            if (n >= 3 && append(w, 0, &npt0, &nring0, p, n, 0))
+                goto nomem;
+        }
+        if (nring0 == 0)
+            continue;
+        tsr_clip_set sub = {w->xy[0], npt0, w->end[0], nring0};
+        tsr_clip_set clip = {box, 4, &boxend, 1}, res;
+        char msg[200] = "";
+        int rc = tsr_clip_execute(1, &sub, &clip, &res, msg, sizeof msg);
+        if (rc == TSR_CLIP_NOMEM)
+            goto nomem;
+        if (rc != TSR_CLIP_OK)
+            return tsr_fail(err, TSR_EIO, "geom: block %lld,%lld: %s", (long long)gx,
+                            (long long)gy, msg);
+        st = push_edges(out, &res, bx, by, err);
+        tsr_clip_set_free(&res);
+    }
+    if (st == TSR_OK && nring1) {
+        tsr_clip_set direct = {w->xy[1], npt1, w->end[1], nring1};
+        st = push_edges(out, &direct, bx, by, err);
+    }
     return st;
 nomem:
     return tsr_fail(err, TSR_ENOMEM, "geom: no memory for block %lld,%lld", (long long)gx,
@@ -410,7 +464,7 @@ nomem:
     st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %zu rings over %zu blocks", p->nring, nb);
 done:
     free(w.a), free(w.b), free(w.xy[0]), free(w.xy[1]), free(w.end[0]), free(w.end[1]);
-    free(w.alone);
+    free(w.group);
     free(bin), free(cnt), free(rings), free(q);
     if (st != TSR_OK)
         out->n = 0;

@@ -6,7 +6,7 @@
  *      build/tiles/libtsr_tiles.a -lpolyclipping -lstdc++ -lm -o /tmp/bench_coverage
  *   /tmp/bench_coverage [SIDE [RECTS [TILE]]]     (defaults 2000 100000 256)
  *
- * Single-threaded; the best of 3 runs of each way, in the thread's CPU time
+ * Single-threaded; the best of 5 runs of each way, in the thread's CPU time
  * (CLOCK_THREAD_CPUTIME_ID: the build machine is shared, and wall time there measures the
  * neighbours), wall time beside it. */
 #include "geom/geom.h"
@@ -95,7 +95,7 @@ main(int argc, char **argv)
     double px = (double)side * (double)side;
     for (int way = 0; way < 2; way++) {
         double best = 1e30, bt[3] = {0, 0, 0}, cov = 0, bw = 1e30;
-        for (int rep = 0; rep < 3; rep++) {
+        for (int rep = 0; rep < 5; rep++) {
             double t[3] = {0, 0, 0}, w0 = wall();
             cov = 0;
             if (way == 0) {
