@@ -127,7 +127,9 @@ ring_cmp(const void *a, const void *b, void *ctx)
     for (int i = 0; i < 5; i++)
         if (u[i] != v[i])
             return u[i] < v[i] ? -1 : 1;
-    return memcmp(pts + 2 * p->at, pts + 2 * q->at, 2 * p->n * sizeof *pts) < 0 ? -1 : 0;
+    /* bytes, not numbers: any total order will do; equal rings are interchangeable */
+    int c = memcmp(pts + 2 * p->at, pts + 2 * q->at, 2 * p->n * sizeof *pts);
+    return (c > 0) - (c < 0);
 }
 
 typedef struct work {
