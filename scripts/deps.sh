@@ -3,7 +3,8 @@
 # Idempotent: a machine that has them all runs no apt-get at all.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdeflate-dev libpng-dev libssl-dev
-      libcriterion-dev libopenmpi-dev openmpi-bin python3-numpy python3-scipy python3-yaml)
+      libcriterion-dev libopenmpi-dev openmpi-bin python3-numpy python3-scipy python3-yaml
+      libpolyclipping-dev python3-shapely)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
 # Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).
 [ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev)

@@ -1,0 +1,14 @@
+/* geom-private: what geom.c and coverage.c share. */
+#ifndef TSR_GEOM_INT_H
+#define TSR_GEOM_INT_H
+
+#include "geom/clip.h"
+#include "geom/geom.h"
+
+/* Point i of p rounded to 2^-24 px: q[2 i], q[2 i + 1]. TSR_EINVAL naming `set` (a prefix such
+ * as "a: ", may be ""), the ring and the point for a coordinate that is not finite or beyond
+ * TSR_GEOM_LIMIT. *q is malloc'd (NULL for an empty set), the caller frees it. */
+tsr_status
+tsr_geom_quantize(const tsr_geom_polys *p, const char *set, int64_t **q, tsr_error *err);
+
+#endif
