@@ -203,27 +203,6 @@ Test(dither, any_split_of_a_row_gives_the_same_bits)
     free(ones);
 }
 
-/* The python3 that imports numpy (Debian's where a pyenv one shadows it), or NULL. */
-static const char *
-numpy_python(void)
-{
-    static const char *cands[] = {"python3", "/usr/bin/python3"};
-    const char *env = getenv("PYTHON");
-    if (env) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "%s -c 'import numpy' 2>/dev/null", env);
-        if (system(cmd) == 0)
-            return env;
-    }
-    for (size_t i = 0; i < 2; i++) {
-        char cmd[512];
-        snprintf(cmd, sizeof cmd, "%s -c 'import numpy' 2>/dev/null", cands[i]);
-        if (system(cmd) == 0)
-            return cands[i];
-    }
-    return NULL;
-}
-
 static void
 write_file(const char *path, const void *p, size_t n)
 {
@@ -236,7 +215,7 @@ write_file(const char *path, const void *p, size_t n)
 Test(dither, rows_equal_the_numpy_reference, .init = th_dir_make, .fini = th_dir_remove,
      .timeout = 300)
 {
-    const char *py = numpy_python();
+    const char *py = th_python("numpy");
     cr_assert(py, "no python3 with numpy (install python3-numpy)");
     char *oracle = th_src("tests/oracle/dither.py");
     const char *arrays[] = {"threshold", "bayer2", "bayer8", "bayer256", "blue16", "blue64"};
@@ -282,7 +261,7 @@ Test(dither, rows_equal_the_numpy_reference, .init = th_dir_make, .fini = th_dir
 Test(dither, blue_noise_equals_the_numpy_generator, .init = th_dir_make, .fini = th_dir_remove,
      .timeout = 300)
 {
-    const char *py = numpy_python();
+    const char *py = th_python("numpy");
     cr_assert(py, "no python3 with numpy (install python3-numpy)");
     char *oracle = th_src("tests/oracle/dither.py");
     const char *arrays[] = {"blue16", "blue32", "blue64"};
