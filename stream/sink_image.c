@@ -146,7 +146,8 @@ tsr_status
 tsr_sink_image_open(tsr_sink *s, const char *spec, const tsr_sink_opts *o, tsr_error *err)
 {
     int fmt = tsr_sink_image_kind(spec);
-    if (fmt == SINK_IMG_RAW && (s->framed || !o->image || s->kind != SINK_FILE))
+    if (fmt == SINK_IMG_NONE ||
+        (fmt == SINK_IMG_RAW && (s->framed || !o->image || s->kind != SINK_FILE)))
         return TSR_OK;
     struct tsr_sink_img *g = calloc(1, sizeof *g);
     if (!g)

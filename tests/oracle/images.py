@@ -82,7 +82,7 @@ def check_bmp(path, want, depth, keys):
             x, y = (float(v) for v in keys["ppm"].split(","))
             dpi = im.info.get("dpi", (0, 0))
             # PIL reports dots per inch from the pixels per metre
-            if abs(dpi[0] - x * 0.0254) > 0.01 or abs(dpi[1] - y * 0.0254) > 0.01:
+            if abs(dpi[0] / (x * 0.0254) - 1) > 1e-5 or abs(dpi[1] / (y * 0.0254) - 1) > 1e-5:
                 print(f"dpi {dpi}, want {x * 0.0254}, {y * 0.0254}")
                 return 1
         got = np.array(im.convert("L"))
