@@ -22,6 +22,9 @@ struct tsr_dither {
     /* The 8-bit thresholds plus one, each row repeated to P + 16 bytes (P = max(N, 16)), so a
      * 16-pixel vector at any phase reads contiguous bytes: s > t is max(s, t + 1) == s. */
     uint8_t *wide;
+    /* the 16-bit thresholds the same way, t + 1 (t <= 65534) with the top bit flipped: SSE2
+     * compares only signed 16-bit numbers, and flipping both sides keeps the order */
+    int16_t *wide16;
     uint32_t period;   /* P */
 };
 
@@ -269,7 +272,8 @@ tsr_dither_new(tsr_dither_kind kind, int size, tsr_error *err)
     d->t8 = malloc(cells * sizeof *d->t8);
     d->t16 = malloc(cells * sizeof *d->t16);
     d->wide = malloc((size_t)d->n * (d->period + 16));
-    if (!d->rank || !d->t8 || !d->t16 || !d->wide)
+    d->wide16 = malloc((size_t)d->n * (d->period + 16) * sizeof *d->wide16);
+    if (!d->rank || !d->t8 || !d->t16 || !d->wide || !d->wide16)
         goto nomem;
     if (kind == TSR_DITHER_BLUE) {
         const uint32_t *r = blue_ranks(k);
@@ -289,6 +293,11 @@ tsr_dither_new(tsr_dither_kind kind, int size, tsr_error *err)
         for (uint32_t i = 0; i < d->period + 16; i++) /* t8 <= 254: t + 1 fits */
             d->wide[(size_t)y * (d->period + 16) + i] =
                 (uint8_t)(d->t8[(size_t)y * d->n + (i & (d->n - 1))] + 1);
+    for (uint32_t y = 0; y < d->n; y++)
+        for (uint32_t i = 0; i < d->period + 16; i++) {
+            uint16_t t1 = (uint16_t)(d->t16[(size_t)y * d->n + (i & (d->n - 1))] + 1);
+            d->wide16[(size_t)y * (d->period + 16) + i] = (int16_t)(t1 ^ 0x8000u);
+        }
     return d;
 nomem:
     tsr_dither_free(d);
@@ -337,6 +346,7 @@ tsr_dither_free(tsr_dither *d)
     free(d->t8);
     free(d->t16);
     free(d->wide);
+    free(d->wide16);
     free(d);
 }
 
@@ -443,6 +453,75 @@ row_bits8(const tsr_dither *d, const uint8_t *s, int64_t x, size_t n, int64_t y,
     }
 }
 
+/* Whole bytes of a depth-1 row from 16-bit samples, as row_bits8: s > t is s >= t + 1,
+ * compared signed with both top bits flipped. */
+static void
+row_bits16(const tsr_dither *d, const uint8_t *s, int64_t x, size_t n, int64_t y, uint8_t *out)
+{
+    const int16_t *w = d->wide16 + (size_t)((uint64_t)y & (d->n - 1)) * (d->period + 16);
+    uint32_t p = (uint32_t)((uint64_t)x & (d->period - 1));
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i flip = _mm_set1_epi16((short)0x8000);
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + 2 * i)), flip);
+        __m128i b = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(s + 2 * i + 16)), flip);
+        __m128i ta = _mm_loadu_si128((const __m128i *)(w + p));
+        __m128i tb = _mm_loadu_si128((const __m128i *)(w + p + 8));
+        /* s >= t + 1: not (t + 1 > s) */
+        __m128i lt = _mm_packs_epi16(_mm_cmpgt_epi16(ta, a), _mm_cmpgt_epi16(tb, b));
+        unsigned m = ~(unsigned)_mm_movemask_epi8(lt) & 0xffffu;
+        out[i / 8] = rev_table[m & 0xff];
+        out[i / 8 + 1] = rev_table[m >> 8];
+        p = (p + 16) & (d->period - 1);
+    }
+#endif
+    for (; i < n; i += 8) {
+        uint8_t b = 0;
+        for (int j = 0; j < 8; j++) {
+            int16_t v = (int16_t)((uint16_t)(s[2 * (i + j)] | s[2 * (i + j) + 1] << 8) ^ 0x8000u);
+            b |= (uint8_t)((v >= w[p + j]) << (7 - j));
+        }
+        out[i / 8] = b;
+        p = (p + 8) & (d->period - 1);
+    }
+}
+
+/* Whole bytes of any depth and bits (x at a byte's first pixel, n a multiple of its pixels):
+ * no read-modify-write; inlined with constant max, levels and bits so the division by max is
+ * a multiplication. */
+static inline void
+row_bytes_any(const tsr_dither *d, const uint8_t *s, int depth, int64_t x, size_t n, int64_t y,
+              int bits, uint8_t *out, const uint32_t max, const uint32_t levels)
+{
+    const uint16_t *t = (depth == 8 ? d->t8 : d->t16) + (size_t)((uint64_t)y & (d->n - 1)) * d->n;
+    uint32_t m = d->n - 1;
+    int per = 8 / bits;
+    for (size_t i = 0; i < n; i += (size_t)per) {
+        uint32_t v = 0;
+        for (int j = 0; j < per; j++) {
+            uint32_t smp = sample_at(s, depth, i + (size_t)j);
+            v |= tsr_dm_level(smp, max, levels, t[(uint64_t)(x + (int64_t)i + j) & m])
+                 << (8 - bits * (j + 1));
+        }
+        out[(size_t)(i / (size_t)per)] = (uint8_t)v;
+    }
+}
+
+static void
+row_mid(const tsr_dither *d, const uint8_t *s, int depth, int64_t x, size_t n, int64_t y,
+        int bits, uint8_t *out)
+{
+    if (bits == 1)
+        (depth == 8 ? row_bits8 : row_bits16)(d, s, x, n, y, out);
+    else if (depth == 8)
+        bits == 2 ? row_bytes_any(d, s, 8, x, n, y, 2, out, 255, 3)
+                  : row_bytes_any(d, s, 8, x, n, y, 4, out, 255, 15);
+    else
+        bits == 2 ? row_bytes_any(d, s, 16, x, n, y, 2, out, 65535, 3)
+                  : row_bytes_any(d, s, 16, x, n, y, 4, out, 65535, 15);
+}
+
 tsr_status
 tsr_dither_row(const tsr_dither *d, const void *samples, int depth, int64_t x0, size_t n,
                int64_t y, int bits, uint8_t *row, tsr_error *err)
@@ -457,19 +536,18 @@ tsr_dither_row(const tsr_dither *d, const void *samples, int depth, int64_t x0, 
         return tsr_fail(err, TSR_EINVAL, "dither: pixels %lld + %zu of row %lld: out of range",
                         (long long)x0, n, (long long)y);
     const uint8_t *s = samples;
-    if (depth != 8 || bits != 1) {
-        row_slow(d, s, depth, x0, n, y, bits, row);
-        return TSR_OK;
-    }
+    size_t bps = (size_t)depth / 8, per = (size_t)(8 / bits);
     pthread_once(&rev_once, rev_init);
-    size_t head = (size_t)((8 - (x0 & 7)) & 7);
+    /* the pixels before x0's next byte boundary and after the last one share bytes with
+     * pixels outside the piece: those one by one; the whole bytes between at once */
+    size_t head = (size_t)((per - ((uint64_t)x0 & (per - 1))) & (per - 1));
     if (head > n)
         head = n;
-    row_slow(d, s, 8, x0, head, y, 1, row);
+    row_slow(d, s, depth, x0, head, y, bits, row);
     int64_t x = x0 + (int64_t)head;
-    size_t mid = (n - head) & ~(size_t)7;
-    row_bits8(d, s + head, x, mid, y, row + x / 8);
-    row_slow(d, s + head + mid, 8, x + (int64_t)mid, n - head - mid, y, 1, row);
+    size_t mid = (n - head) / per * per;
+    row_mid(d, s + head * bps, depth, x, mid, y, bits, row + (size_t)((uint64_t)x / per));
+    row_slow(d, s + (head + mid) * bps, depth, x + (int64_t)mid, n - head - mid, y, bits, row);
     return TSR_OK;
 }
 
