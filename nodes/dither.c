@@ -583,6 +583,13 @@ tsr_planes_row(const void *samples, int depth, size_t n, int plane, uint8_t *out
     return TSR_OK;
 }
 
+/* Bytes of a packed 1-bit row of w >= 0 pixels, without the overflow of (w + 7) / 8. */
+static int64_t
+bytes_of(int64_t w)
+{
+    return w / 8 + (w % 8 != 0);
+}
+
 tsr_status
 tsr_planes_total(const tsr_planes *p, uint64_t *total, tsr_error *err)
 {
@@ -606,11 +613,11 @@ tsr_planes_total(const tsr_planes *p, uint64_t *total, tsr_error *err)
     if (p->order == TSR_PLANES_SWATH) {
         int64_t sw = p->swath_width < p->width ? p->swath_width : p->width;
         int64_t full = p->width / sw, last = p->width % sw;
-        if (!tsr_mul_checked(full, (sw + 7) / 8, &bytes_per_row) ||
-            !tsr_add_checked(bytes_per_row, (last + 7) / 8, &bytes_per_row))
+        if (!tsr_mul_checked(full, bytes_of(sw), &bytes_per_row) ||
+            !tsr_add_checked(bytes_per_row, bytes_of(last), &bytes_per_row))
             goto overflow;
     } else {
-        bytes_per_row = (p->width + 7) / 8;
+        bytes_per_row = bytes_of(p->width);
     }
     if (!tsr_mul_checked(bytes_per_row, p->height, &t) || !tsr_mul_checked(t, p->depth, &t))
         goto overflow;

@@ -51,6 +51,13 @@ tsr_sink_wants_image(const char *spec)
     return tsr_sink_image_kind(spec) != SINK_IMG_NONE;
 }
 
+bool
+tsr_sink_image_file(const char *spec)
+{
+    int k = tsr_sink_image_kind(spec);
+    return k == SINK_IMG_TIFF || k == SINK_IMG_BMP;
+}
+
 static const char *
 fmt_name(int fmt)
 {

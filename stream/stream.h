@@ -163,6 +163,11 @@ tsr_sink_image_from_header(const tsr_header *h, tsr_sink_image *im);
 bool
 tsr_sink_wants_image(const char *spec);
 
+/* Whether `spec` names an image file output (.tif, .tiff, .bmp, any case): written through
+ * image/, neither framed nor resumable. */
+bool
+tsr_sink_image_file(const char *spec);
+
 /* Write the JSON sidecar of the raw file `raw_path`: raw_path + ".json" (docs/outputs.md:
  * size, depth, row bytes, pitch, origin, order, swath, fingerprint, the stream's bytes and
  * their crc32; have_crc false writes null for it). Where that name is a regular file or

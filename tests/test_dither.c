@@ -115,7 +115,8 @@ Test(dither, flat_regions_keep_their_density_within_the_stated_bound, .timeout =
         for (int depth = 8; depth <= 16; depth += 8) {
             uint32_t max = depth == 8 ? 255 : 65535;
             uint32_t step = depth == 8 || n <= 16 ? 1 : n == 256 ? 4099 : 257;
-            uint8_t *smp = malloc((size_t)n * 2), *row = malloc((size_t)n);
+            /* the row from pixel 0 holds pixels 3 .. 3 + n - 1: up to n / 2 + 2 bytes */
+            uint8_t *smp = malloc((size_t)n * 2), *row = malloc((size_t)n + 8);
             for (int bits = 1; bits <= 4; bits *= 2) {
                 double levels = (double)((1 << bits) - 1);
                 for (uint32_t s = 0; s <= max; s = s + step > max && s < max ? max : s + step) {
@@ -129,7 +130,7 @@ Test(dither, flat_regions_keep_their_density_within_the_stated_bound, .timeout =
                     }
                     uint64_t sum = 0;
                     for (int64_t y = 5; y < 5 + n; y++) {
-                        memset(row, 0, (size_t)n);
+                        memset(row, 0, (size_t)n + 8);
                         cr_assert(tsr_dither_row(d, smp, depth, 3, (size_t)n, y, bits, row,
                                                  NULL) == TSR_OK);
                         for (int64_t x = 3; x < 3 + n; x++)

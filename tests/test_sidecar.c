@@ -182,3 +182,22 @@ Test(sidecar, an_unwritable_sidecar_fails_the_finish_naming_it, .init = th_dir_m
     cr_assert(strstr(err.msg, "d.raw.json: Is a directory"), "%s", err.msg);
     tsr_sink_close(s, NULL);
 }
+
+Test(sidecar, a_stream_header_gives_the_geometry)
+{
+    tsr_header h = th_header(1000);
+    h.width = 40;
+    h.height = 25;
+    h.order = 1;
+    h.serpentine = 1;
+    h.start = 3;
+    h.swath_width = 16;
+    tsr_sink_image im;
+    memset(&im, 0x7f, sizeof im);
+    tsr_sink_image_from_header(&h, &im);
+    cr_assert(im.width == 40 && im.height == 25 && im.depth == h.depth);
+    cr_assert(im.order == 1 && im.serpentine == 1 && im.start == 3 && im.swath_width == 16);
+    cr_assert(memcmp(im.fingerprint, h.fingerprint, 32) == 0);
+    cr_assert(im.pitch_um[0] == 0 && im.pitch_um[1] == 0 && im.origin_um[0] == 0 &&
+              im.compression == 0 && !im.bigtiff, "the rest zeroed");
+}
