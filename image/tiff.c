@@ -183,13 +183,14 @@ tsr_tiff_open(const char *path, const tsr_image_opts *o, tsr_error *err)
     bool big = o->bigtiff || bound > (int64_t)UINT32_MAX;
 
     t = calloc(1, sizeof *t);
+    if (t)
+        t->fd = -1;
     if (!t || !(t->path = strdup(path)) ||
         !(t->strip = malloc((size_t)strip_rows * rb)) || !(opts = TIFFOpenOptionsAlloc())) {
         tsr_fail(err, TSR_ENOMEM, "%s: out of memory (TIFF strip of %lld rows)", path,
                  (long long)strip_rows);
         goto fail;
     }
-    t->fd = -1;
     t->row_bytes = rb;
     t->bits = o->bits;
     t->height = o->height;

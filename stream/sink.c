@@ -200,7 +200,8 @@ raw_write(tsr_sink *s, uint8_t *p, size_t n, bool donate, tsr_error *err)
                                             : tsr_sink_fd_put(s, p, piece, true, err);
         if (st != TSR_OK)
             return st;
-        tsr_sink_image_took(s, p, piece); /* a sidecar's crc (before a donated page goes) */
+        tsr_sink_image_took(s, p, piece); /* a raw file's sidecar crc (files are never
+                                           * fed by vmsplice: p still holds the bytes) */
         p += piece;
         n -= piece;
     }

@@ -231,6 +231,16 @@ Test(tiff, bad_outputs_are_refused_naming_the_file_and_the_reason, .init = th_di
     bad.order = 1;
     bad.swath_width = 4;
     refused(th_in_dir("x.tiff"), &ob, TSR_EINVAL, "the design streams swaths");
+    bad = im;
+    bad.start = 1;
+    refused(th_in_dir("x.tif"), &ob, TSR_EINVAL, "a TIFF starts at the top-left corner");
+    bad = im;
+    bad.width = 0;
+    refused(th_in_dir("x.tif"), &ob, TSR_EINVAL, "x.tif: size 0 x 10: out of range");
+    bad = im;
+    bad.width = bad.height = (uint64_t)1 << 40;
+    bad.swath_width = bad.width;
+    refused(th_in_dir("x.tif"), &ob, TSR_EINVAL, "too large");
     tsr_sink_opts resume = {.image = &im, .start = 100};
     refused(th_in_dir("x.tif"), &resume, TSR_EINVAL, "a TIFF cannot be resumed (--resume-at 100)");
     tsr_header h = th_header(100);
