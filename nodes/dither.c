@@ -15,7 +15,7 @@ struct tsr_dither {
     tsr_dither_kind kind;
     int k;             /* N = 2^k */
     uint32_t n;
-    char name[16];
+    char name[24];
     uint32_t *rank;    /* N * N */
     uint16_t *t8;      /* thresholds for 8-bit samples, N * N */
     uint16_t *t16;     /* ... for 16-bit samples */
@@ -261,14 +261,13 @@ tsr_dither_new(tsr_dither_kind kind, int size, tsr_error *err)
     d->k = k;
     d->n = (uint32_t)size;
     d->period = d->n < 16 ? 16 : d->n;
-    snprintf(d->name, sizeof d->name, "%s%d",
-             kind == TSR_DITHER_THRESHOLD ? "threshold" : kind == TSR_DITHER_BAYER ? "bayer"
-                                                                                  : "blue",
-             size);
     if (kind == TSR_DITHER_THRESHOLD)
-        d->name[9] = '\0';
+        snprintf(d->name, sizeof d->name, "threshold");
+    else /* size <= 256 here */
+        snprintf(d->name, sizeof d->name, "%s%d", kind == TSR_DITHER_BAYER ? "bayer" : "blue",
+                 size & 0x1ff);
     size_t cells = (size_t)size * (size_t)size;
-    d->rank = malloc(cells * sizeof *d->rank);
+    d->rank = calloc(cells, sizeof *d->rank); /* calloc: gcc -O2 cannot see the loops fill it */
     d->t8 = malloc(cells * sizeof *d->t8);
     d->t16 = malloc(cells * sizeof *d->t16);
     d->wide = malloc((size_t)d->n * (d->period + 16));

@@ -31,7 +31,7 @@ typedef enum tsr_dither_kind {
 typedef struct tsr_dither tsr_dither;
 
 /* Make the array of `kind` and edge `size` (1 for TSR_DITHER_THRESHOLD). The blue-noise
- * arrays are generated once per process (64: ~20 ms, 128: ~0.3 s) and shared. NULL with
+ * arrays are generated once per process (64: ~15 ms, 128: ~0.8 s) and shared. NULL with
  * TSR_EINVAL ("dither: bayer size 12: must be a power of two in 2..256") or TSR_ENOMEM.
  * Thread-safe. */
 tsr_dither *
