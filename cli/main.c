@@ -556,6 +556,14 @@ check_operands(args *a, int argc, char **argv, int first)
     if (a->have_resume && tcp)
         return usage_error(c, "--resume-at%s: not with tcp:// (the controller answers the "
                               "resume offset)", "");
+    /* image files (stream/sink_image.c, docs/outputs.md) are neither framed nor resumable:
+     * said here, before a design is loaded */
+    if (a->out && tsr_sink_image_file(a->out) && a->framed)
+        return usage_error(c, "--framed: %s is written as an image file, not a framed stream",
+                           a->out);
+    if (a->out && tsr_sink_image_file(a->out) && a->have_resume)
+        return usage_error(c, "--resume-at: %s: an image file cannot be resumed; render it "
+                              "whole, or to a .raw file", a->out);
     return 0;
 }
 

@@ -2,9 +2,9 @@
 # Install the Debian packages tessera needs, only those that are missing.
 # Idempotent: a machine that has them all runs no apt-get at all.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdeflate-dev libpng-dev libssl-dev
+pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdeflate-dev libpng-dev libtiff-dev libssl-dev
       libcriterion-dev libopenmpi-dev openmpi-bin python3-numpy python3-scipy python3-yaml
-      libpolyclipping-dev python3-shapely)
+      libpolyclipping-dev python3-shapely python3-tifffile python3-pil)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
 # Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).
 [ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev)

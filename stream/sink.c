@@ -55,6 +55,7 @@ sink_free(tsr_sink *s)
         return;
     if (s->fd >= 0)
         close(s->fd);
+    tsr_sink_image_free(s);
     tsr_team_free(s->team);
     tsr_deflater_free(s->deflater);
     free(s->zbuf);
@@ -199,6 +200,26 @@ raw_write(tsr_sink *s, uint8_t *p, size_t n, bool donate, tsr_error *err)
                                             : tsr_sink_fd_put(s, p, piece, true, err);
         if (st != TSR_OK)
             return st;
+        tsr_sink_image_took(s, p, piece); /* a raw file's sidecar crc (files are never
+                                           * fed by vmsplice: p still holds the bytes) */
+        p += piece;
+        n -= piece;
+    }
+    return TSR_OK;
+}
+
+/* An image file: the rows go to image/'s writer, a chunk at a time so a stop is seen. */
+static tsr_status
+image_write(tsr_sink *s, const uint8_t *p, size_t n, tsr_error *err)
+{
+    while (n > 0) {
+        size_t piece = n < s->chunk ? n : s->chunk;
+        if (stopped(s))
+            return tsr_sink_interrupted(s, err);
+        if (tsr_sink_pace(s, piece, err) != TSR_OK)
+            return s->first.status;
+        if (tsr_sink_image_put(s, p, piece, err) != TSR_OK)
+            return s->first.status;
         p += piece;
         n -= piece;
     }
@@ -217,6 +238,8 @@ sink_put(tsr_sink *s, const void *buf, size_t n, bool donate, tsr_error *err)
     }
     if (s->kind == SINK_NULL)
         return tsr_sink_null_put(s, n, err);
+    if (s->kind == SINK_IMAGE)
+        return image_write(s, buf, n, err);
     if (s->framed)
         return framed_write(s, buf, n, err);
     return raw_write(s, (uint8_t *)(uintptr_t)buf, n, donate, err);
@@ -264,6 +287,8 @@ check_opts(const char *spec, const tsr_sink_opts *o, bool tcp, bool framed, tsr_
 {
     if (!spec || !*spec)
         return tsr_fail(err, TSR_EINVAL, "-o: empty output name");
+    if (tsr_sink_image_check(spec, o, framed, err) != TSR_OK)
+        return err ? err->status : TSR_EINVAL;
     if (tcp && !o->header) {
         /* Taken as a path, "tcp://host:port" would fail with a confusing ENOENT; tcp is the
          * framed stream's business (docs/streaming.md). */
@@ -299,6 +324,11 @@ open_medium(const char *spec, const tsr_sink_opts *o, bool tcp, bool *framed, en
     if (strcmp(spec, "null") == 0) {
         *kind = SINK_NULL;
         *framed = false;
+        return TSR_OK;
+    }
+    int img = tsr_sink_image_kind(spec);
+    if (img == SINK_IMG_TIFF || img == SINK_IMG_BMP) {
+        *kind = SINK_IMAGE; /* opened by image/'s writer (tsr_sink_image_open) */
         return TSR_OK;
     }
     if (tcp) {
@@ -388,6 +418,7 @@ tsr_sink_open_ex(const char *spec, const tsr_sink_opts *o, tsr_error *err)
     if (kind == SINK_STDOUT)
         tsr_sink_stdout_pipe(s);
     if (set_units(s, spec, threads, err) != TSR_OK ||
+        tsr_sink_image_open(s, spec, o, err) != TSR_OK ||
         (framed && handshake(s, o->header, err) != TSR_OK)) {
         sink_free(s);
         return NULL;
@@ -408,7 +439,7 @@ tsr_sink_finish(tsr_sink *s, tsr_error *err)
         return s->first.status;
     }
     if (!s->framed)
-        return TSR_OK;
+        return tsr_sink_image_finish(s, err); /* an image file made valid, a sidecar */
     tsr_frame f = {tsr_sink_offset(s), 0, 0, s->crc, TSR_FRAME_TRAILER};
     if (send_frame(s, &f, NULL, err) != TSR_OK)
         return s->first.status;

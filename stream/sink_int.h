@@ -21,7 +21,7 @@
 
 #define PAGE ((size_t)4096)
 
-enum kind { SINK_FILE, SINK_STDOUT, SINK_NULL, SINK_TCP };
+enum kind { SINK_FILE, SINK_STDOUT, SINK_NULL, SINK_TCP, SINK_IMAGE };
 
 struct tsr_sink {
     enum kind kind;                /* where the bytes go */
@@ -52,6 +52,7 @@ struct tsr_sink {
     bool cuttable;                 /* a framed regular file: half a frame can be cut off */
     uint64_t base;                 /* its file offset where our output begins */
     tsr_fault fault;               /* the fault hook (tsr_sink_opts.fault) */
+    struct tsr_sink_img *img;      /* SINK_IMAGE's writer, or a raw file's sidecar; NULL */
 };
 
 static inline bool
@@ -169,6 +170,40 @@ tsr_sink_stdout_pipe(tsr_sink *s);
  * took is counted. Falls back to write(2) when the kernel refuses vmsplice. */
 tsr_status
 tsr_sink_splice_put(tsr_sink *s, uint8_t *p, size_t n, tsr_error *err);
+
+/* ---- image files and sidecars (sink_image.c) ------------------------------------------ */
+
+/* SINK_IMG_TIFF or SINK_IMG_BMP by the path's extension (any case), SINK_IMG_RAW for *.raw, else
+ * SINK_IMG_NONE. */
+enum { SINK_IMG_NONE, SINK_IMG_TIFF, SINK_IMG_BMP, SINK_IMG_RAW };
+
+int
+tsr_sink_image_kind(const char *spec);
+
+/* Options an image file or sidecar cannot honour, refused before anything is opened. */
+tsr_status
+tsr_sink_image_check(const char *spec, const tsr_sink_opts *o, bool framed, tsr_error *err);
+
+/* Open the image writer (SINK_IMAGE) or prepare the sidecar of a raw file (removing an older
+ * one; on a resume, the crc32 of the kept bytes); s->img. */
+tsr_status
+tsr_sink_image_open(tsr_sink *s, const char *spec, const tsr_sink_opts *o, tsr_error *err);
+
+/* SINK_IMAGE: take n stream bytes (rows, possibly cut anywhere) and count them. */
+tsr_status
+tsr_sink_image_put(tsr_sink *s, const uint8_t *p, size_t n, tsr_error *err);
+
+/* A raw file's sidecar: n more bytes went out. */
+void
+tsr_sink_image_took(tsr_sink *s, const uint8_t *p, size_t n);
+
+/* The end of a complete stream: the image file made valid, or the sidecar written. */
+tsr_status
+tsr_sink_image_finish(tsr_sink *s, tsr_error *err);
+
+/* Free s->img; an image file not finished is left invalid (abandoned). */
+void
+tsr_sink_image_free(tsr_sink *s);
 
 /* ---- null (sink_null.c) ------------------------------------------------------------------- */
 

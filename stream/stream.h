@@ -136,6 +136,47 @@ tsr_sha256_file(const char *path, uint8_t out[32], tsr_error *err);
 
 /* ---- streaming sinks: framed, paced, resumable, stoppable ---------------------------- */
 
+/* What an image file output (-o *.tif, *.tiff, *.bmp) and a raw file's sidecar (-o *.raw:
+ * *.raw.json, docs/outputs.md) need to know of the stream beyond its bytes. */
+typedef struct tsr_sink_image {
+    uint64_t width, height;   /* pixels of the stream (the rows crop applied) */
+    int depth;                /* bits a pixel in the stream's bytes: 8, 16 (little-endian), or
+                               * 1 (rows packed MSB-first, each padded to a whole byte) */
+    double pitch_um[2];       /* pixel pitch x, y in micrometres; 0: unknown */
+    double origin_um[2];      /* where pixel (0, 0)'s top-left corner lies, micrometres */
+    uint8_t order;            /* as tsr_header: 0 raster, 1 swath (raw only) */
+    uint8_t serpentine, start;
+    uint64_t swath_width;     /* = width for raster */
+    uint8_t fingerprint[32];  /* the design's (tsr_header.fingerprint) */
+    int compression;          /* TIFF: TSR_TIFF_NONE, _PACKBITS, _DEFLATE (image/image.h) */
+    bool bigtiff;             /* TIFF: BigTIFF even below 4 GB */
+} tsr_sink_image;
+
+/* The part of *im a stream header says (size, depth, order, swath, fingerprint); the rest is
+ * zeroed (no pitch, origin 0, no compression). */
+void
+tsr_sink_image_from_header(const tsr_header *h, tsr_sink_image *im);
+
+/* Whether `spec` is a path whose extension (any case) makes it an image file (.tif, .tiff,
+ * .bmp) or a raw file with a sidecar (.raw): the outputs that want tsr_sink_opts.image (the
+ * image files need it). */
+bool
+tsr_sink_wants_image(const char *spec);
+
+/* Whether `spec` names an image file output (.tif, .tiff, .bmp, any case): written through
+ * image/, neither framed nor resumable. */
+bool
+tsr_sink_image_file(const char *spec);
+
+/* Write the JSON sidecar of the raw file `raw_path`: raw_path + ".json" (docs/outputs.md:
+ * size, depth, row bytes, pitch, origin, order, swath, fingerprint, the stream's bytes and
+ * their crc32; have_crc false writes null for it). Where that name is a regular file or
+ * nothing, the JSON goes to a temporary beside it, renamed when whole; anything else (a
+ * symlink) is written through. TSR_EIO naming the file. */
+tsr_status
+tsr_sidecar_write(const char *raw_path, const tsr_sink_image *im, uint64_t bytes, bool have_crc,
+                  uint32_t crc, tsr_error *err);
+
 typedef struct tsr_sink_opts {
     uint64_t start;               /* files and pipes: the byte the stream starts at
                                    * (--resume-at); tcp: ignored, the receiver answers it */
@@ -156,9 +197,19 @@ typedef struct tsr_sink_opts {
                                    * TSR_FRAME_THREADS environment variable (1..64), else
                                    * deflating min(usable cores, 8), crc alone min(cores / 4,
                                    * 4) */
+    const tsr_sink_image *image;  /* borrowed, may be NULL: required by a *.tif, *.tiff or
+                                   * *.bmp path (TSR_EINVAL without it); a raw *.raw file with
+                                   * it gets *.raw.json beside it when its stream finishes */
 } tsr_sink_opts;
 
 /* Open a sink by its -o spelling with streaming options. Beyond tsr_sink_open:
+ * - a path ending in .tif/.tiff or .bmp (any case) is written as that image file through
+ *   image/ (docs/outputs.md): o->image gives its size and depth; neither is framed nor
+ *   resumable (TSR_EINVAL for framed, start > 0, swath order, a bad depth), and the file is a
+ *   valid image only once tsr_sink_finish succeeded;
+ * - a raw path ending in .raw with o->image gets a JSON sidecar (path + ".json") written at
+ *   tsr_sink_finish; an older sidecar is removed when the sink opens (a resume at `start`
+ *   reads the kept bytes back for the crc32);
  * - a raw file with start > 0 is opened without truncation, keeps its bytes before `start`,
  *   is cut to `start` and written from there (TSR_EINVAL when it holds fewer bytes);
  * - "tcp://host:port" connects (10 s timeout), sends the header and waits for the receiver's

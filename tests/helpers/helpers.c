@@ -6,9 +6,11 @@
 #include <criterion/criterion.h>
 #include <ftw.h>
 #include <glob.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 uint8_t *
@@ -330,4 +332,29 @@ __attribute__((constructor)) static void
 th_env_at_start(void)
 {
     (void)tsr_cli_tune_from_env(NULL);
+}
+
+const char *
+th_python(const char *modules)
+{
+    const char *cands[] = {getenv("PYTHON"), "python3", "/usr/bin/python3"};
+    for (size_t i = 0; i < 3; i++) {
+        if (!cands[i] || !*cands[i])
+            continue;
+        if (th_run("%s -c 'import %s' >/dev/null 2>&1", cands[i], modules) == 0)
+            return cands[i];
+    }
+    return NULL;
+}
+
+int
+th_run(const char *fmt, ...)
+{
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int st = system(cmd);
+    return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }

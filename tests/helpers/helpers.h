@@ -90,6 +90,13 @@ typedef struct th_transcript {
  * sinks fed by hand. */
 tsr_header th_header(uint64_t total);
 
+/* The python3 that imports `modules` (comma-separated: "numpy,tifffile"): $PYTHON, python3 or
+ * Debian's /usr/bin/python3 (where a pyenv one shadows it); NULL when none does. */
+const char *th_python(const char *modules);
+
+/* Run a shell command line (printf-formatted); its exit status, -1 when it could not run. */
+int th_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* splitmix64: a fixed, seedable sequence (*state advances), so a failing test replays. */
 uint64_t th_rand(uint64_t *state);
 

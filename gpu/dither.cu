@@ -1,0 +1,140 @@
+/* Dithering on the device (gpu/dither.h): one thread per output byte, its 8 / bits pixels
+ * computed with nodes/dither_math.h as tsr_dither_row does on the host. The edge bytes of a
+ * piece keep the bits of pixels outside it (read, merged, written by that byte's one thread). */
+#include "gpu/gpu_int.cuh"
+
+extern "C" {
+#include "gpu/dither.h"
+}
+#include "nodes/dither_math.h"
+
+#include <stdlib.h>
+
+struct tsr_gpu_dither {
+    uint16_t *t;     /* N * N thresholds on the device */
+    int k;           /* N = 2^k */
+    int depth;       /* of the samples they are for */
+};
+
+extern "C" tsr_gpu_dither *
+tsr_gpu_dither_new(const tsr_dither *d, int depth, tsr_error *err)
+{
+    const uint16_t *t = tsr_dither_thresholds(d, depth);
+    if (!t) {
+        tsr_fail(err, TSR_EINVAL, "gpu: dither: sample depth %d: must be 8 or 16", depth);
+        return NULL;
+    }
+    tsr_gpu_dither *g = (tsr_gpu_dither *)calloc(1, sizeof *g);
+    if (!g) {
+        tsr_fail(err, TSR_ENOMEM, "gpu: dither: out of memory");
+        return NULL;
+    }
+    int n = tsr_dither_size(d);
+    while ((1 << g->k) < n)
+        g->k++;
+    g->depth = depth;
+    size_t bytes = (size_t)n * (size_t)n * sizeof(uint16_t);
+    cudaError_t e = cudaMalloc((void **)&g->t, bytes);
+    if (e == cudaSuccess)
+        e = cudaMemcpy(g->t, t, bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess) {
+        tsr_fail(err, TSR_EIO, "gpu: dither: %s", cudaGetErrorString(e));
+        cudaFree(g->t);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+extern "C" void
+tsr_gpu_dither_free(tsr_gpu_dither *g)
+{
+    if (!g)
+        return;
+    cudaFree(g->t);
+    free(g);
+}
+
+static __global__ void
+dither_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_pitch,
+              int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+              size_t out_pitch)
+{
+    int per = 8 / bits;
+    int64_t b0 = x0 / per, b1 = (x0 + w + per - 1) / per; /* the bytes the piece touches */
+    uint32_t m = (1u << k) - 1u, max = depth == 8 ? 255u : 65535u, levels = (1u << bits) - 1u;
+    TSR_FOR_PIXELS(b1 - b0, h, lb, ly) {
+        int64_t y = y0 + ly;
+        const uint16_t *trow = t + (size_t)((uint64_t)y & m) * ((size_t)m + 1);
+        const uint8_t *s = in + (size_t)ly * in_pitch;
+        uint8_t *o = out + (size_t)ly * out_pitch + (size_t)(b0 + lb);
+        int64_t xa = (b0 + lb) * per;
+        uint32_t v = *o;
+        for (int j = 0; j < per; j++) {
+            int64_t x = xa + j;
+            if (x < x0 || x >= x0 + w)
+                continue;
+            size_t i = (size_t)(x - x0);
+            uint32_t smp = depth == 8 ? s[i] : (uint32_t)s[2 * i] | (uint32_t)s[2 * i + 1] << 8;
+            uint32_t lv = tsr_dm_level(smp, max, levels, trow[(uint64_t)x & m]);
+            int sh = tsr_dm_shift(x, bits);
+            v = (v & ~(levels << sh)) | (lv << sh);
+        }
+        *o = (uint8_t)v;
+    }
+}
+
+extern "C" tsr_status
+tsr_gpu_dither_rows(const tsr_gpu_dither *g, const void *in, size_t in_pitch, int64_t x0,
+                    int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out, size_t out_pitch,
+                    void *stream, tsr_error *err)
+{
+    if (!g || (bits != 1 && bits != 2 && bits != 4) || x0 < 0 || y0 < 0 || w < 0 || h < 0 ||
+        x0 > INT64_MAX / 8 - w)
+        return tsr_fail(err, TSR_EINVAL, "gpu: dither: bad arguments (bits %d, %lld x %lld at "
+                        "%lld, %lld)", bits, (long long)w, (long long)h, (long long)x0,
+                        (long long)y0);
+    if (w == 0 || h == 0)
+        return TSR_OK;
+    int per = 8 / bits;
+    int64_t nb = (x0 + w + per - 1) / per - x0 / per;
+    dither_kernel<<<tsr_grid2(nb, h), 256, 0, (cudaStream_t)stream>>>(
+        g->t, g->k, g->depth, (const uint8_t *)in, in_pitch, x0, y0, w, h, bits, out,
+        out_pitch);
+    TSR_LAUNCHED("dither", err);
+    return TSR_OK;
+}
+
+extern "C" tsr_status
+tsr_gpu_dither_row_host(const tsr_dither *d, const void *samples, int depth, int64_t x0,
+                        size_t n, int64_t y, int bits, uint8_t *row, tsr_error *err)
+{
+    if (bits != 1 && bits != 2 && bits != 4)
+        return tsr_fail(err, TSR_EINVAL, "gpu: dither: output depth %d: must be 1, 2 or 4", bits);
+    tsr_gpu_dither *g = tsr_gpu_dither_new(d, depth, err);
+    if (!g)
+        return err ? err->status : TSR_EIO;
+    size_t in_bytes = n * (size_t)(depth / 8);
+    size_t row_bytes = tsr_dither_row_bytes(x0 + (int64_t)n, bits);
+    uint8_t *din = NULL, *dout = NULL;
+    tsr_status st = TSR_OK;
+    cudaError_t e = cudaMalloc((void **)&din, in_bytes ? in_bytes : 1);
+    if (e == cudaSuccess)
+        e = cudaMalloc((void **)&dout, row_bytes ? row_bytes : 1);
+    if (e == cudaSuccess && in_bytes)
+        e = cudaMemcpy(din, samples, in_bytes, cudaMemcpyHostToDevice);
+    if (e == cudaSuccess && row_bytes)
+        e = cudaMemcpy(dout, row, row_bytes, cudaMemcpyHostToDevice);
+    if (e != cudaSuccess)
+        st = tsr_fail(err, TSR_EIO, "gpu: dither: %s", cudaGetErrorString(e));
+    if (st == TSR_OK)
+        st = tsr_gpu_dither_rows(g, din, in_bytes, x0, y, (int64_t)n, 1, bits, dout, row_bytes,
+                                 NULL, err);
+    if (st == TSR_OK && row_bytes &&
+        (e = cudaMemcpy(row, dout, row_bytes, cudaMemcpyDeviceToHost)) != cudaSuccess)
+        st = tsr_fail(err, TSR_EIO, "gpu: dither: %s", cudaGetErrorString(e));
+    cudaFree(din);
+    cudaFree(dout);
+    tsr_gpu_dither_free(g);
+    return st;
+}

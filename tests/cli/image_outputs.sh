@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Image file outputs (docs/outputs.md, "Files"): -o *.tif / *.tiff / *.bmp are neither framed
+# nor resumable (usage errors, before the design is read); a render to them is read back by
+# tifffile and PIL and compared with the raw render of the same design. Until the engine hands
+# the sink its geometry (tsr_sink_opts.image) such a render is refused with exit 2 naming what
+# is missing, and never leaves a file that passes for an image.
+. "${SRC:?}/tests/cli/lib/common.sh"
+. "$SRC/tests/cli/lib/python.sh"
+find_python numpy tifffile PIL
+
+cat >"$tmp/d.yaml" <<'Y'
+tessera: 1
+root:
+  size: [67, 41]
+  source: {shape: circle, center: [30, 20], radius: 15}
+Y
+"$TESSERA" render "$tmp/d.yaml" -o "$tmp/ref.raw" --progress none || bad "reference render"
+
+usage() { # what, expected message, args...
+    local what=$1 msg=$2
+    shift 2
+    "$TESSERA" "$@" >"$tmp/out" 2>"$tmp/err"
+    local rc=$?
+    if [ "$rc" -eq 2 ] && grep -qF -- "$msg" "$tmp/err"; then ok "$what"; else
+        bad "$what: exit $rc, $(head -c 300 "$tmp/err")"; fi
+}
+usage "--framed with a .tif is a usage error" "--framed: $tmp/x.tif is written as an image file" \
+    render "$tmp/d.yaml" -o "$tmp/x.tif" --framed
+usage "--resume-at with a .BMP is a usage error" "an image file cannot be resumed" \
+    render "$tmp/d.yaml" -o "$tmp/x.BMP" --resume-at 10
+[ ! -e "$tmp/x.tif" ] && [ ! -e "$tmp/x.BMP" ] && ok "nothing created by a usage error" ||
+    bad "a usage error created a file"
+
+for ext in tif tiff bmp; do
+    rm -f "$tmp/o.$ext"
+    "$TESSERA" render "$tmp/d.yaml" -o "$tmp/o.$ext" --progress none 2>"$tmp/err"
+    rc=$?
+    kind=$([ "$ext" = bmp ] && echo bmp || echo tiff)
+    if [ "$rc" -eq 0 ]; then
+        "$PY" "$SRC/tests/oracle/images.py" "$kind" "$tmp/o.$ext" "$tmp/ref.raw" 67 41 8 &&
+            ok "render -o o.$ext reads back as the raw render" ||
+            bad "render -o o.$ext: not the raw render's pixels"
+    elif [ "$rc" -eq 2 ] && grep -qF "needs the image's size and depth" "$tmp/err"; then
+        if [ ! -e "$tmp/o.$ext" ] || "$PY" "$SRC/tests/oracle/images.py" invalid "$kind" \
+            "$tmp/o.$ext" >/dev/null; then
+            ok "render -o o.$ext: refused until the engine passes the geometry, no valid file"
+        else
+            bad "render -o o.$ext: refused, yet a valid image is there"
+        fi
+    else
+        bad "render -o o.$ext: exit $rc, $(head -c 300 "$tmp/err")"
+    fi
+done
+finish
