@@ -93,6 +93,16 @@ render_steps(tsr_engine *e, const tsr_render_opts *o, tsr_render_result *r, tsr_
             return st;
         so.header = &hdr;
     }
+    /* an image file (.tif, .bmp) or a raw file with its sidecar needs the stream's geometry
+     * and fingerprint (docs/outputs.md) */
+    tsr_sink_image im;
+    if (!so.framed && tsr_sink_wants_image(out)) {
+        r->step = TSR_RENDER_HEADER;
+        if ((st = tsr_engine_header(e, &hdr, le)) != TSR_OK)
+            return st;
+        tsr_sink_image_from_header(&hdr, &im);
+        so.image = &im;
+    }
     r->step = TSR_RENDER_OPEN;
     tsr_sink *s = tsr_sink_open_ex(out, &so, le);
     if (!s) {

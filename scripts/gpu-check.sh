@@ -42,7 +42,7 @@ fi
 if has test; then
   # The suite as CI runs it (CPU backend: TSR_NOGPU hides the device from `auto`; the numpy
   # oracle is CI's), then the GPU suites, then the CLI suites again with `auto` = the GPU.
-  (cd build-gpu && TSR_NOGPU=1 timeout 300 ctest --output-on-failure -j 8 -LE oracle -E test_gpu \
+  (cd build-gpu && TSR_NOGPU=1 timeout 300 ctest --output-on-failure -j 8 -LE 'oracle|pyread' -E test_gpu \
       2>&1) >"$OUT/ctest-cpu.log"
   rc=$?
   echo "ctest, CPU backend: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
@@ -52,7 +52,7 @@ if has test; then
   tail -1 "$OUT/test_gpu_math.log"
   ./build-gpu/tests/test_multi --jobs 2 >"$OUT/test_multi.log" 2>&1 || rc=1
   echo "test_multi (--gpus: two GPU engines on this device): $(tail -1 "$OUT/test_multi.log")"
-  (cd build-gpu && timeout 420 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss' \
+  (cd build-gpu && timeout 420 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss|pyread' \
       2>&1) >"$OUT/ctest-cli-gpu.log"
   echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"
   grep -E "^FAIL|\*\*\*" "$OUT/ctest-cli-gpu.log" | head -20
