@@ -9,5 +9,6 @@ mkdir -p .debs
 cd .debs
 apt-get download libyaml-0-2 libyaml-dev uthash-dev libdeflate0 libdeflate-dev libcriterion3 \
     libcriterion-dev libboxfort-dev libgit2-1.5 libnanomsg5 libhttp-parser2.9 libmbedtls14 libmbedx509-1 \
-    libmbedcrypto7 libssh2-1 libtiff6 libtiff-dev libjbig0 libjpeg62-turbo liblerc4 libwebp7
+    libmbedcrypto7 libssh2-1 libtiff6 libtiff-dev libjbig0 libjpeg62-turbo liblerc4 libwebp7 \
+    libpolyclipping22 libpolyclipping-dev
 ls
