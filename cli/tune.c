@@ -71,6 +71,7 @@ tsr_cli_tune_from_env(tsr_error *err)
     t.gpu_period_host = period && strcmp(period, "host") == 0;
     t.no_gpu = flag("TSR_NOGPU");
     t.gpu_trace = flag("TSR_GPU_TRACE");
+    t.gpu_blur_unstaged = flag("TSR_GPU_BLUR_UNSTAGED");
     t.gpus_on_cpu = flag("TSR_MULTI_CPU");
     t.no_vmsplice = flag("TSR_NO_VMSPLICE");
     const char *f = getenv("TSR_FAULT");

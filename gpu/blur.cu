@@ -77,6 +77,113 @@ fir_fused_k(tsr_bm_src s, const tsr_blur_state *st, int64_t cx, int64_t cy, floa
     }
 }
 
+/* The FIR in one launch with the child staged: a block's FT x FT outputs read the child over
+ * (FT + 2r)^2 pixels, which it copies once into shared memory through the edge mode (S), then
+ * runs the x pass into H (shared) and the y pass into L. Each thread computes QB neighbouring
+ * outputs along its pass, keeping the 2 x QB values of the taps' two windows in registers and
+ * sliding them by one load per side per tap (QB x fewer shared loads than one output per
+ * thread). Per output the operations are those of tsr_bm_fir in its order (w0 c0, then += w_k
+ * (c[-k] + c[k]) for k = 1..r) on the same values, so the bits are fir_fused_k's. Strides are
+ * odd and lanes take neighbouring rows (x pass) or columns (y pass): no bank conflicts.
+ * Measured on an H200: np-blur4's blur stage 0.402 s -> see docs/performance.md. */
+#define QB 4
+static __global__ void
+fir_staged_k(tsr_bm_src s, const tsr_blur_state *st, int64_t cx, int64_t cy, float *L, int64_t tw,
+             int64_t th)
+{
+    extern __shared__ float smf[];
+    __shared__ float w[TSR_BLUR_FIR_R_MAX + 1];
+    const int r = (int)st->r, n = FT + 2 * r;
+    const int ls = n | 1, lh = FT + 1; /* odd strides */
+    float *S = smf, *H = smf + n * ls;
+    const int64_t bx = (int64_t)blockIdx.x * FT, by = (int64_t)blockIdx.y * FT;
+    const int vw = (int)(tw - bx < FT ? tw - bx : FT), vh = (int)(th - by < FT ? th - by : FT);
+    const int nx = vw + 2 * r, ny = vh + 2 * r; /* the part of S that valid outputs read */
+    for (int i = threadIdx.x; i <= r; i += blockDim.x)
+        w[i] = st->w[i];
+    const int64_t x0 = cx + bx - r, y0 = cy + by - r;
+    if (tsr_bm_inside(&s, x0, y0, x0 + nx - 1, y0 + ny - 1)) {
+        const float *c = tsr_bm_at(&s, x0, y0);
+        for (int i = threadIdx.x; i < n * n; i += blockDim.x) {
+            int yy = i / n, xx = i - yy * n;
+            S[yy * ls + xx] = xx < nx && yy < ny ? c[yy * s.stride + xx] : 0.0f;
+        }
+    } else {
+        for (int i = threadIdx.x; i < n * n; i += blockDim.x) {
+            int yy = i / n, xx = i - yy * n;
+            S[yy * ls + xx] = xx < nx && yy < ny ? tsr_bm_child(&s, x0 + xx, y0 + yy) : 0.0f;
+        }
+    }
+    __syncthreads();
+    /* x pass: H row yy (0..n-1), columns q*QB .. q*QB+QB-1; lanes take neighbouring rows */
+    for (int i = threadIdx.x; i < n * (FT / QB); i += blockDim.x) {
+        const int yy = i % n, x = (i / n) * QB;
+        const float *c = S + yy * ls + r + x;
+        float t[QB], a[QB], b[QB];
+#pragma unroll
+        for (int q = 0; q < QB; q++) {
+            t[q] = TSR_BM_FMUL(w[0], c[q]);
+            a[q] = r > 0 ? c[q - 1] : 0.0f;
+            b[q] = r > 0 ? c[q + 1] : 0.0f;
+        }
+        for (int k = 1; k <= r; k++) {
+            const float wk = w[k];
+#pragma unroll
+            for (int q = 0; q < QB; q++)
+                t[q] = TSR_BM_FADD(t[q], TSR_BM_FMUL(wk, TSR_BM_FADD(a[q], b[q])));
+            if (k < r) {
+#pragma unroll
+                for (int q = QB - 1; q > 0; q--)
+                    a[q] = a[q - 1];
+                a[0] = c[-k - 1];
+#pragma unroll
+                for (int q = 0; q < QB - 1; q++)
+                    b[q] = b[q + 1];
+                b[QB - 1] = c[QB - 1 + k + 1];
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < QB; q++)
+            H[yy * lh + x + q] = t[q];
+    }
+    __syncthreads();
+    /* y pass: L rows p*QB .. p*QB+QB-1 of column x; lanes take neighbouring columns */
+    for (int i = threadIdx.x; i < FT * (FT / QB); i += blockDim.x) {
+        const int x = i % FT, y = (i / FT) * QB;
+        if (x >= vw || y >= vh)
+            continue;
+        const float *c = H + (y + r) * lh + x;
+        float t[QB], a[QB], b[QB];
+#pragma unroll
+        for (int q = 0; q < QB; q++) {
+            t[q] = TSR_BM_FMUL(w[0], c[q * lh]);
+            a[q] = r > 0 ? c[(q - 1) * lh] : 0.0f;
+            b[q] = r > 0 ? c[(q + 1) * lh] : 0.0f;
+        }
+        for (int k = 1; k <= r; k++) {
+            const float wk = w[k];
+#pragma unroll
+            for (int q = 0; q < QB; q++)
+                t[q] = TSR_BM_FADD(t[q], TSR_BM_FMUL(wk, TSR_BM_FADD(a[q], b[q])));
+            if (k < r) {
+#pragma unroll
+                for (int q = QB - 1; q > 0; q--)
+                    a[q] = a[q - 1];
+                a[0] = c[(-k - 1) * lh];
+#pragma unroll
+                for (int q = 0; q < QB - 1; q++)
+                    b[q] = b[q + 1];
+                b[QB - 1] = c[(QB - 1 + k + 1) * lh];
+            }
+        }
+        float *o = L + (by + y) * tw + bx + x;
+#pragma unroll
+        for (int q = 0; q < QB; q++)
+            if (y + q < vh)
+                o[q * tw] = t[q];
+    }
+}
+
 static __global__ void
 ybox1_k(tsr_bm_src s, float lim, int64_t cx, int64_t cy, int64_t h, float inv_h, int32_t *A,
         int64_t pw, int64_t nout)
@@ -247,6 +354,22 @@ blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr
         const int64_t r = st->r, nrows = th + 2 * r;
         size_t shared = (size_t)(FT + 2 * r) * FT * sizeof(float);
         int64_t gx = (tw + FT - 1) / FT, gy = (th + FT - 1) / FT;
+        size_t staged = ((size_t)(FT + 2 * r) * (size_t)((FT + 2 * r) | 1) +
+                         (size_t)(FT + 2 * r) * (FT + 1)) * sizeof(float);
+        if (!tsr_tune_get()->gpu_blur_unstaged && gx < 0x7fffffff && gy <= 65535 &&
+            staged <= 160 * 1024) {
+            static bool opted; /* the dynamic shared memory past 48 KiB is opted into once */
+            if (!opted) {
+                TSR_CUDA_TRY(cudaFuncSetAttribute(fir_staged_k,
+                                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                  160 * 1024), err);
+                opted = true;
+            }
+            fir_staged_k<<<dim3((unsigned)gx, (unsigned)gy), 256, staged, g->compute>>>(
+                s, dst, cr.x, cr.y, L, tw, th);
+            TSR_LAUNCHED("blur fir", err);
+            break;
+        }
         if (shared <= 48 * 1024 && gx < 0x7fffffff && gy <= 65535) {
             fir_fused_k<<<dim3((unsigned)gx, (unsigned)gy), 256, shared, g->compute>>>(
                 s, dst, cr.x, cr.y, L, tw, th);

@@ -21,6 +21,8 @@ typedef struct tsr_tune {
     bool gpu_trace;           /* print the device plan's choices on stderr */
     bool gpu_period_host;     /* a periodic root's bands by the host's row copies, not the
                                * device's fill */
+    bool gpu_blur_unstaged;   /* the FIR blur by the kernel that reads the child from global
+                               * memory, not the staged one (measurement: same bits) */
     uint64_t gpu_fault_band;  /* test hook: fake a sticky device error at band N (0: never) */
     bool gpus_on_cpu;         /* test hook: --gpus makes CPU engines (the hand-out and reorder
                                * path on machines without a GPU) */
