@@ -780,6 +780,27 @@ dry_node(const gpu_state *s, const tsr_node *n, tsr_rect r, int64_t *seen)
     return peak;
 }
 
+/* The rows a chunk of node n reads above (and below) itself down its chains of halos (blur,
+ * distance): the deepest sum of the edges' vertical halos. memo[id] < 0: not yet known. */
+static int64_t
+chain_halo_rows(const tsr_node *n, int64_t *memo)
+{
+    if (memo[n->id] >= 0)
+        return memo[n->id];
+    int64_t most = 0;
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        if (!ed->trait->halo || tsr_trait_has(ed->trait, TSR_CAP_LATTICE))
+            continue;
+        int64_t h[2] = {0, 0};
+        ed->trait->halo(ed, h);
+        int64_t below = chain_halo_rows(ed->child, memo);
+        if (h[1] + below > most)
+            most = h[1] + below;
+    }
+    return memo[n->id] = most;
+}
+
 /* The share of an edge's child that a chunk computes again because its neighbours read it
  * too, for chunks of cw x ch root pixels: a motif read whole (reads_whole) is computed again
  * by every chunk; a halo h around the chunk adds its ring; a bigger repeated child is read
@@ -973,6 +994,27 @@ gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_erro
     s->shape.depth = DEPTH;
     s->shape.writer_bufs = DEPTH + 3;
     int64_t rows = (band_bytes + sw * bps - 1) / (sw * bps);
+    /* A chain of halos reads `halo` rows above and below each band: bands of a few halos' rows
+     * (and chunks to match) keep that overhead small. Measured on an H200 (docs/performance.md
+     * §3.9): a sigma-32 blur over a non-periodic field (halo 128) at 168-row bands and 4 Mpx
+     * chunks 4.3 GB/s, at 672 rows and 16 Mpx 8.1-8.4 GB/s; a sigma-4 blur (halo 16) gains
+     * nothing from it, so small halos keep the default. */
+    if (!(tune->gpu_chunk_px > 0 && tune->gpu_band_bytes > 0)) {
+        int64_t *memo = malloc(d->nnodes * sizeof *memo);
+        if (!memo) {
+            gpu_close(s);
+            return tsr_fail(err, TSR_ENOMEM, "out of memory");
+        }
+        for (size_t i = 0; i < d->nnodes; i++)
+            memo[i] = -1;
+        int64_t halo = chain_halo_rows(d->root, memo);
+        free(memo);
+        if (rows < 4 * halo) {
+            rows = 4 * halo;
+            if (e->opts->gpu_chunk <= 0 && s->chunk_px < 4 * CHUNK_PX)
+                s->chunk_px = 4 * CHUNK_PX;
+        }
+    }
     int64_t allow = e->plan->bands > e->plan->budget / 4 ? e->plan->bands : e->plan->budget / 4;
     while (rows > 1 && s->shape.writer_bufs * sw * rows * bps > allow)
         rows /= 2;
