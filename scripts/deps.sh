@@ -5,6 +5,9 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdeflate-dev libpng-dev libtiff-dev libssl-dev
       libcriterion-dev libopenmpi-dev openmpi-bin python3-numpy python3-scipy python3-yaml
       libpolyclipping-dev python3-shapely python3-tifffile python3-pil)
+# text/: FreeType for outline fonts, DejaVu for the tests, FreeType's Python binding for the
+# outline oracle
+pkgs+=(libfreetype-dev fonts-dejavu-core python3-freetype)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
 # Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).
 [ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev)
