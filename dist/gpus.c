@@ -3,16 +3,19 @@
  *
  * Engine i is a GPU engine on device i % (devices present): `--gpus 2` on a machine of one GPU
  * runs two engines on it (what the tests do there: it exercises the reorder path). Each has
- * its own context, streams, arena, device tile cache and pinned pool (tsr_engine_band_pool),
- * made here one after the other (engines over one design must not be made at once).
+ * its own context, streams, arena and device tile cache, made here one after the other
+ * (engines over one design must not be made at once).
  *
  * Bands go out in runs of RUN consecutive bands per engine, so an engine's tile cache keeps
  * the halo rows its next band reads. The stream loop's in-order pipeline is the reorder
- * window: a run per engine is in flight, and `complete` waits for the oldest. Bands are the
- * first engine's (a GPU's ~16 MiB), halved until the window and the writer's buffers fit the
- * bands the host plan counts (tsr_plan.bands). A worker computes a band into its own
- * pinned pool (tsr_engine_band) and copies it into the writer's buffer: the writer's pool is
- * pinned by no one (one host range cannot be registered by several contexts of a device).
+ * window: RUN bands per engine are in flight, and `complete` waits for the oldest. Bands are
+ * the first engine's (a GPU's ~16 MiB), halved until the window and the writer's buffers fit
+ * the bands the host plan counts (tsr_plan.bands). The writer's pool is attached to every
+ * engine (attach): the first GPU engine pins it for all devices (portable), so each engine
+ * copies its bands straight from its device into the writer's buffer, and each worker keeps
+ * its engine's own pipeline full (tsr_engine_submit up to its depth, tsr_engine_complete in
+ * order): no band waits for the one before it on the same GPU, and no band is copied again
+ * on the host.
  *
  * A failure in any engine is the band's status: the stream ends there, every band before it
  * delivered (a resumable abort, as a sink failure). A stop reaches every engine through the
@@ -46,9 +49,7 @@ typedef struct mworker {
     multi *m;
     int idx;
     tsr_engine *e;
-    uint8_t *pool; /* tsr_engine_band_pool bytes, attached to e when its backend pins */
-    size_t pool_len;
-    bool attached;
+    uint8_t *attached; /* the writer's pool attached to e, or NULL */
     pthread_t thread;
     bool running;
     int device;
@@ -70,12 +71,68 @@ struct multi {
     int64_t max_band;
 };
 
-/* Worker: the oldest job of its own not started, computed into its pool and copied out. */
+/* A job is cut into parts of at most the engine's band rows (and bytes, for a backend that
+ * sizes them so), as tsr_engine_band cuts them: the rows of a part. */
+static int64_t
+part_rows(const mworker *w, const tsr_band_job *j)
+{
+    const tsr_backend_shape *sh = tsr_engine_shape(w->e);
+    int64_t bh = sh->band_rows;
+    if (sh->band_bytes > 0) {
+        int64_t b = sh->band_bytes / (j->w * j->bps);
+        bh = b < 1 ? 1 : (b > bh ? bh : b);
+    }
+    return bh;
+}
+
+/* Submit job j's parts (from row `from`, at most `max` of them) to w's engine; the number sent
+ * into *sent. */
+static tsr_status
+submit_parts(mworker *w, const tsr_band_job *j, int64_t bh, int64_t from, int max, int *sent,
+             tsr_error *err)
+{
+    tsr_status st = TSR_OK;
+    *sent = 0;
+    for (int64_t i = from; i < j->h && *sent < max && st == TSR_OK; i += bh) {
+        int64_t n = j->h - i < bh ? j->h - i : bh;
+        tsr_band_job p = {j->x, j->w, j->up ? j->y + j->h - i - n : j->y + i, n, j->up, j->bps,
+                          j->dst + i * j->w * j->bps, j->seq, NULL};
+        if ((st = tsr_engine_submit(w->e, &p, err)) == TSR_OK)
+            (*sent)++;
+    }
+    return st;
+}
+
+/* Called with the mutex held: job finished with status st. */
+static void
+finish(mworker *w, mjob *job, tsr_status st, const tsr_error *err, uint64_t t0)
+{
+    multi *m = w->m;
+    w->busy_ns += tsr_now_ns() - t0;
+    w->bytes += st == TSR_OK ? (uint64_t)(job->j.w * job->j.h * job->j.bps) : 0;
+    job->st = st;
+    if (err)
+        job->err = *err;
+    job->done = true;
+    pthread_cond_broadcast(&m->done);
+}
+
+/* Worker: its jobs in order, each job's parts submitted to its engine while the engine has
+ * room (its depth), the oldest completed when it has none or nothing is left to start. After
+ * a failure the engine is drained and its later jobs carry the same error (the stream ends at
+ * the first failed band anyway). A job with more parts than the engine's depth (not in the
+ * shapes multi_open makes) runs alone, part by part. */
 static void *
 worker_main(void *arg)
 {
     mworker *w = arg;
     multi *m = w->m;
+    const int depth = tsr_engine_shape(w->e)->depth > 0 ? tsr_engine_shape(w->e)->depth : 1;
+    mjob *fly[TSR_PIPE_MAX]; /* jobs whose parts are in flight, oldest first */
+    int parts[TSR_PIPE_MAX], nfly = 0, inflight = 0;
+    uint64_t t0[TSR_PIPE_MAX];
+    tsr_status failed = TSR_OK;
+    tsr_error ferr = {TSR_OK, ""};
     pthread_mutex_lock(&m->mu);
     for (;;) {
         mjob *job = NULL;
@@ -84,28 +141,91 @@ worker_main(void *arg)
             if (c->worker == w->idx && !c->started)
                 job = c;
         }
-        if (!job && m->quit)
-            break;
-        if (!job) {
-            pthread_cond_wait(&m->work, &m->mu);
+        if (job && failed != TSR_OK && nfly == 0 && inflight == 0) {
+            job->started = true;
+            finish(w, job, failed, &ferr, tsr_now_ns());
             continue;
         }
-        job->started = true;
-        tsr_band_job j = job->j;
-        pthread_mutex_unlock(&m->mu);
-        tsr_error err = {TSR_OK, ""};
-        uint64_t t0 = tsr_now_ns();
-        tsr_status st = tsr_engine_band(w->e, j.x, j.w, j.y, j.h, j.up, w->pool, &err);
-        if (st == TSR_OK)
-            memcpy(j.dst, w->pool, (size_t)(j.w * j.h * j.bps));
-        uint64_t t1 = tsr_now_ns();
-        pthread_mutex_lock(&m->mu);
-        w->busy_ns += t1 - t0;
-        w->bytes += st == TSR_OK ? (uint64_t)(j.w * j.h * j.bps) : 0;
-        job->st = st;
-        job->err = err;
-        job->done = true;
-        pthread_cond_broadcast(&m->done);
+        int64_t bh = job ? part_rows(w, &job->j) : 1;
+        int64_t need = job ? (job->j.h + bh - 1) / bh : 0;
+        if (job && failed == TSR_OK && need <= depth && inflight + need <= depth &&
+            nfly < TSR_PIPE_MAX) {
+            job->started = true;
+            tsr_band_job j = job->j;
+            pthread_mutex_unlock(&m->mu);
+            tsr_error err = {TSR_OK, ""};
+            int sent = 0;
+            uint64_t t = tsr_now_ns();
+            tsr_status st = submit_parts(w, &j, bh, 0, (int)need, &sent, &err);
+            pthread_mutex_lock(&m->mu);
+            inflight += sent;
+            if (st != TSR_OK) {
+                failed = st;
+                ferr = err;
+                finish(w, job, st, &err, t);
+                continue;
+            }
+            fly[nfly] = job;
+            parts[nfly] = sent;
+            t0[nfly++] = t;
+            continue;
+        }
+        if (job && failed == TSR_OK && need > depth && inflight == 0) {
+            job->started = true;
+            tsr_band_job j = job->j;
+            pthread_mutex_unlock(&m->mu);
+            tsr_error err = {TSR_OK, ""};
+            uint64_t t = tsr_now_ns();
+            tsr_status st = TSR_OK;
+            for (int64_t from = 0; from < j.h && st == TSR_OK; from += bh) {
+                int sent = 0;
+                st = submit_parts(w, &j, bh, from, 1, &sent, &err);
+                if (sent)
+                    st = st == TSR_OK ? tsr_engine_complete(w->e, &err)
+                                      : (tsr_engine_complete(w->e, NULL), st);
+            }
+            pthread_mutex_lock(&m->mu);
+            if (st != TSR_OK) {
+                failed = st;
+                ferr = err;
+            }
+            finish(w, job, st, &err, t);
+            continue;
+        }
+        if (nfly > 0) { /* complete the oldest job's parts */
+            mjob *old = fly[0];
+            int np = parts[0];
+            uint64_t t = t0[0];
+            memmove(fly, fly + 1, (size_t)(nfly - 1) * sizeof *fly);
+            memmove(parts, parts + 1, (size_t)(nfly - 1) * sizeof *parts);
+            memmove(t0, t0 + 1, (size_t)(nfly - 1) * sizeof *t0);
+            nfly--;
+            pthread_mutex_unlock(&m->mu);
+            tsr_error err = {TSR_OK, ""};
+            tsr_status st = TSR_OK;
+            for (int k = 0; k < np; k++) {
+                tsr_status s1 = tsr_engine_complete(w->e, st == TSR_OK ? &err : NULL);
+                st = st == TSR_OK ? s1 : st;
+            }
+            pthread_mutex_lock(&m->mu);
+            inflight -= np;
+            if (st != TSR_OK && failed == TSR_OK) {
+                failed = st;
+                ferr = err;
+            }
+            finish(w, old, st, &err, t);
+            continue;
+        }
+        if (inflight > 0) { /* the parts a failed job sent: drain them */
+            pthread_mutex_unlock(&m->mu);
+            (void)tsr_engine_complete(w->e, NULL);
+            pthread_mutex_lock(&m->mu);
+            inflight--;
+            continue;
+        }
+        if (m->quit)
+            break;
+        pthread_cond_wait(&m->work, &m->mu);
     }
     pthread_mutex_unlock(&m->mu);
     return NULL;
@@ -126,9 +246,8 @@ multi_close(void *bk)
         if (w->running)
             pthread_join(w->thread, NULL);
         if (w->attached)
-            tsr_engine_detach(w->e, w->pool);
+            tsr_engine_detach(w->e, w->attached);
         tsr_engine_free(w->e);
-        free(w->pool);
     }
     pthread_cond_destroy(&m->work);
     pthread_cond_destroy(&m->done);
@@ -154,24 +273,49 @@ open_engine(multi *m, int i, int devices, bool cpu, tsr_error *err)
     return w->e ? TSR_OK : (err ? err->status : TSR_EINVAL);
 }
 
-/* Worker i's pool (attached to its engine when that pins) and thread. */
+/* Worker i's thread. */
 static tsr_status
 start_worker(multi *m, int i, tsr_error *err)
 {
     mworker *w = &m->w[i];
-    int64_t len = tsr_engine_band_pool(w->e, m->max_band);
-    w->pool = len > 0 ? malloc((size_t)len) : NULL;
-    if (!w->pool)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory (--gpus: %lld bytes for engine %d)",
-                        (long long)len, i);
-    w->pool_len = (size_t)len;
-    tsr_status st = tsr_engine_attach(w->e, w->pool, w->pool_len, err);
-    if (st != TSR_OK)
-        return st;
-    w->attached = true;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0)
         return tsr_fail(err, TSR_ENOMEM, "--gpus: cannot start a thread for engine %d", i);
     w->running = true;
+    return TSR_OK;
+}
+
+/* The writer's pool to every engine: the first GPU engine pins it for every device
+ * (gpu/context.cu: tsr_gpu_register), each carves its device band buffers by its size. */
+static void
+multi_detach(void *bk, uint8_t *mem)
+{
+    multi *m = bk;
+    /* the engines that found the pool pinned first, the one that pinned it last */
+    for (int i = m->n - 1; i >= 0; i--)
+        if (m->w[i].attached == mem) {
+            tsr_engine_detach(m->w[i].e, mem);
+            m->w[i].attached = NULL;
+        }
+}
+
+static tsr_status
+multi_attach(void *bk, uint8_t *mem, size_t len, tsr_error *err)
+{
+    multi *m = bk;
+    for (int i = 0; i < m->n; i++) {
+        mworker *w = &m->w[i];
+        if (w->attached == mem)
+            continue;
+        if (w->attached)
+            tsr_engine_detach(w->e, w->attached);
+        w->attached = NULL;
+        tsr_status st = tsr_engine_attach(w->e, mem, len, err);
+        if (st != TSR_OK) {
+            multi_detach(m, mem);
+            return st;
+        }
+        w->attached = mem;
+    }
     return TSR_OK;
 }
 
@@ -315,6 +459,8 @@ const tsr_backend_ops tsr_backend_gpus = {
     .name = "gpus",
     .open = multi_open,
     .close = multi_close,
+    .attach = multi_attach,
+    .detach = multi_detach,
     .submit = multi_submit,
     .complete = multi_complete,
     .values = multi_values,

@@ -179,6 +179,16 @@ tsr_engine_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err);
 void
 tsr_engine_detach(tsr_engine *e, uint8_t *mem);
 
+/* One band of e's stream started (the job's dst in the pool attached, j->h at most e's band
+ * rows), and the oldest started one waited for: e's backend's submit and complete, for a
+ * caller that keeps e's pipeline full (dist/gpus.c), at most tsr_engine_shape(e)->depth bands
+ * in flight. */
+tsr_status
+tsr_engine_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err);
+
+tsr_status
+tsr_engine_complete(tsr_engine *e, tsr_error *err);
+
 /* e's bands' shape (what its backend's open said). */
 const tsr_backend_shape *
 tsr_engine_shape(const tsr_engine *e);

@@ -347,6 +347,18 @@ tsr_engine_band_pool(const tsr_engine *e, int64_t max_band)
 }
 
 tsr_status
+tsr_engine_submit(tsr_engine *e, const tsr_band_job *j, tsr_error *err)
+{
+    return e->ops->submit(e->bk, j, err);
+}
+
+tsr_status
+tsr_engine_complete(tsr_engine *e, tsr_error *err)
+{
+    return e->ops->complete(e->bk, err);
+}
+
+tsr_status
 tsr_engine_attach(tsr_engine *e, uint8_t *mem, size_t len, tsr_error *err)
 {
     return e->ops->attach ? e->ops->attach(e->bk, mem, len, err) : TSR_OK;

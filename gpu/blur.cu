@@ -17,6 +17,8 @@
  * comes from the arena and goes back to it on return (later launches are ordered after ours). */
 #include "gpu/gpu_int.cuh"
 
+#include <atomic>
+
 extern "C" {
 #include "nodes/blur_int.h"
 }
@@ -358,12 +360,17 @@ blur(tsr_gpu *g, const tsr_edge *e, const tsr_blur_state *st, tsr_gpu_buf P, tsr
                          (size_t)(FT + 2 * r) * (FT + 1)) * sizeof(float);
         if (!tsr_tune_get()->gpu_blur_unstaged && gx < 0x7fffffff && gy <= 65535 &&
             staged <= 160 * 1024) {
-            static bool opted; /* the dynamic shared memory past 48 KiB is opted into once */
-            if (!opted) {
+            /* the dynamic shared memory past 48 KiB is opted into once per device (the
+             * attribute is the current device's: --gpus runs engines on several) */
+            static std::atomic<unsigned long long> opted{0};
+            int dev = 0;
+            TSR_CUDA_TRY(cudaGetDevice(&dev), err);
+            unsigned long long bit = dev < 64 ? 1ull << dev : 0;
+            if (!bit || !(opted.load() & bit)) {
                 TSR_CUDA_TRY(cudaFuncSetAttribute(fir_staged_k,
                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                   160 * 1024), err);
-                opted = true;
+                opted.fetch_or(bit);
             }
             fir_staged_k<<<dim3((unsigned)gx, (unsigned)gy), 256, staged, g->compute>>>(
                 s, dst, cr.x, cr.y, L, tw, th);

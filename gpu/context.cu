@@ -417,7 +417,16 @@ tsr_gpu_register(tsr_gpu *g, void *p, size_t bytes, tsr_error *err)
         g->reg = n;
         g->capreg = cap;
     }
-    TSR_CUDA_TRY(cudaHostRegister(p, bytes, cudaHostRegisterDefault), err);
+    /* Portable: pinned for every context of the process, so the engines of `--gpus N` (one
+     * per device) all copy straight into the one writer's pool. The first engine registers it
+     * and unregisters it at its detach; the others find it registered and leave it be. */
+    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
+    if (e == cudaErrorHostMemoryAlreadyRegistered) {
+        (void)cudaGetLastError(); /* not sticky: clear it */
+        return TSR_OK;
+    }
+    if (e != cudaSuccess)
+        return tsr_fail(err, TSR_EIO, "gpu: cudaHostRegister: %s", cudaGetErrorString(e));
     g->reg[g->nreg++] = p;
     return TSR_OK;
 }

@@ -10,5 +10,6 @@ cd .debs
 apt-get download libyaml-0-2 libyaml-dev uthash-dev libdeflate0 libdeflate-dev libcriterion3 \
     libcriterion-dev libboxfort-dev libgit2-1.5 libnanomsg5 libhttp-parser2.9 libmbedtls14 libmbedx509-1 \
     libmbedcrypto7 libssh2-1 libtiff6 libtiff-dev libjbig0 libjpeg62-turbo liblerc4 libwebp7 \
-    libpolyclipping22 libpolyclipping-dev
+    libpolyclipping22 libpolyclipping-dev libfreetype6 libfreetype-dev libbrotli1 libbrotli-dev \
+    fonts-dejavu-core
 ls

@@ -12,9 +12,10 @@ export PATH=/usr/local/cuda/bin:$PATH
 # the unpacked .pc files say prefix=/usr (includedir=/usr/include/polyclipping...): point them at
 # the prefix, where the headers are (CMake refuses an include folder that does not exist)
 sed -i "s|=/usr|=$PREFIX/usr|" "$LIB"/pkgconfig/*.pc "$PREFIX"/usr/share/pkgconfig/*.pc 2>/dev/null
-# libtiff-4.pc names libraries it links privately (libwebp, liblzma, ...) whose .pc files the GPU
+# libtiff-4.pc and freetype2.pc name libraries it links privately (libwebp, liblzma, ...) whose .pc files the GPU
 # image lacks; a dynamic link needs none of them, so each missing one gets an empty stand-in
-for m in $(sed -n 's/^Requires.private: *//p' "$LIB/pkgconfig/libtiff-4.pc" 2>/dev/null | tr ',' ' '); do
+for m in $(sed -n 's/^Requires.private: *//p' "$LIB/pkgconfig/libtiff-4.pc" "$LIB/pkgconfig/freetype2.pc" \
+    2>/dev/null | tr ',' ' ' | sed 's/[<>=] *[0-9.]*//g'); do
   pkg-config --exists "$m" 2>/dev/null ||
     printf 'Name: %s\nDescription: stand-in (scripts/gpu-env.sh)\nVersion: 0\n' "$m" >"$LIB/pkgconfig/$m.pc"
 done
