@@ -132,6 +132,31 @@ emit_value(cform *w, const tsr_param *pm, const void *field)
          * bytes beside the form, as the engine does for images. */
         emit(w, " %s", *(char *const *)field ? "path" : "null");
         break;
+    case TSR_P_NAME: {
+        /* a name picks what is drawn: its bytes, length first (any character may be in it) */
+        const char *s = *(char *const *)field;
+        if (!s) {
+            emit(w, " null");
+            break;
+        }
+        emit(w, " %zu:", strlen(s));
+        flush(w);
+        w->put(w->ctx, s, strlen(s));
+        break;
+    }
+    case TSR_P_LAYERS: {
+        const tsr_layer_map *m = field;
+        emit(w, " %zu", m->n);
+        for (size_t i = 0; i < m->n; i++) {
+            static const tsr_param name = {"", TSR_P_NAME, 0, 0, 0, 0, 0, NULL, NULL};
+            if (m->e[i].name)
+                emit_value(w, &name, &m->e[i].name);
+            else
+                emit(w, " %" PRId64 "/%" PRId64, m->e[i].layer, m->e[i].datatype);
+            emit_f32(w, m->e[i].value);
+        }
+        break;
+    }
     }
 }
 

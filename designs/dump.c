@@ -138,12 +138,29 @@ put_value(FILE *f, const tsr_param *pm, const void *field)
         fputc(']', f);
         break;
     }
-    case TSR_P_PATH: {
+    case TSR_P_PATH:
+    case TSR_P_NAME: {
         const char *s = *(char *const *)field;
         if (s)
             put_str(f, s);
         else
             fputs("null", f);
+        break;
+    }
+    case TSR_P_LAYERS: {
+        const tsr_layer_map *m = field;
+        fputc('[', f);
+        for (size_t i = 0; i < m->n; i++) {
+            fputs(i ? ", [" : "[", f);
+            if (m->e[i].name)
+                put_str(f, m->e[i].name);
+            else
+                fprintf(f, "%" PRId64 ", %" PRId64, m->e[i].layer, m->e[i].datatype);
+            fputs(", ", f);
+            put_f32(f, m->e[i].value);
+            fputc(']', f);
+        }
+        fputc(']', f);
         break;
     }
     }
@@ -179,6 +196,8 @@ put_source(FILE *f, const tsr_source *s)
     put_params(f, 6, desc->params, desc->nparams, s);
     if (s->img)
         fprintf(f, "      decoded: [%" PRId64 ", %" PRId64 "]\n", s->iw, s->ih);
+    if (s->kind == TSR_SRC_LAYOUT)
+        tsr_src_layout_describe(s, f, 6);
 }
 
 static void

@@ -219,6 +219,24 @@ read_image(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
     return TSR_OK;
 }
 
+/* Open a layout source's file, once per design; the reader's message ("chip.gds: byte 1234:
+ * ...", DXF: "line N") gets our position and key path. */
+static tsr_status
+open_layout(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
+{
+    tsr_error lerr = {TSR_OK, ""};
+    tsr_status st = tsr_src_layout_open(s, &lerr);
+    if (st == TSR_OK)
+        return TSR_OK;
+    if (st == TSR_ENOMEM)
+        return tsr_doom(c);
+    char path[KPATH_SHOWN + 1];
+    tsr_kpath_format(p, path, sizeof path);
+    /* a file that cannot be read is bad input here, as a design that cannot be opened is */
+    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, at->line, at->col, path,
+                    lerr.msg[0] ? lerr.msg : tsr_status_name(st));
+}
+
 /* A source mapping: exactly one discriminator key, then the kind's parameter table. */
 static OUT_OF_LINE tsr_status
 parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
@@ -311,6 +329,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
         return st;
     if (s->kind == TSR_SRC_IMAGE && c->opts && (c->opts->read_image || c->opts->read_size))
         return read_image(c, s, dv, &kd);
+    if (s->kind == TSR_SRC_LAYOUT)
+        return open_layout(c, s, dv, &kd);
     return TSR_OK;
 }
 
@@ -602,6 +622,16 @@ node_head(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node **
     } else if (s && s->iw) {
         n->w = s->iw;
         n->h = s->ih;
+    } else if (s && s->kind == TSR_SRC_LAYOUT && s->lay) {
+        /* a layout's node defaults to its window, in pixels rounded up */
+        int64_t w, h, a, bytes;
+        tsr_src_layout_size(s, &w, &h);
+        if (!tsr_mul_checked(w, h, &a) || !tsr_mul_checked(a, 4, &bytes) ||
+            bytes > ((int64_t)1 << 62))
+            return tsr_derr(c, m, p, "the layout's window is %lldx%lld px: w*h*4 bytes must be "
+                            "<= 2^62 (give 'size')", (long long)w, (long long)h);
+        n->w = w;
+        n->h = h;
     } else if (s && s->kind == TSR_SRC_IMAGE) {
         return tsr_derr(c, m, p,
                         "missing required key 'size' (images are not decoded by this loader, so "

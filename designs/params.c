@@ -83,7 +83,7 @@ get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *ou
 static tsr_status
 get_f32(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, float *out)
 {
-    double d;
+    double d = 0;
     tsr_status st = get_f64(c, v, p, pm, &d);
     if (st != TSR_OK)
         return st;
@@ -278,6 +278,76 @@ get_path(dctx *c, const ynode *v, const kpath *p, char **out)
     return TSR_OK;
 }
 
+/* A name kept as written (a layout's cell); the result is owned by the caller. */
+static tsr_status
+get_name(dctx *c, const ynode *v, const kpath *p, char **out)
+{
+    const char *s;
+    tsr_status st = tsr_dget_str(c, v, p, &s);
+    if (st != TSR_OK)
+        return st;
+    char *r = strdup(s);
+    if (!r)
+        return tsr_doom(c);
+    free(*out);
+    *out = r;
+    return TSR_OK;
+}
+
+static void
+layers_free(tsr_layer_map *m)
+{
+    for (size_t i = 0; i < m->n; i++)
+        free(m->e[i].name);
+    free(m->e);
+    m->e = NULL;
+    m->n = 0;
+}
+
+/* [[layer, datatype, value], ...] or [[name, value], ...] mixed, at least one entry; layer and
+ * datatype integers in 0..2^32-1 (GDSII and OASIS numbers), a name any non-empty string (DXF). */
+static tsr_status
+get_layers(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, tsr_layer_map *out)
+{
+    static const tsr_param num = {"", TSR_P_INT, 0, TSR_PF_RANGE, 0, 4294967295.0, 0, NULL, NULL};
+    static const tsr_param any = {"", TSR_P_F32, 0, 0, 0, 0, 0, NULL, NULL};
+    tsr_layer_map m = {0};
+    tsr_status st = tsr_dwant_seq(c, v, p, (size_t)-1);
+    if (st != TSR_OK)
+        return st;
+    if (v->n == 0)
+        return tsr_derr(c, v, p, "needs at least one [layer, datatype, value] entry");
+    if (!(m.e = calloc(v->n, sizeof *m.e)))
+        return tsr_doom(c);
+    m.n = v->n;
+    for (size_t i = 0; i < v->n; i++) {
+        kpath ki = KP_INDEX(p, i);
+        const ynode *e = v->kids[i];
+        tsr_layer_entry *le = &m.e[i];
+        if (e->kind != Y_SEQ || (e->n != 2 && e->n != 3)) {
+            st = tsr_derr(c, e, &ki, "expected [layer, datatype, value] or [name, value]");
+            goto fail;
+        }
+        kpath k0 = KP_INDEX(&ki, 0), k1 = KP_INDEX(&ki, 1), kv = KP_INDEX(&ki, e->n - 1);
+        if (e->n == 3) {
+            if ((st = get_int(c, e->kids[0], &k0, &num, &le->layer)) != TSR_OK ||
+                (st = get_int(c, e->kids[1], &k1, &num, &le->datatype)) != TSR_OK)
+                goto fail;
+        } else if ((st = get_name(c, e->kids[0], &k0, &le->name)) != TSR_OK) {
+            goto fail;
+        }
+        if ((st = get_f32(c, e->kids[e->n - 1], &kv, pm->flags & TSR_PF_RANGE ? pm : &any,
+                          &le->value)) != TSR_OK)
+            goto fail;
+    }
+    layers_free(out);
+    *out = m;
+    return TSR_OK;
+fail:
+    layers_free(&m);
+    return st;
+}
+
 static tsr_status
 parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *field)
 {
@@ -332,6 +402,8 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
         return st;
     }
     case TSR_P_PATH: return get_path(c, v, p, field);
+    case TSR_P_NAME: return get_name(c, v, p, field);
+    case TSR_P_LAYERS: return get_layers(c, v, p, pm, field);
     }
     return tsr_fail(c->err, TSR_EINTERNAL, "%s: parameter '%s' has an unknown type %d", c->file,
                     pm->key, (int)pm->type);

@@ -3,6 +3,11 @@
  * tsr_source_box (the CPU's bounding box), so both backends write the same pixels. */
 #include "gpu/gpu_int.cuh"
 
+extern "C" {
+#include "gpu/coverage.h"
+#include "nodes/layout_src.h"
+}
+
 /* What the kernel needs of a node's base, by value. */
 struct base_args {
     tsr_rect r;        /* out's rect */
@@ -268,6 +273,112 @@ tsr_gpu_src_image(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_
         a.iw = s->iw;
     }
     return launch<B_IMAGE>(g, a, err);
+}
+
+/* ---- layouts (nodes/layout_src.c): the host picks each table entry's shapes and unites them
+ * per block (geom/), the device accumulates their coverage (gpu/coverage.cu) and blends it in
+ * with the CPU's expression (tsr_src_layout_mix): the same bits. ------------------------------ */
+
+static __global__ void
+lsrc_mix_k(float *out, const float *cov, size_t n, float v)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        out[i] = tsr_src_layout_mix(out[i], cov[i], v);
+}
+
+static __global__ void
+lsrc_put_k(base_args s)
+{
+    TSR_FOR_PIXELS(s.r.w, s.r.h, lx, ly) {
+        tsr_gpu_put(s.to, s.r.x + lx, s.r.y + ly, s.out[ly * s.r.w + lx]);
+    }
+}
+
+extern "C" bool
+tsr_gpu_src_layout_can(const tsr_source *s)
+{
+    return s->lay != NULL;
+}
+
+/* One entry's coverage over out.r into cov (device), its edges built here on the host. */
+static tsr_status
+lsrc_coverage(tsr_gpu *g, const tsr_geom_polys *p, tsr_rect r, int64_t *acc, float *cov,
+              tsr_error *err)
+{
+    tsr_geom_edges e;
+    tsr_geom_edges_init(&e);
+    tsr_status st = tsr_geom_edges_build(p, r, &e, err);
+    size_t mark = tsr_gpu_mark(g);
+    if (st == TSR_OK) {
+        size_t be = (e.n ? e.n : 1) * sizeof *e.e, bf = (e.n + 1) * sizeof *e.first;
+        tsr_geom_edge *de = (tsr_geom_edge *)tsr_gpu_alloc(g, be, err);
+        uint64_t *df = de ? (uint64_t *)tsr_gpu_alloc(g, bf, err) : NULL;
+        cudaError_t ce = cudaSuccess;
+        if (!df)
+            st = TSR_ENOMEM;
+        if (st == TSR_OK && e.n)
+            ce = cudaMemcpyAsync(de, e.e, e.n * sizeof *e.e, cudaMemcpyHostToDevice, g->compute);
+        if (st == TSR_OK && ce == cudaSuccess)
+            ce = cudaMemcpyAsync(df, e.first, bf, cudaMemcpyHostToDevice, g->compute);
+        /* the host lists are freed below: the copies must be done with them first */
+        if (st == TSR_OK && ce == cudaSuccess)
+            ce = cudaStreamSynchronize(g->compute);
+        if (st == TSR_OK && ce != cudaSuccess)
+            st = tsr_fail(err, TSR_EIO, "gpu: layout edges upload: %s", cudaGetErrorString(ce));
+        if (st == TSR_OK)
+            st = tsr_gpu_coverage(g, de, df, e.n, e.first[e.n], r, acc, cov, err);
+    }
+    tsr_gpu_reset(g, mark);
+    tsr_geom_edges_free(&e);
+    return st;
+}
+
+extern "C" tsr_status
+tsr_gpu_src_layout(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+                   tsr_error *err)
+{
+    base_args a;
+    const tsr_source *s = n->source;
+    tsr_status st = base_common(g, n, out, to, &a, err);
+    if (st != TSR_OK)
+        return st;
+    size_t ne = s->layers.n, npx = (size_t)out.r.w * (size_t)out.r.h;
+    size_t mark = tsr_gpu_mark(g);
+    /* a root chunk's node without edges has no float buffer (samples only): one of our own */
+    float *px = out.px ? out.px : (float *)tsr_gpu_alloc(g, npx * sizeof *px, err);
+    tsr_geom_polys *polys = (tsr_geom_polys *)calloc(ne ? ne : 1, sizeof *polys);
+    int64_t *acc = px && polys ? (int64_t *)tsr_gpu_alloc(g, npx * sizeof *acc, err) : NULL;
+    float *cov = acc ? (float *)tsr_gpu_alloc(g, npx * sizeof *cov, err) : NULL;
+    if (!polys)
+        st = tsr_fail(err, TSR_ENOMEM, "gpu: layout: out of host memory");
+    else if (!cov)
+        st = TSR_ENOMEM;
+    a.out = px;
+    base_args fill = a;
+    fill.to.dst = NULL; /* the fill into px; the samples go out after the layers */
+    if (st == TSR_OK)
+        st = launch<B_FILL>(g, fill, err);
+    if (st == TSR_OK)
+        st = tsr_src_layout_polys(s, out.r, polys, err);
+    for (size_t e = 0; e < ne && st == TSR_OK; e++) {
+        if (polys[e].nring == 0)
+            continue;
+        if ((st = lsrc_coverage(g, &polys[e], out.r, acc, cov, err)) != TSR_OK)
+            break;
+        lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx,
+                                                                 s->layers.e[e].value);
+        TSR_LAUNCHED("lsrc_mix_k", err);
+    }
+    if (st == TSR_OK && a.to.dst) {
+        lsrc_put_k<<<tsr_grid2(a.r.w, a.r.h), 256, 0, g->compute>>>(a);
+        TSR_LAUNCHED("lsrc_put_k", err);
+    }
+    tsr_gpu_reset(g, mark);
+    for (size_t e = 0; polys && e < ne; e++)
+        tsr_geom_polys_free(&polys[e]);
+    free(polys);
+    return st;
 }
 
 /* The node's base: its fill alone, or its source's family launcher (the table's gpu column,

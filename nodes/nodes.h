@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define TSR_COORD_MAX ((int64_t)1 << 40) /* |coordinate| and size bound, docs/format.md §2 */
 #define TSR_TILE_MAX 16384
@@ -37,7 +38,9 @@ typedef enum tsr_ptype {
     TSR_P_BOOL,    /* bool */
     TSR_P_PROFILE, /* tsr_profile */
     TSR_P_KERNEL,  /* tsr_kernel */
-    TSR_P_PATH     /* char *: a file path, resolved against the design's folder */
+    TSR_P_PATH,    /* char *: a file path, resolved against the design's folder */
+    TSR_P_NAME,    /* char *: a name, as written (a layout's cell) */
+    TSR_P_LAYERS   /* tsr_layer_map: [[layer, datatype, value], ...] or [[name, value], ...] */
 } tsr_ptype;
 
 enum {
@@ -68,6 +71,20 @@ typedef struct tsr_points {
     double (*p)[2];
     size_t n;
 } tsr_points;
+
+/* A layout source's layer table: which shapes of the file are drawn, and with what value, in
+ * table order. An entry names a layer by number and datatype (GDSII, OASIS) or by name (DXF
+ * layers; then `name` is set and layer, datatype are unused). Owned by its struct. */
+typedef struct tsr_layer_entry {
+    int64_t layer, datatype;
+    char *name;  /* NULL unless named */
+    float value; /* drawn with coverage c as P = P (1 - c) + value c */
+} tsr_layer_entry;
+
+typedef struct tsr_layer_map {
+    tsr_layer_entry *e;
+    size_t n;
+} tsr_layer_map;
 
 /* Distance profile f(d), docs/format.md §5. */
 typedef enum tsr_profile_kind {
@@ -144,6 +161,12 @@ typedef struct tsr_source {
     int64_t scratch;     /* bytes decoding it takes beyond the iw*ih floats (rows, zlib) */
     char *where;         /* "file:line:col: key.path" of the source, for late errors (of its
                           * `image:` value when decoding is left for later) */
+    /* layout (nodes/layout_src.c): the file is `path` */
+    char *cell;          /* the cell drawn; NULL: the file's single top cell */
+    tsr_layer_map layers;
+    double pitch, pitch_nm; /* um per pixel, or nm per pixel: exactly one is given */
+    double window[4];    /* x0, y0, x1, y1 in um; all 0: the cell's bounding box */
+    void *lay;           /* the opened layout and its mapping (tsr_src_layout_open), owned */
 } tsr_source;
 
 /* A row of the source table (nodes/sources.def): how a source mapping is recognised
@@ -179,6 +202,25 @@ tsr_source_has(const tsr_source *s, unsigned caps)
     size_t tsr_src_##family##_scratch(const tsr_source *s, int64_t w);
 #include "nodes/sources.def"
 #undef X
+
+/* The layout source (nodes/layout_src.c, docs/layouts.md §8). open: read s->path (format by
+ * content) into s->lay, pick the cell, resolve the table; once per design, by the loader;
+ * TSR_EINVAL with the reader's "file: byte N: what" (DXF: line), TSR_EIO, TSR_ENOMEM. size: the
+ * window in pixels, rounded up (0 x 0 unopened). bytes: what the opened model holds. draw:
+ * the source over rect r (tsr_source_render's contract, with a status: TSR_ENOMEM, TSR_EINTR).
+ * describe: `tessera check`'s lines (cells, shapes, layers found and unmapped, boxes). */
+tsr_status
+tsr_src_layout_open(tsr_source *s, tsr_error *err);
+void
+tsr_src_layout_close(tsr_source *s);
+void
+tsr_src_layout_size(const tsr_source *s, int64_t *w, int64_t *h);
+int64_t
+tsr_src_layout_bytes(const tsr_source *s);
+tsr_status
+tsr_src_layout_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err);
+void
+tsr_src_layout_describe(const tsr_source *s, FILE *f, int indent);
 
 /* Defaults for a kind (value 1, aa off). */
 void

@@ -61,6 +61,20 @@ static const tsr_param radial_params[] = {
     {"values", TSR_P_F32_2, OFF(values), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[a, b] at centre, radius"},
 };
 
+/* layout (nodes/layout_src.c): `layout: FILE` is the discriminator (the path, as `image:`);
+ * these are the other keys. */
+static const tsr_param layout_params[] = {
+    {"cell", TSR_P_NAME, OFF(cell), 0, 0, 0, 0, NULL, "cell drawn, default: the single top cell"},
+    {"layers", TSR_P_LAYERS, OFF(layers), TSR_PF_REQUIRED, 0, 0, 0, NULL,
+     "[[layer, datatype, value], ...] or [[name, value], ...] (DXF), drawn in order"},
+    {"pitch", TSR_P_F64, OFF(pitch), TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL,
+     "pixel pitch, um (or pitch_nm)"},
+    {"pitch_nm", TSR_P_F64, OFF(pitch_nm), TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL,
+     "pixel pitch, nm (or pitch)"},
+    {"window", TSR_P_F64_4, OFF(window), 0, 0, 0, 0, NULL,
+     "[x0, y0, x1, y1], um, x0 < x1, y0 < y1; default: the cell's box"},
+};
+
 /* A kind without keys of its own: its `params` column says none. The table's count is
  * sizeof(table) / sizeof(tsr_param), which for this null pointer is 0 (a pointer is smaller
  * than a tsr_param). */
@@ -129,6 +143,14 @@ tsr_source_free(tsr_source *s)
     free(s->path);
     free(s->img);
     free(s->where);
+    tsr_src_layout_close(s);
+    free(s->cell);
+    for (size_t i = 0; i < s->layers.n; i++)
+        free(s->layers.e[i].name);
+    free(s->layers.e);
+    s->layers.e = NULL;
+    s->layers.n = 0;
+    s->cell = NULL;
     s->points.p = NULL;
     s->path = NULL;
     s->img = NULL;

@@ -92,10 +92,20 @@ tsr_params_free(const tsr_param *params, size_t n, void *st)
             k->k = NULL;
             break;
         }
-        case TSR_P_PATH: {
+        case TSR_P_PATH:
+        case TSR_P_NAME: {
             char **s = (char **)field;
             free(*s);
             *s = NULL;
+            break;
+        }
+        case TSR_P_LAYERS: {
+            tsr_layer_map *m = (tsr_layer_map *)field;
+            for (size_t k = 0; k < m->n; k++)
+                free(m->e[k].name);
+            free(m->e);
+            m->e = NULL;
+            m->n = 0;
             break;
         }
         default: break;
@@ -302,7 +312,15 @@ params_bytes(const tsr_param *params, size_t n, const void *st)
             b += chunk((size_t)(k->w * k->h) * sizeof(float));
             break;
         }
-        case TSR_P_PATH: b += str_bytes(*(char *const *)field); break;
+        case TSR_P_PATH:
+        case TSR_P_NAME: b += str_bytes(*(char *const *)field); break;
+        case TSR_P_LAYERS: {
+            const tsr_layer_map *m = (const tsr_layer_map *)field;
+            b += chunk(m->n * sizeof *m->e);
+            for (size_t k = 0; k < m->n; k++)
+                b += str_bytes(m->e[k].name);
+            break;
+        }
         default: break;
         }
     }
@@ -325,6 +343,10 @@ tsr_design_bytes(const tsr_design *d)
             const tsr_source *s = n->source;
             b += chunk(sizeof *s) + chunk(s->points.n * 2 * sizeof(double)) + str_bytes(s->path) +
                  str_bytes(s->where);
+            if (s->kind == TSR_SRC_LAYOUT) /* the layout model, held while rendering */
+                b += params_bytes(tsr_source_descs[s->kind].params,
+                                  tsr_source_descs[s->kind].nparams, s) +
+                     tsr_src_layout_bytes(s);
         }
         for (size_t k = 0; k < n->nedges; k++) {
             const tsr_edge *e = &n->edges[k];

@@ -1,0 +1,29 @@
+/* The layout source's pieces that the GPU launcher shares with the CPU (nodes/layout_src.c,
+ * gpu/sources.cu): the polygons a rect needs, per table entry, in pixel coordinates, and the
+ * blend of one entry's coverage, compiled alike by gcc and nvcc (no fused multiply-add), so
+ * both backends give the same bits. */
+#ifndef TSR_NODES_LAYOUT_SRC_H
+#define TSR_NODES_LAYOUT_SRC_H
+
+#include "geom/geom.h"
+#include "nodes/nodes.h"
+
+/* Into polys[0 .. s->layers.n) (each cleared first; zero-initialised or tsr_geom_polys_init
+ * sets, the caller frees them): the shapes of each table entry's layer that a coverage of rect
+ * r needs (those meeting tsr_geom_reach(r)), mapped into the node's pixels. An unopened source
+ * gives empty sets. TSR_ENOMEM; thread-safe. */
+tsr_status
+tsr_src_layout_polys(const tsr_source *s, tsr_rect r, tsr_geom_polys *polys, tsr_error *err);
+
+/* P drawn over by value v with coverage c in [0, 1]: P (1 - c) + v c in double, rounded once;
+ * P itself where c is 0. */
+TSR_HD static inline float
+tsr_src_layout_mix(float P, float c, float v)
+{
+    if (!(c > 0.0f))
+        return P;
+    double cd = (double)c;
+    return (float)((double)P * (1.0 - cd) + (double)v * cd);
+}
+
+#endif
