@@ -183,7 +183,12 @@ emit_source(cform *w, const tsr_source *s)
      * its bytes, in the same order, after the form */
     if (desc->disc_value)
         emit(w, " %s", desc->disc_value);
-    else
+    else if (s->kind == TSR_SRC_TEXT) { /* the string, then its font as an input, if any */
+        static const tsr_param str = {"", TSR_P_NAME, 0, 0, 0, 0, 0, NULL, NULL};
+        emit_value(w, &str, &s->text);
+        if (s->path)
+            emit(w, " input %zu", w->nimg++);
+    } else
         emit(w, " input %zu", w->nimg++);
     emit_params(w, desc->params, desc->nparams, s);
     emit(w, "\n");

@@ -188,6 +188,8 @@ put_source(FILE *f, const tsr_source *s)
     fprintf(f, "      %s: ", desc->disc_key);
     if (desc->disc_value)
         fputs(desc->disc_value, f);
+    else if (s->kind == TSR_SRC_TEXT)
+        put_str(f, s->text ? s->text : "");
     else if (s->path)
         put_str(f, s->path);
     else

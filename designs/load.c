@@ -237,6 +237,32 @@ open_layout(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
                     lerr.msg[0] ? lerr.msg : tsr_status_name(st));
 }
 
+/* Lay a text source out, once per design: a font or glyph error gets our position and the
+ * key it is about (`font` for the file, `text` for a character). */
+static tsr_status
+open_text(dctx *c, tsr_source *s, const ynode *m, const kpath *p)
+{
+    tsr_error terr = {TSR_OK, ""};
+    tsr_status st = tsr_src_text_open(s, &terr);
+    if (st == TSR_OK)
+        return TSR_OK;
+    if (st == TSR_ENOMEM)
+        return tsr_doom(c);
+    const char *key = strstr(terr.msg, "of the text") || strstr(terr.msg, "UTF-8") ? "text"
+                      : s->path                                                   ? "font"
+                                                                                  : "text";
+    size_t at = tsr_ymap_find(m, key);
+    const ynode *where = at != (size_t)-1 ? ymap_val(m, at) : m;
+    kpath kp = KP_KEY(p, key);
+    char path[KPATH_SHOWN + 1];
+    tsr_kpath_format(&kp, path, sizeof path);
+    const char *msg = terr.msg;
+    if (strncmp(msg, "font: ", 6) == 0) /* text/ names the font "font": the key path says it */
+        msg += 6;
+    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, where->line, where->col,
+                    path, msg[0] ? msg : tsr_status_name(st));
+}
+
 /* A source mapping: exactly one discriminator key, then the kind's parameter table. */
 static OUT_OF_LINE tsr_status
 parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
@@ -256,8 +282,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
             size_t later = at > found ? at : found, earlier = at > found ? found : at;
             kpath kp = KP_KEY(p, ymap_key(m, later)->s);
             return tsr_derr(c, ymap_key(m, later), &kp,
-                            "a source has one of 'shape', 'gradient' or 'image'; '%s' already "
-                            "given",
+                            "a source has one of 'shape', 'gradient', 'image', 'layout' or "
+                            "'text'; '%s' already given",
                             ymap_key(m, earlier)->s);
         }
         found = at;
@@ -272,7 +298,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
                                 ymap_key(m, i)->s, dym);
             }
         }
-        return tsr_derr(c, m, p, "a source needs one of 'shape', 'gradient' or 'image'");
+        return tsr_derr(c, m, p, "a source needs one of 'shape', 'gradient', 'image', 'layout' or "
+                              "'text'");
     }
     const char *disc = ymap_key(m, found)->s;
     const ynode *dv = ymap_val(m, found);
@@ -316,7 +343,12 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
     free(keys);
     if (st != TSR_OK)
         return st;
-    if (!desc->disc_value) {
+    if (desc->kind == TSR_SRC_TEXT) {
+        /* `text: STRING`: the string itself, as written */
+        tsr_param pm[1] = {{disc, TSR_P_NAME, offsetof(tsr_source, text), 0, 0, 0, 0, NULL, NULL}};
+        if ((st = tsr_dparse_params(c, m, p, pm, 1, s)) != TSR_OK)
+            return st;
+    } else if (!desc->disc_value) {
         /* the generic PATH parser resolves against the design's folder */
         tsr_param pm[1] = {{disc, TSR_P_PATH, offsetof(tsr_source, path), 0, 0, 0, 0, NULL, NULL}};
         if ((st = tsr_dparse_params(c, m, p, pm, 1, s)) != TSR_OK)
@@ -331,6 +363,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
         return read_image(c, s, dv, &kd);
     if (s->kind == TSR_SRC_LAYOUT)
         return open_layout(c, s, dv, &kd);
+    if (s->kind == TSR_SRC_TEXT)
+        return open_text(c, s, m, p);
     return TSR_OK;
 }
 

@@ -193,6 +193,7 @@ SRC_STUB(shape)
 SRC_STUB(gradient)
 SRC_STUB(image)
 SRC_STUB(layout)
+SRC_STUB(text)
 
 bool
 tsr_gpu_built(void)

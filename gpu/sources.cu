@@ -6,6 +6,7 @@
 extern "C" {
 #include "gpu/coverage.h"
 #include "nodes/layout_src.h"
+#include "nodes/text_src.h"
 }
 
 /* What the kernel needs of a node's base, by value. */
@@ -378,6 +379,54 @@ tsr_gpu_src_layout(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu
     for (size_t e = 0; polys && e < ne; e++)
         tsr_geom_polys_free(&polys[e]);
     free(polys);
+    return st;
+}
+
+/* ---- text (nodes/text_src.c): the host picks the rings a chunk needs and unites them per
+ * block, the device accumulates and blends, as for one layer of a layout. ---------------------- */
+
+extern "C" bool
+tsr_gpu_src_text_can(const tsr_source *s)
+{
+    return s->txt != NULL;
+}
+
+extern "C" tsr_status
+tsr_gpu_src_text(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+                 tsr_error *err)
+{
+    base_args a;
+    const tsr_source *s = n->source;
+    tsr_status st = base_common(g, n, out, to, &a, err);
+    if (st != TSR_OK)
+        return st;
+    size_t npx = (size_t)out.r.w * (size_t)out.r.h;
+    size_t mark = tsr_gpu_mark(g);
+    float *px = out.px ? out.px : (float *)tsr_gpu_alloc(g, npx * sizeof *px, err);
+    int64_t *acc = px ? (int64_t *)tsr_gpu_alloc(g, npx * sizeof *acc, err) : NULL;
+    float *cov = acc ? (float *)tsr_gpu_alloc(g, npx * sizeof *cov, err) : NULL;
+    if (!cov)
+        st = TSR_ENOMEM;
+    tsr_geom_polys polys;
+    tsr_geom_polys_init(&polys);
+    a.out = px;
+    base_args fill = a;
+    fill.to.dst = NULL; /* the fill into px; the samples go out after the text */
+    if (st == TSR_OK)
+        st = launch<B_FILL>(g, fill, err);
+    if (st == TSR_OK)
+        st = tsr_src_text_polys(s, out.r, &polys, err);
+    if (st == TSR_OK && polys.nring > 0 &&
+        (st = lsrc_coverage(g, &polys, out.r, acc, cov, err)) == TSR_OK) {
+        lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx, s->value);
+        TSR_LAUNCHED("text mix", err);
+    }
+    if (st == TSR_OK && a.to.dst) {
+        lsrc_put_k<<<tsr_grid2(a.r.w, a.r.h), 256, 0, g->compute>>>(a);
+        TSR_LAUNCHED("text put", err);
+    }
+    tsr_gpu_reset(g, mark);
+    tsr_geom_polys_free(&polys);
     return st;
 }
 

@@ -167,6 +167,16 @@ typedef struct tsr_source {
     double pitch, pitch_nm; /* um per pixel, or nm per pixel: exactly one is given */
     double window[4];    /* x0, y0, x1, y1 in um; all 0: the cell's bounding box */
     void *lay;           /* the opened layout and its mapping (tsr_src_layout_open), owned */
+    /* text (nodes/text_src.c): `text: STRING`; the font file, when one is given, is `path` */
+    char *text;
+    double height;        /* capital height, px */
+    double position[2];   /* where the anchor goes, px */
+    int halign, valign;   /* tsr_text_halign, tsr_text_valign (text/text.h) */
+    double rotate;        /* degrees, counterclockwise as the image is seen, about the anchor */
+    bool mirror;          /* mirrored left-right about the anchor, before the rotation */
+    double line_spacing;  /* capital heights baseline to baseline; 0: the font's */
+    double tolerance;     /* chords within this of an outline's curves, px */
+    void *txt;            /* the laid-out outlines (tsr_src_text_open), owned */
 } tsr_source;
 
 /* A row of the source table (nodes/sources.def): how a source mapping is recognised
@@ -202,6 +212,14 @@ tsr_source_has(const tsr_source *s, unsigned caps)
     size_t tsr_src_##family##_scratch(const tsr_source *s, int64_t w);
 #include "nodes/sources.def"
 #undef X
+
+/* The text source (nodes/text_src.c, docs/text.md). open: lay the string out in its font
+ * (the built-in one, or `path`) and place it, once per design, by the loader: TSR_EINVAL
+ * ("no glyph for U+00E9 ...", a font FreeType cannot read), TSR_EIO, TSR_ENOMEM. */
+tsr_status
+tsr_src_text_open(tsr_source *s, tsr_error *err);
+void
+tsr_src_text_close(tsr_source *s);
 
 /* The layout source (nodes/layout_src.c, docs/layouts.md §8). open: read s->path (format by
  * content) into s->lay, pick the cell, resolve the table; once per design, by the loader;

@@ -75,6 +75,29 @@ static const tsr_param layout_params[] = {
      "[x0, y0, x1, y1], um, x0 < x1, y0 < y1; default: the cell's box"},
 };
 
+/* text (nodes/text_src.c): `text: STRING` is the discriminator; these are the other keys. */
+static const char *const text_halign_names[] = {"left", "center", "right", NULL};
+static const char *const text_valign_names[] = {"top", "baseline", "middle", "bottom", NULL};
+static const tsr_param text_params[] = {
+    {"font", TSR_P_PATH, OFF(path), 0, 0, 0, 0, NULL,
+     "a TrueType/OpenType file; default: the built-in manhattan font"},
+    POSITIVE("height", TSR_P_F64, height, "capital height, px, > 0"),
+    {"position", TSR_P_F64_2, OFF(position), TSR_PF_RANGE, -TSR_COORD_MAX, TSR_COORD_MAX, 0, NULL,
+     "[x, y] where the anchor goes, px; default [0, 0]"},
+    {"align", TSR_P_ENUM, OFF(halign), 0, 0, 0, 0, text_halign_names,
+     "left, center or right: lines aligned on the anchor"},
+    {"anchor", TSR_P_ENUM, OFF(valign), 0, 0, 0, 0, text_valign_names,
+     "top, baseline, middle or bottom: the anchor's height"},
+    {"rotate", TSR_P_F64, OFF(rotate), TSR_PF_RANGE, -360, 360, 0, NULL,
+     "degrees, counterclockwise as seen, about the anchor"},
+    {"mirror", TSR_P_BOOL, OFF(mirror), 0, 0, 0, 0, NULL, "mirrored left-right about the anchor"},
+    {"line_spacing", TSR_P_F64, OFF(line_spacing), TSR_PF_RANGE, 0, 1e6, 0, NULL,
+     "capital heights between baselines; 0: the font's"},
+    {"tolerance", TSR_P_F64, OFF(tolerance), TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, 1, 0, NULL,
+     "curves as chords within this, px; default 1/256"},
+    VALUE,
+};
+
 /* A kind without keys of its own: its `params` column says none. The table's count is
  * sizeof(table) / sizeof(tsr_param), which for this null pointer is 0 (a pointer is smaller
  * than a tsr_param). */
@@ -102,6 +125,7 @@ tsr_source_defaults(tsr_source *s, tsr_source_kind kind)
     *s = (tsr_source){0};
     s->kind = kind;
     s->value = 1.0f;
+    s->tolerance = 1.0 / 256.0;
 }
 
 tsr_status
@@ -144,6 +168,9 @@ tsr_source_free(tsr_source *s)
     free(s->img);
     free(s->where);
     tsr_src_layout_close(s);
+    tsr_src_text_close(s);
+    free(s->text);
+    s->text = NULL;
     free(s->cell);
     for (size_t i = 0; i < s->layers.n; i++)
         free(s->layers.e[i].name);
