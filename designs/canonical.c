@@ -5,6 +5,7 @@
  * without code here. Reals are their IEEE bit patterns, which neither printf nor the locale can
  * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres. */
 #include "designs/designs_int.h"
+#include "nodes/vector.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -191,6 +192,20 @@ emit_source(cform *w, const tsr_source *s)
     } else
         emit(w, " input %zu", w->nimg++);
     emit_params(w, desc->params, desc->nparams, s);
+    if (s->kind >= TSR_SRC_BOOL_UNION && s->kind <= TSR_SRC_BOOL_XOR) {
+        /* its operands are what they make: the outlines, point by point (exact: the same
+         * operands give the same rings) */
+        const tsr_geom_polys *q = s->vec ? tsr_vec_polys(s->vec) : NULL;
+        emit(w, " outlines %zu", q ? q->nring : 0);
+        for (size_t k = 0; q && k < q->nring; k++) {
+            size_t a = k ? q->end[k - 1] : 0;
+            emit(w, " %zu", q->end[k] - a);
+            for (size_t i = a; i < q->end[k]; i++) {
+                emit_f64(w, q->pt[i].x);
+                emit_f64(w, q->pt[i].y);
+            }
+        }
+    }
     emit(w, "\n");
 }
 

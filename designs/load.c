@@ -7,6 +7,7 @@
  * order (children first, root last) without recursion; named nodes never referenced were
  * validated like the rest and are dropped. */
 #include "designs/designs_int.h"
+#include "geom/geom.h"
 #include "nodes/params.h"
 
 #include <errno.h>
@@ -263,6 +264,71 @@ open_text(dctx *c, tsr_source *s, const ynode *m, const kpath *p)
                     path, msg[0] ? msg : tsr_status_name(st));
 }
 
+static tsr_status parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node);
+
+static bool
+is_boolean(tsr_source_kind k)
+{
+    return strcmp(tsr_source_descs[k].disc_key, "boolean") == 0;
+}
+
+/* A boolean's operand list `key` (source mappings: shapes, text, booleans) as outlines into
+ * out; `a` is required, `b` may be left out. */
+static tsr_status
+parse_operands(dctx *c, const ynode *m, const kpath *p, const char *key, const tsr_source *s,
+               tsr_geom_polys *out)
+{
+    size_t at = tsr_ymap_find(m, key);
+    if (at == (size_t)-1)
+        return strcmp(key, "a") == 0 ? tsr_derr(c, m, p, "a boolean needs its operands: 'a' "
+                                                         "(and 'b'), lists of shapes and text")
+                                     : TSR_OK;
+    const ynode *v = ymap_val(m, at);
+    kpath kp = KP_KEY(p, key);
+    tsr_status st = tsr_dwant_seq(c, v, &kp, (size_t)-1);
+    for (size_t i = 0; st == TSR_OK && i < v->n; i++) {
+        kpath ki = KP_INDEX(&kp, i);
+        tsr_node tmp;
+        memset(&tmp, 0, sizeof tmp);
+        st = parse_source(c, v->kids[i], &ki, &tmp);
+        if (st == TSR_OK) {
+            tsr_error oerr = {TSR_OK, ""};
+            st = tsr_src_boolean_operand(tmp.source, s->tolerance, out, &oerr);
+            if (st == TSR_ENOMEM)
+                st = tsr_doom(c);
+            else if (st != TSR_OK)
+                st = tsr_derr(c, v->kids[i], &ki, "%s", oerr.msg);
+        }
+        if (tmp.source) {
+            tsr_source_free(tmp.source);
+            free(tmp.source);
+        }
+    }
+    return st;
+}
+
+/* A boolean's outlines: its operands, the operation, the offset. */
+static tsr_status
+make_boolean(dctx *c, tsr_source *s, const ynode *m, const kpath *p)
+{
+    tsr_geom_polys a, b;
+    tsr_geom_polys_init(&a);
+    tsr_geom_polys_init(&b);
+    tsr_status st = parse_operands(c, m, p, "a", s, &a);
+    if (st == TSR_OK)
+        st = parse_operands(c, m, p, "b", s, &b);
+    if (st != TSR_OK) {
+        tsr_geom_polys_free(&a);
+        tsr_geom_polys_free(&b);
+        return st;
+    }
+    tsr_error berr = {TSR_OK, ""};
+    st = tsr_src_boolean_make(s, &a, &b, &berr); /* takes a and b */
+    if (st == TSR_ENOMEM)
+        return tsr_doom(c);
+    return st == TSR_OK ? TSR_OK : tsr_derr(c, m, p, "%s", berr.msg);
+}
+
 /* A source mapping: exactly one discriminator key, then the kind's parameter table. */
 static OUT_OF_LINE tsr_status
 parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
@@ -282,8 +348,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
             size_t later = at > found ? at : found, earlier = at > found ? found : at;
             kpath kp = KP_KEY(p, ymap_key(m, later)->s);
             return tsr_derr(c, ymap_key(m, later), &kp,
-                            "a source has one of 'shape', 'gradient', 'image', 'layout' or "
-                            "'text'; '%s' already given",
+                            "a source has one of 'shape', 'gradient', 'image', 'layout', "
+                            "'text' or 'boolean'; '%s' already given",
                             ymap_key(m, earlier)->s);
         }
         found = at;
@@ -298,8 +364,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
                                 ymap_key(m, i)->s, dym);
             }
         }
-        return tsr_derr(c, m, p, "a source needs one of 'shape', 'gradient', 'image', 'layout' or "
-                              "'text'");
+        return tsr_derr(c, m, p, "a source needs one of 'shape', 'gradient', 'image', 'layout', "
+                              "'text' or 'boolean'");
     }
     const char *disc = ymap_key(m, found)->s;
     const ynode *dv = ymap_val(m, found);
@@ -338,7 +404,11 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
     /* keys: the discriminator plus the kind's table */
     if (!(keys = table_keys(desc->params, desc->nparams)))
         return tsr_doom(c);
-    const char *disc1[2] = {disc, NULL};
+    const char *disc1[4] = {disc, NULL, NULL, NULL};
+    if (is_boolean(desc->kind)) { /* the operand lists, read below */
+        disc1[1] = "a";
+        disc1[2] = "b";
+    }
     st = tsr_dcheck_keys(c, m, p, disc1, keys, NULL);
     free(keys);
     if (st != TSR_OK)
@@ -365,6 +435,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
         return open_layout(c, s, dv, &kd);
     if (s->kind == TSR_SRC_TEXT)
         return open_text(c, s, m, p);
+    if (is_boolean(s->kind))
+        return make_boolean(c, s, m, p);
     return TSR_OK;
 }
 

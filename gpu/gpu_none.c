@@ -193,7 +193,7 @@ SRC_STUB(shape)
 SRC_STUB(gradient)
 SRC_STUB(image)
 SRC_STUB(layout)
-SRC_STUB(text)
+SRC_STUB(vector)
 
 bool
 tsr_gpu_built(void)

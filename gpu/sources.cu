@@ -6,7 +6,7 @@
 extern "C" {
 #include "gpu/coverage.h"
 #include "nodes/layout_src.h"
-#include "nodes/text_src.h"
+#include "nodes/vector.h"
 }
 
 /* What the kernel needs of a node's base, by value. */
@@ -382,17 +382,18 @@ tsr_gpu_src_layout(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu
     return st;
 }
 
-/* ---- text (nodes/text_src.c): the host picks the rings a chunk needs and unites them per
- * block, the device accumulates and blends, as for one layer of a layout. ---------------------- */
+/* ---- vector sources (text, booleans: nodes/vector.h): the host picks the rings a chunk needs
+ * and unites them per block, the device accumulates and blends, as for one layer of a
+ * layout. ------------------------------------------------------------------------------------- */
 
 extern "C" bool
-tsr_gpu_src_text_can(const tsr_source *s)
+tsr_gpu_src_vector_can(const tsr_source *s)
 {
-    return s->txt != NULL;
+    return s->vec != NULL;
 }
 
 extern "C" tsr_status
-tsr_gpu_src_text(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+tsr_gpu_src_vector(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
                  tsr_error *err)
 {
     base_args a;
@@ -411,19 +412,19 @@ tsr_gpu_src_text(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_o
     tsr_geom_polys_init(&polys);
     a.out = px;
     base_args fill = a;
-    fill.to.dst = NULL; /* the fill into px; the samples go out after the text */
+    fill.to.dst = NULL; /* the fill into px; the samples go out after the outlines */
     if (st == TSR_OK)
         st = launch<B_FILL>(g, fill, err);
     if (st == TSR_OK)
-        st = tsr_src_text_polys(s, out.r, &polys, err);
+        st = tsr_vec_select((const tsr_vec *)s->vec, out.r, &polys, err);
     if (st == TSR_OK && polys.nring > 0 &&
         (st = lsrc_coverage(g, &polys, out.r, acc, cov, err)) == TSR_OK) {
         lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx, s->value);
-        TSR_LAUNCHED("text mix", err);
+        TSR_LAUNCHED("vector mix", err);
     }
     if (st == TSR_OK && a.to.dst) {
         lsrc_put_k<<<tsr_grid2(a.r.w, a.r.h), 256, 0, g->compute>>>(a);
-        TSR_LAUNCHED("text put", err);
+        TSR_LAUNCHED("vector put", err);
     }
     tsr_gpu_reset(g, mark);
     tsr_geom_polys_free(&polys);

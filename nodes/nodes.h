@@ -176,7 +176,10 @@ typedef struct tsr_source {
     bool mirror;          /* mirrored left-right about the anchor, before the rotation */
     double line_spacing;  /* capital heights baseline to baseline; 0: the font's */
     double tolerance;     /* chords within this of an outline's curves, px */
-    void *txt;            /* the laid-out outlines (tsr_src_text_open), owned */
+    void *vec;            /* text, booleans: the outlines (nodes/vector.h), owned */
+    /* booleans (nodes/boolean_src.c): a op b of the operands' outlines, then grown by offset */
+    double offset;        /* px, > 0 grows, < 0 shrinks */
+    int join;             /* tsr_geom_join: round, square, miter */
 } tsr_source;
 
 /* A row of the source table (nodes/sources.def): how a source mapping is recognised
@@ -220,6 +223,16 @@ tsr_status
 tsr_src_text_open(tsr_source *s, tsr_error *err);
 void
 tsr_src_text_close(tsr_source *s);
+
+/* Boolean sources (nodes/boolean_src.c, docs/booleans.md): append operand source o's outlines
+ * (a shape or text, in node pixels; circles and arcs as chords within tol px) to *p, for the
+ * loader; TSR_EINVAL for a kind that has no outline (a gradient, an image, a layout), naming
+ * it. Then make s's outlines from the two sets (taken): s->kind's operation, then the offset.
+ * TSR_EINVAL (coordinates beyond geom's range), TSR_ENOMEM. */
+tsr_status
+tsr_src_boolean_operand(tsr_source *o, double tol, void *p, tsr_error *err);
+tsr_status
+tsr_src_boolean_make(tsr_source *s, void *a, void *b, tsr_error *err);
 
 /* The layout source (nodes/layout_src.c, docs/layouts.md §8). open: read s->path (format by
  * content) into s->lay, pick the cell, resolve the table; once per design, by the loader;

@@ -98,6 +98,19 @@ static const tsr_param text_params[] = {
     VALUE,
 };
 
+/* booleans (nodes/boolean_src.c): `boolean: OP`; the operand lists `a` and `b` are read by the
+ * loader (they are sources themselves); these are the other keys. */
+static const char *const boolean_join_names[] = {"round", "square", "miter", NULL};
+static const tsr_param boolean_params[] = {
+    {"offset", TSR_P_F64, OFF(offset), TSR_PF_RANGE, -1e6, 1e6, 0, NULL,
+     "px the result grows by (< 0: shrinks), default 0"},
+    {"join", TSR_P_ENUM, OFF(join), 0, 0, 0, 0, boolean_join_names,
+     "corners of the offset: round (default), square or miter"},
+    {"tolerance", TSR_P_F64, OFF(tolerance), TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, 1, 0, NULL,
+     "circles, arcs and round corners within this, px; default 1/256"},
+    VALUE,
+};
+
 /* A kind without keys of its own: its `params` column says none. The table's count is
  * sizeof(table) / sizeof(tsr_param), which for this null pointer is 0 (a pointer is smaller
  * than a tsr_param). */
