@@ -5,6 +5,7 @@
  * without code here. Reals are their IEEE bit patterns, which neither printf nor the locale can
  * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres. */
 #include "designs/designs_int.h"
+#include "nodes/expr.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -132,6 +133,15 @@ emit_value(cform *w, const tsr_param *pm, const void *field)
          * bytes beside the form, as the engine does for images. */
         emit(w, " %s", *(char *const *)field ? "path" : "null");
         break;
+    case TSR_P_EXPR: { /* the program itself: ops, their arguments, constants */
+        const tsr_expr *x = field;
+        emit(w, " expr %d %d", (int)x->nops, (int)x->nk);
+        for (int i = 0; i < x->nops; i++)
+            emit(w, " %d:%d", (int)x->op[i], (int)x->arg[i]);
+        for (int i = 0; i < x->nk; i++)
+            emit_f64(w, x->k[i]);
+        break;
+    }
     }
 }
 

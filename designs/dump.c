@@ -3,6 +3,7 @@
  * drives parsing, validation and printing). Reals get the fewest digits that read back to
  * the same value, so two dumps are equal exactly when the designs are. */
 #include "designs/designs_int.h"
+#include "nodes/expr.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -144,6 +145,12 @@ put_value(FILE *f, const tsr_param *pm, const void *field)
             put_str(f, s);
         else
             fputs("null", f);
+        break;
+    }
+    case TSR_P_EXPR: {
+        char buf[8192];
+        size_t n = tsr_expr_format(field, buf, sizeof buf);
+        fputs(n < sizeof buf ? buf : "null # too long to print", f);
         break;
     }
     }
