@@ -477,11 +477,24 @@ active_area(const tsr_edge *e, tsr_rect pr)
  * need() on every node before anything renders). */
 #define NEED_WALK_MAX ((double)(1 << 16))
 
+static size_t need_copies(const tsr_edge *e, tsr_rect pr, tsr_rect *out);
+
 static size_t
 need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
-    if (((const tsr_repeat_params *)e->params)->sources)
-        return 0; /* every copy's pixels are drawn from its own source by layer() */
+    size_t n = need_copies(e, pr, out);
+    /* every copy's pixels are drawn from its own source by layer(), which must still run
+     * where copies are (the engine skips an edge that needs nothing): one pixel is asked */
+    if (n && ((const tsr_repeat_params *)e->params)->sources) {
+        out[0] = tsr_rect_make(0, 0, 1, 1);
+        n = 1;
+    }
+    return n;
+}
+
+static size_t
+need_copies(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
+{
     copy_iter it;
     iter_init(&it, e, active_area(e, pr));
     if (it.i0 > it.i1 || it.j0 > it.j1)
