@@ -26,7 +26,7 @@ typedef struct xparse {
     size_t msgsize;
 } xparse;
 
-#define NEST_MAX 64
+#define NEST_MAX (3 * TSR_EXPR_OPS) /* a formatted program (a parenthesis per operation) parses back */
 
 static void __attribute__((format(printf, 3, 4)))
 fail(xparse *p, size_t at, const char *fmt, ...)

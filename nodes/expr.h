@@ -27,7 +27,7 @@
 #define TSR_EXPR_OPS 128    /* most operations in one program */
 #define TSR_EXPR_CONSTS 272 /* most constants: a 16 x 16 table and its header fit */
 #define TSR_EXPR_STACK 16   /* deepest evaluation stack */
-#define TSR_EXPR_TEXT 1024  /* longest expression text, bytes */
+#define TSR_EXPR_TEXT 8192  /* longest expression text, bytes: room for any program formatted */
 
 typedef enum tsr_expr_op {
     TSR_XOP_CONST, /* push k[arg] */

@@ -406,10 +406,8 @@ Test(vary, expression_errors_name_the_offset)
     }
     /* limits: nesting, stack and length */
     char deep[400];
-    memset(deep, '(', 100);
-    strcpy(deep + 100, "1");
-    memset(deep + 101, ')', 100);
-    deep[201] = 0;
+    memset(deep, '-', 390);
+    strcpy(deep + 390, "1");
     tsr_expr e;
     size_t at;
     char msg[160];
@@ -421,11 +419,10 @@ Test(vary, expression_errors_name_the_offset)
     for (int k = 0; k < 20; k++)
         strcat(wide, ")");
     cr_assert(!tsr_expr_parse(wide, &e, &at, msg, sizeof msg) && strstr(msg, "pending"), "%s", msg);
-    char *longtext = malloc(4000);
-    memset(longtext, 0, 4000);
-    for (int k = 0; k < 700; k++)
-        strcat(longtext, "i+");
-    strcat(longtext, "1");
+    char *longtext = malloc(9000);
+    memset(longtext, ' ', 8999);
+    longtext[8998] = '1';
+    longtext[8999] = 0;
     cr_assert(!tsr_expr_parse(longtext, &e, &at, msg, sizeof msg) && strstr(msg, "longer"), "%s", msg);
     free(longtext);
     double big[300] = {0};
