@@ -73,7 +73,8 @@ bool
 tsr_expr_parse(const char *text, tsr_expr *out, size_t *at, char *msg, size_t msgsize);
 
 /* A table of rows x cols values (row-major: values[r * cols + c] is copy (i0 + c, j0 + r)),
- * `outside` for every other copy. False (msg says why) when rows * cols + 5 exceeds
+ * `outside` for every other copy. One row: the same for every j (a table by column); one
+ * column: the same for every i (a table by row). False (msg says why) when rows * cols + 5 exceeds
  * TSR_EXPR_CONSTS or a size is 0. */
 bool
 tsr_expr_table(tsr_expr *out, size_t rows, size_t cols, const double *values, int64_t i0,

@@ -35,8 +35,10 @@ tsr_expr_eval(const tsr_expr *e, int64_t i, int64_t j)
         case TSR_XOP_CEIL: s[n - 1] = ceil(s[n - 1]); break;
         case TSR_XOP_TABLE: {
             const double *t = e->k + e->arg[k];
-            /* cols, rows, i0, j0 are exact integers below 2^41 */
-            int64_t ci = i - (int64_t)t[2], rj = j - (int64_t)t[3];
+            /* cols, rows, i0, j0 are exact integers below 2^41; a table of one row holds for
+             * every j, one of one column for every i */
+            int64_t ci = t[0] == 1.0 ? 0 : i - (int64_t)t[2];
+            int64_t rj = t[1] == 1.0 ? 0 : j - (int64_t)t[3];
             if (ci < 0 || rj < 0 || ci >= (int64_t)t[0] || rj >= (int64_t)t[1])
                 s[n++] = t[4];
             else

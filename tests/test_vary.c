@@ -53,8 +53,8 @@ assert_same_stream(const tsr_design *a, const tsr_design *b, const char *what)
 
 /* ---- values: scale and bias ------------------------------------------------------------------- */
 
-/* A 6 x 4 dose matrix in a 16 px grid: scale by column (expression), bias by row (table), a
- * copy outside the table taking the identity bias 0. */
+/* A 6 x 4 dose matrix in a 16 px grid: scale by column (expression), bias by row (a table of
+ * one column holds for every i), a row outside the table taking the identity bias 0. */
 Test(vary, scale_and_bias_equal_a_hand_built_design)
 {
     static const char *varied =
@@ -63,8 +63,7 @@ Test(vary, scale_and_bias_equal_a_hand_built_design)
         "    - trait: repeat\n      period: [16, 16]\n      offset: [4, 8]\n"
         "      region: [4, 8, 96, 64]\n"
         "      scale: \"0.3 + 0.125*i - (i > 3 ? 0.0625 : 0)\"\n"
-        "      bias: {table: [[0.01, 0.01, 0.01, 0.01, 0.01, 0.01], [0.02, 0.02, 0.02, 0.02, 0.02, "
-        "0.02], [0.03, 0.03, 0.03, 0.03, 0.03, 0.03]]}\n"
+        "      bias: {table: [[0.01], [0.02], [0.03]]}\n"
         "      node:\n        size: [14, 12]\n        fill: 0.25\n"
         "        source: {shape: circle, center: [7, 6], radius: 5.5, value: 0.9}\n";
     yaml h = {.n = 0};
@@ -354,6 +353,29 @@ Test(vary, expressions_follow_c_arithmetic)
                  (di == dj) + (di != dj) * 2 + (di <= dj) * 4 + (di > dj) * 8, "comparisons");
             same(ev("pi*i", i, j), M_PI * di, "pi");
         }
+}
+
+Test(vary, tables_index_by_row_and_column_with_an_origin)
+{
+    double t23[6] = {1, 2, 3, 4, 5, 6}, row[3] = {7, 8, 9}, col[2] = {10, 11};
+    tsr_expr e, r, c;
+    char msg[128];
+    cr_assert(tsr_expr_table(&e, 2, 3, t23, -1, 2, -5, msg, sizeof msg));
+    cr_assert(tsr_expr_table(&r, 1, 3, row, 0, 100, -5, msg, sizeof msg));
+    cr_assert(tsr_expr_table(&c, 2, 1, col, 100, 1, -5, msg, sizeof msg));
+    for (int64_t j = -2; j <= 6; j++)
+        for (int64_t i = -4; i <= 5; i++) {
+            bool in = i >= -1 && i <= 1 && j >= 2 && j <= 3;
+            same(tsr_expr_eval(&e, i, j), in ? t23[(j - 2) * 3 + (i + 1)] : -5, "2 x 3");
+            same(tsr_expr_eval(&r, i, j), i >= 0 && i <= 2 ? row[i] : -5, "one row: any j");
+            same(tsr_expr_eval(&c, i, j), j >= 1 && j <= 2 ? col[j - 1] : -5, "one column: any i");
+        }
+    tsr_expr_ramp(&e, 0.5, 0.25, -0.125);
+    same(tsr_expr_eval(&e, 3, 5), (0.5 + 0.25 * 3) + -0.125 * 5, "ramp");
+    double k;
+    tsr_expr_const(&e, 0.75);
+    cr_assert(tsr_expr_is_const(&e, &k) && k == 0.75);
+    cr_assert(!tsr_expr_is_const(&r, NULL));
 }
 
 Test(vary, formatted_expressions_parse_back_to_the_same_values)
