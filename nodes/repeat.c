@@ -584,6 +584,8 @@ typedef struct acc {
     float *row;    /* values: one copy row through the scale and bias (pr.w floats) */
     double sc, bi; /* values: this copy's scale and bias */
     float *own;    /* sources: one copy's pixels drawn from its own source (pr.w * pr.h) */
+    struct memo *memo; /* sources, small child: whole children drawn, by parameter values */
+    int nmemo, next;   /* entries in use; the one replaced next when all are */
 } acc;
 
 /* Blend one copy (clip in parent coords, (cx, cy) its corner in child coords) into the layer. */
@@ -654,6 +656,29 @@ apply_copy(acc *a, const tsr_view *v, tsr_rect clip, int64_t cx, int64_t cy)
     }
 }
 
+/* Copies with equal parameters have equal pixels: within one layer() call, a small child is
+ * drawn whole once per distinct set of parameter values (keyed by their bits) and its copies
+ * read it, so a graded lattice costs a drawing per distinct value in the tile, not per copy.
+ * Kept per call (no lock, nothing outlives the tile); replaced round robin when full. */
+#define MEMO_N 32
+#define MEMO_BYTES ((size_t)4 << 20) /* the most all entries of one call hold */
+
+typedef struct memo {
+    double key[2]; /* the copy's radius and value as set (NaN bits never match: not drawn) */
+    float *px;     /* the child's w * h pixels */
+} memo;
+
+/* Entries of the memo for edge e: 0 when its child is too big to draw whole per value. */
+static int
+memo_entries(const tsr_edge *e)
+{
+    size_t px = (size_t)e->child->w * (size_t)e->child->h;
+    if (px > MEMO_BYTES / sizeof(float) / 4)
+        return 0;
+    size_t n = MEMO_BYTES / (px * sizeof(float));
+    return n < MEMO_N ? (int)n : MEMO_N;
+}
+
 /* The copy's own source: the child's, with the per-copy parameters set. False when a value is
  * outside the key's range (or not a number): that copy is not drawn (docs/variation.md). */
 static bool
@@ -708,8 +733,30 @@ put_copy(acc *a, const tsr_edge *e, const tsr_view *views, size_t nviews, tsr_re
             return TSR_OK;
         tsr_node leaf = *e->child;
         leaf.source = &s;
-        tsr_node_base(&leaf, cr, a->own);
-        own = (tsr_view){cr, a->own, cr.w};
+        if (a->memo) {
+            double k[2] = {s.radius, (double)s.value};
+            int m = 0;
+            while (m < a->nmemo && memcmp(a->memo[m].key, k, sizeof k) != 0)
+                m++;
+            if (m == a->nmemo) { /* not drawn yet in this call */
+                int cap = memo_entries(e);
+                if (a->nmemo < cap) {
+                    size_t bytes = (size_t)leaf.w * (size_t)leaf.h * sizeof(float);
+                    if (!(a->memo[m].px = malloc(bytes)))
+                        return tsr_fail(err, TSR_ENOMEM, "repeat: out of memory (copies drawn)");
+                    a->nmemo++;
+                } else {
+                    m = a->next;
+                    a->next = (a->next + 1) % cap;
+                }
+                memcpy(a->memo[m].key, k, sizeof k);
+                tsr_node_base(&leaf, tsr_rect_make(0, 0, leaf.w, leaf.h), a->memo[m].px);
+            }
+            own = (tsr_view){tsr_rect_make(0, 0, leaf.w, leaf.h), a->memo[m].px, leaf.w};
+        } else {
+            tsr_node_base(&leaf, cr, a->own);
+            own = (tsr_view){cr, a->own, cr.w};
+        }
         v = &own;
     } else if (!(v = find_view(views, nviews, cr))) {
         return tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
@@ -734,7 +781,7 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
       uint8_t *cov, tsr_error *err)
 {
     const tsr_repeat_params *r = e->params;
-    acc a = {r, r->overlap, pr, L, cov, NULL, NULL, NULL, 0.0, 0.0, NULL};
+    acc a = {r, r->overlap, pr, L, cov, NULL, NULL, NULL, 0.0, 0.0, NULL, NULL, 0, 0};
     copy_rec *recs = NULL;
     size_t nrec = 0, cap = 0;
     tsr_status st = TSR_OK;
@@ -750,7 +797,10 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
             return tsr_fail(err, TSR_ENOMEM, "repeat: out of memory");
     }
     if ((r->values && !(a.row = malloc((size_t)pr.w * sizeof *a.row))) ||
-        (r->sources && !(a.own = malloc(total * sizeof *a.own)))) {
+        (r->sources && memo_entries(e) &&
+         !(a.memo = calloc((size_t)memo_entries(e), sizeof *a.memo))) ||
+        (r->sources && !a.memo && !(a.own = malloc(total * sizeof *a.own)))) {
+        free(a.memo);
         free(a.count);
         free(a.count32);
         free(a.row);
@@ -803,6 +853,9 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     free(recs);
     free(a.row);
     free(a.own);
+    for (int m = 0; m < a.nmemo; m++)
+        free(a.memo[m].px);
+    free(a.memo);
     if (a.count || a.count32) {
         if (st == TSR_OK) {
             for (size_t i = 0; i < total; i++) {
@@ -824,8 +877,13 @@ scratch(const tsr_edge *e, int64_t tw, int64_t th)
     size_t b = 0;
     if (r->values) /* a copy row through scale and bias */
         b += (size_t)tw * sizeof(float);
-    if (r->sources) /* a copy's pixels, and what drawing its source takes */
-        b += (size_t)tw * (size_t)th * sizeof(float) + tsr_source_scratch(e->child->source, tw);
+    if (r->sources) { /* the copies drawn (memo) or one copy's pixels, and what drawing takes */
+        int m = memo_entries(e);
+        b += m ? (size_t)m * (size_t)(e->child->w * e->child->h) * sizeof(float) +
+                     MEMO_N * sizeof(memo)
+               : (size_t)tw * (size_t)th * sizeof(float);
+        b += tsr_source_scratch(e->child->source, m ? e->child->w : tw);
+    }
     if (r->disjoint)
         return b;
     if (r->overlap == TSR_OVERLAP_AVERAGE)

@@ -180,6 +180,36 @@ Test(vary, source_parameters_equal_a_hand_built_design)
     tsr_design_free(b);
 }
 
+/* A child too big to draw whole per value (nodes/repeat.c's memo) is drawn per copy over the
+ * part of the copy a tile needs: the same pixels. */
+Test(vary, big_varied_children_are_drawn_per_clip_alike)
+{
+    static const char *varied =
+        "tessera: 1\nroot:\n  size: [780, 520]\n  children:\n"
+        "    - trait: repeat\n      region: [0, 0, 780, 520]\n"
+        "      source-radius: \"60 + 20*i + 15*j\"\n      source-value: \"0.5 + 0.125*j\"\n"
+        "      node:\n        size: [260, 260]\n        fill: 0.2\n"
+        "        source: {shape: circle, center: [130, 130], radius: 100, aa: 2}\n";
+    yaml h = {.n = 0};
+    put(&h, "tessera: 1\nroot:\n  size: [780, 520]\n  children:\n");
+    for (int j = 0; j < 2; j++)
+        for (int i = 0; i < 3; i++)
+            put(&h, "    - trait: pattern\n      offset: [%d, %d]\n      node:\n"
+                    "        size: [260, 260]\n        fill: 0.2\n"
+                    "        source: {shape: circle, center: [130, 130], radius: %.17g, aa: 2, "
+                    "value: %.9g}\n",
+                260 * i, 260 * j, 60 + 20.0 * i + 15.0 * j, (double)(float)(0.5 + 0.125 * j));
+    tsr_design *a = th_design(varied), *b = th_design(h.s);
+    assert_same_stream(a, b, "big children");
+    size_t n1, n2;
+    uint8_t *t1 = th_stream(a, 7, 1, &n1), *t2 = th_stream(a, 512, 2, &n2);
+    cr_assert(n1 == n2 && memcmp(t1, t2, n1) == 0, "tile 7 against 512");
+    free(t1);
+    free(t2);
+    tsr_design_free(a);
+    tsr_design_free(b);
+}
+
 /* ---- jitter ----------------------------------------------------------------------------------- */
 
 /* SplitMix64 as its authors publish it, written again here: the hash is the documented one. */
