@@ -134,7 +134,11 @@ emit_value(cform *w, const tsr_param *pm, const void *field)
         emit(w, " %s", *(char *const *)field ? "path" : "null");
         break;
     case TSR_P_EXPR: { /* the program itself: ops, their arguments, constants */
-        const tsr_expr *x = field;
+        const tsr_expr *x = *(const tsr_expr *const *)field;
+        if (!x) {
+            emit(w, " null");
+            break;
+        }
         emit(w, " expr %d %d", (int)x->nops, (int)x->nk);
         for (int i = 0; i < x->nops; i++)
             emit(w, " %d:%d", (int)x->op[i], (int)x->arg[i]);

@@ -149,7 +149,9 @@ put_value(FILE *f, const tsr_param *pm, const void *field)
     }
     case TSR_P_EXPR: {
         char buf[8192];
-        size_t n = tsr_expr_format(field, buf, sizeof buf);
+        const tsr_expr *x = *(const tsr_expr *const *)field;
+        static const tsr_expr absent;
+        size_t n = tsr_expr_format(x ? x : &absent, buf, sizeof buf);
         fputs(n < sizeof buf ? buf : "null # too long to print", f);
         break;
     }

@@ -283,6 +283,28 @@ get_path(dctx *c, const ynode *v, const kpath *p, char **out)
  * expression; its errors point at the character, on a one-line scalar), {table: [[...], ...],
  * origin: [i0, j0], outside: v} or {ramp: [a, di, dj]}. */
 static tsr_status
+get_expr(dctx *c, const ynode *v, const kpath *p, tsr_expr *out);
+
+/* The same into an owned program (NULL for null), replacing what *field held. */
+static tsr_status
+get_expr_owned(dctx *c, const ynode *v, const kpath *p, tsr_expr **field)
+{
+    tsr_expr *x = malloc(sizeof *x);
+    if (!x)
+        return tsr_doom(c);
+    tsr_status st = get_expr(c, v, p, x);
+    if (st != TSR_OK || x->nops == 0) {
+        free(x);
+        x = NULL;
+    }
+    if (st == TSR_OK) {
+        free(*field);
+        *field = x;
+    }
+    return st;
+}
+
+static tsr_status
 get_expr(dctx *c, const ynode *v, const kpath *p, tsr_expr *out)
 {
     static const char *const keys[] = {"table", "origin", "outside", "ramp", NULL};
@@ -422,7 +444,7 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
         return st;
     }
     case TSR_P_PATH: return get_path(c, v, p, field);
-    case TSR_P_EXPR: return get_expr(c, v, p, field);
+    case TSR_P_EXPR: return get_expr_owned(c, v, p, field);
     }
     return tsr_fail(c->err, TSR_EINTERNAL, "%s: parameter '%s' has an unknown type %d", c->file,
                     pm->key, (int)pm->type);

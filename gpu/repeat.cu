@@ -192,11 +192,11 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
     a.jb[1] = r->jitter[1];
     a.seed = (uint64_t)r->seed;
     a.values = r->values;
-    if (r->scale.nops &&
-        !(a.scale = (const tsr_expr *)tsr_gpu_resident(g, &r->scale, sizeof r->scale, err)))
+    if (r->scale &&
+        !(a.scale = (const tsr_expr *)tsr_gpu_resident(g, r->scale, sizeof *r->scale, err)))
         return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
-    if (r->bias.nops &&
-        !(a.bias = (const tsr_expr *)tsr_gpu_resident(g, &r->bias, sizeof r->bias, err)))
+    if (r->bias &&
+        !(a.bias = (const tsr_expr *)tsr_gpu_resident(g, r->bias, sizeof *r->bias, err)))
         return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
     a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0 && !a.jb[0] && !a.jb[1];
     const int64_t lim = (int64_t)1 << 31;

@@ -431,6 +431,12 @@ tsr_expr_const(tsr_expr *out, double c)
     out->nops = 1;
 }
 
+size_t
+tsr_expr_size(void)
+{
+    return sizeof(tsr_expr);
+}
+
 bool
 tsr_expr_is_const(const tsr_expr *e, double *c)
 {

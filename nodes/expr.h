@@ -88,6 +88,10 @@ tsr_expr_ramp(tsr_expr *out, double a, double di, double dj);
 void
 tsr_expr_const(tsr_expr *out, double c);
 
+/* sizeof(tsr_expr), for byte counts outside nodes/ that only hold pointers. */
+size_t
+tsr_expr_size(void);
+
 /* Whether e does not depend on i and j (a number): then *c (may be NULL) is its value. */
 bool
 tsr_expr_is_const(const tsr_expr *e, double *c);

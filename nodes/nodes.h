@@ -38,7 +38,8 @@ typedef enum tsr_ptype {
     TSR_P_PROFILE, /* tsr_profile */
     TSR_P_KERNEL,  /* tsr_kernel */
     TSR_P_PATH,    /* char *: a file path, resolved against the design's folder */
-    TSR_P_EXPR     /* tsr_expr (nodes/expr.h): a per-copy function of (i, j), inline */
+    TSR_P_EXPR     /* tsr_expr * (nodes/expr.h): a per-copy function of (i, j); NULL when
+                    * absent, else owned */
 } tsr_ptype;
 
 enum {

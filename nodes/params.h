@@ -24,10 +24,10 @@ typedef struct tsr_repeat_params {
     int64_t region[4];  /* x, y, w, h in parent coords; w == 0: the whole parent */
     bool disjoint;      /* set by prepare(): no two copies overlap, so every overlap mode is a
                          * plain copy (one contribution per pixel) */
-    /* per-copy variation (docs/variation.md); an absent tsr_expr (nops == 0) is no variation */
-    tsr_expr scale, bias;     /* copy value = (float)(bias + scale * (double)child) */
-    tsr_expr src_radius;      /* the leaf child's source `radius` per copy */
-    tsr_expr src_value;       /* the leaf child's source `value` per copy */
+    /* per-copy variation (docs/variation.md); NULL: not given, else owned */
+    tsr_expr *scale, *bias;   /* copy value = (float)(bias + scale * (double)child) */
+    tsr_expr *src_radius;     /* the leaf child's source `radius` per copy */
+    tsr_expr *src_value;      /* the leaf child's source `value` per copy */
     int64_t jitter[2];        /* copy (i, j) moves by tsr_jitter(seed, jitter, i, j): |d| <= */
     int64_t seed;             /* the jitter's seed */
     bool values;              /* set by prepare(): scale or bias given */

@@ -38,6 +38,7 @@ const char *const tsr_overlap_names[] = {"average", "max", "add", "first", NULL}
     {"seed", TSR_P_INT, OFF(seed), 0, 0, 0, 0, NULL, "the jitter's seed"}
 
 #define TSR_JITTER_MAX ((double)(1 << 20))
+#define JITTER_CANDIDATES 4096
 
 static const tsr_param repeat_params[] = {
     {"period", TSR_P_INT2, OFF(period), TSR_PF_RANGE, 1, (double)TSR_COORD_MAX, 0, NULL,
@@ -109,8 +110,8 @@ check_variation(const tsr_edge *e, tsr_check *c)
     } vs[] = {{"source-radius", "radius", offsetof(tsr_repeat_params, src_radius)},
               {"source-value", "value", offsetof(tsr_repeat_params, src_value)}};
     for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
-        const tsr_expr *x = (const tsr_expr *)((const char *)r + vs[k].off);
-        if (!x->nops)
+        const tsr_expr *x = *(tsr_expr *const *)((const char *)r + vs[k].off);
+        if (!x)
             continue;
         if (e->child->nedges)
             return tsr_check_failf(c, vs[k].yaml, "needs a child without children (its source "
@@ -120,6 +121,20 @@ check_variation(const tsr_edge *e, tsr_check *c)
             return tsr_check_failf(c, vs[k].yaml, "the child %s has no source with a '%s'",
                                    e->child->name, vs[k].key);
     }
+    /* each pixel's copies are looked for among those whose unmoved origin lies within the
+     * bound: (2bx + 1)(2by + 1) / |det| of them; beyond this a tile would take hours */
+    __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
+    if (det == 0) /* repeat, checked before prepare() puts its period into u and v */
+        det = (__int128)(r->period[0] ? r->period[0] : e->child->w) *
+              (r->period[1] ? r->period[1] : e->child->h);
+    if (det < 0)
+        det = -det;
+    double cand = (double)(2 * r->jitter[0] + 1) * (double)(2 * r->jitter[1] + 1) / (double)det;
+    if ((r->jitter[0] || r->jitter[1]) && det > 0 && cand > JITTER_CANDIDATES)
+        return tsr_check_failf(c, "jitter", "[%lld, %lld] over a lattice cell of %.0f px puts "
+                               "%.0f candidate copies on each pixel (at most %d)",
+                               (long long)r->jitter[0], (long long)r->jitter[1], (double)det,
+                               cand, JITTER_CANDIDATES);
     return TSR_OK;
 }
 
@@ -154,7 +169,7 @@ prepare_variation(tsr_edge *e)
     struct {
         tsr_expr *x;
         double id;
-    } vs[4] = {{&r->scale, 1.0}, {&r->bias, 0.0}, {&r->src_radius, 0.0}, {&r->src_value, 0.0}};
+    } vs[4] = {{r->scale, 1.0}, {r->bias, 0.0}, {r->src_radius, 0.0}, {r->src_value, 0.0}};
     const tsr_source *s = e->child->source;
     if (s) {
         vs[2].id = s->radius;
@@ -163,13 +178,13 @@ prepare_variation(tsr_edge *e)
     r->varies = r->jitter[0] || r->jitter[1];
     for (int k = 0; k < 4; k++) {
         tsr_expr *x = vs[k].x;
-        if (x->nops && x->op[0] == TSR_XOP_TABLE && isnan(x->k[4]))
+        if (x && x->nops && x->op[0] == TSR_XOP_TABLE && isnan(x->k[4]))
             x->k[4] = vs[k].id;
-        if (x->nops && !tsr_expr_is_const(x, NULL))
+        if (x && !tsr_expr_is_const(x, NULL))
             r->varies = true;
     }
-    r->values = r->scale.nops || r->bias.nops;
-    r->sources = r->src_radius.nops || r->src_value.nops;
+    r->values = r->scale || r->bias;
+    r->sources = r->src_radius || r->src_value;
 }
 
 static tsr_status
@@ -689,9 +704,9 @@ copy_source(const tsr_edge *e, int64_t i, int64_t j, tsr_source *s)
     const struct {
         const tsr_expr *x;
         const char *key;
-    } vs[] = {{&r->src_radius, "radius"}, {&r->src_value, "value"}};
+    } vs[] = {{r->src_radius, "radius"}, {r->src_value, "value"}};
     for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
-        if (!vs[k].x->nops)
+        if (!vs[k].x)
             continue;
         const tsr_param *pm = source_key(e->child, vs[k].key);
         double v = tsr_expr_eval(vs[k].x, i, j);
@@ -762,8 +777,8 @@ put_copy(acc *a, const tsr_edge *e, const tsr_view *views, size_t nviews, tsr_re
         return tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
     }
     if (r->values) {
-        a->sc = r->scale.nops ? tsr_expr_eval(&r->scale, i, j) : 1.0;
-        a->bi = r->bias.nops ? tsr_expr_eval(&r->bias, i, j) : 0.0;
+        a->sc = r->scale ? tsr_expr_eval(r->scale, i, j) : 1.0;
+        a->bi = r->bias ? tsr_expr_eval(r->bias, i, j) : 0.0;
     }
     apply_copy(a, v, clip, cx, cy);
     return TSR_OK;

@@ -1,5 +1,6 @@
 /* The trait table, the common edge keys, blending, and design lifetime. */
 #include "nodes/nodes.h"
+#include "nodes/expr.h"
 #include "nodes/params.h"
 #include "nodes/pointwise.h"
 
@@ -96,6 +97,12 @@ tsr_params_free(const tsr_param *params, size_t n, void *st)
             char **s = (char **)field;
             free(*s);
             *s = NULL;
+            break;
+        }
+        case TSR_P_EXPR: {
+            void **x = (void **)field;
+            free(*x);
+            *x = NULL;
             break;
         }
         default: break;
@@ -303,6 +310,7 @@ params_bytes(const tsr_param *params, size_t n, const void *st)
             break;
         }
         case TSR_P_PATH: b += str_bytes(*(char *const *)field); break;
+        case TSR_P_EXPR: b += *(void *const *)field ? chunk(tsr_expr_size()) : 0; break;
         default: break;
         }
     }

@@ -525,6 +525,9 @@ Test(vary, bad_variations_are_refused_with_their_place)
                "source-value: needs a child without children");
     load_fails(EDGE "      jitter: [-1, 0]\n      node: {size: [4, 4]}\n", "root.children[0].jitter");
     load_fails(EDGE "      jitter: [2000000, 0]\n      node: {size: [4, 4]}\n", "jitter");
+    load_fails(EDGE "      jitter: [200, 200]\n      node: {size: [4, 4]}\n",
+               "root.children[0].jitter: [200, 200] over a lattice cell of 16 px puts 10050 "
+               "candidate");
     char big[8192] = EDGE "      scale: {table: [";
     for (int r = 0; r < 17; r++)
         strcat(big, r ? ", [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]" : "[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]");
