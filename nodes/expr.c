@@ -9,6 +9,7 @@
 
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,16 @@ is_digit(char c)
     return c >= '0' && c <= '9';
 }
 
+/* The "C" numeric locale, made once: a program that set another locale still reads 0.5 */
+static pthread_once_t c_once = PTHREAD_ONCE_INIT;
+static locale_t c_numeric;
+
+static void
+c_make(void)
+{
+    c_numeric = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+
 static void
 parse_number(xparse *p)
 {
@@ -186,10 +197,8 @@ parse_number(xparse *p)
     }
     memcpy(buf, p->s + start, q - start);
     buf[q - start] = 0;
-    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    double v = c ? strtod_l(buf, NULL, c) : strtod(buf, NULL);
-    if (c)
-        freelocale(c);
+    pthread_once(&c_once, c_make);
+    double v = c_numeric ? strtod_l(buf, NULL, c_numeric) : strtod(buf, NULL);
     if (!isfinite(v)) {
         fail(p, start, "number %s is out of the range of double", buf);
         return;
@@ -348,34 +357,27 @@ parse_expr(xparse *p)
 bool
 tsr_expr_parse(const char *text, tsr_expr *out, size_t *at, char *msg, size_t msgsize)
 {
-    static tsr_expr empty;
-    tsr_expr *e = malloc(sizeof *e);
-    xparse p = {text, 0, e, 0, 0, 0, false, 0, msg, msgsize};
+    /* compiled straight into *out (no allocation: nothing to fail but the text) */
+    xparse p = {text, 0, out, 0, 0, 0, false, 0, msg, msgsize};
     if (msgsize)
         msg[0] = 0;
-    if (!e) {
-        fail(&p, 0, "out of memory");
-    } else {
-        memset(e, 0, sizeof *e);
-        size_t len = strnlen(text, TSR_EXPR_TEXT + 1);
-        if (len > TSR_EXPR_TEXT)
-            fail(&p, TSR_EXPR_TEXT, "longer than %d characters", TSR_EXPR_TEXT);
-        skip(&p);
-        if (!p.failed && !text[p.pos])
-            fail(&p, p.pos, "empty expression");
+    memset(out, 0, sizeof *out);
+    size_t len = strnlen(text, TSR_EXPR_TEXT + 1);
+    if (len > TSR_EXPR_TEXT)
+        fail(&p, TSR_EXPR_TEXT, "longer than %d characters", TSR_EXPR_TEXT);
+    skip(&p);
+    if (!p.failed && !text[p.pos])
+        fail(&p, p.pos, "empty expression");
+    if (!p.failed)
         parse_expr(&p);
-        skip(&p);
-        if (!p.failed && text[p.pos])
-            fail(&p, p.pos, "unexpected '%c' after a complete expression", text[p.pos]);
-    }
+    skip(&p);
+    if (!p.failed && text[p.pos])
+        fail(&p, p.pos, "unexpected '%c' after a complete expression", text[p.pos]);
     if (p.failed) {
-        *out = empty;
+        memset(out, 0, sizeof *out);
         *at = p.at;
-        free(e);
         return false;
     }
-    *out = *e;
-    free(e);
     return true;
 }
 
