@@ -6,6 +6,7 @@
  * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres. */
 #include "designs/designs_int.h"
 #include "nodes/vector.h"
+#include "nodes/expr.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -156,6 +157,19 @@ emit_value(cform *w, const tsr_param *pm, const void *field)
                 emit(w, " %" PRId64 "/%" PRId64, m->e[i].layer, m->e[i].datatype);
             emit_f32(w, m->e[i].value);
         }
+        break;
+    }
+    case TSR_P_EXPR: { /* the program itself: ops, their arguments, constants */
+        const tsr_expr *x = *(const tsr_expr *const *)field;
+        if (!x) {
+            emit(w, " null");
+            break;
+        }
+        emit(w, " expr %d %d", (int)x->nops, (int)x->nk);
+        for (int i = 0; i < x->nops; i++)
+            emit(w, " %d:%d", (int)x->op[i], (int)x->arg[i]);
+        for (int i = 0; i < x->nk; i++)
+            emit_f64(w, x->k[i]);
         break;
     }
     }

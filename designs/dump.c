@@ -3,6 +3,7 @@
  * drives parsing, validation and printing). Reals get the fewest digits that read back to
  * the same value, so two dumps are equal exactly when the designs are. */
 #include "designs/designs_int.h"
+#include "nodes/expr.h"
 
 #include <ctype.h>
 #include <inttypes.h>
@@ -161,6 +162,14 @@ put_value(FILE *f, const tsr_param *pm, const void *field)
             fputc(']', f);
         }
         fputc(']', f);
+        break;
+    }
+    case TSR_P_EXPR: {
+        char buf[8192];
+        const tsr_expr *x = *(const tsr_expr *const *)field;
+        static const tsr_expr absent;
+        size_t n = tsr_expr_format(x ? x : &absent, buf, sizeof buf);
+        fputs(n < sizeof buf ? buf : "null # too long to print", f);
         break;
     }
     }

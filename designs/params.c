@@ -4,6 +4,7 @@
  * keys; types, ranges, required keys and coordinate bounds are enforced here, and the
  * trait's own check() sees a fully typed struct. */
 #include "designs/designs_int.h"
+#include "nodes/expr.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -345,6 +346,114 @@ get_layers(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, tsr_lay
     return TSR_OK;
 fail:
     layers_free(&m);
+/* A per-copy function (docs/variation.md): null (absent), a number or a string (an
+ * expression; its errors point at the character, on a one-line scalar), {table: [[...], ...],
+ * origin: [i0, j0], outside: v} or {ramp: [a, di, dj]}. */
+static tsr_status
+get_expr(dctx *c, const ynode *v, const kpath *p, tsr_expr *out);
+
+/* The same into an owned program (NULL for null), replacing what *field held. */
+static tsr_status
+get_expr_owned(dctx *c, const ynode *v, const kpath *p, tsr_expr **field)
+{
+    tsr_expr *x = malloc(sizeof *x);
+    if (!x)
+        return tsr_doom(c);
+    tsr_status st = get_expr(c, v, p, x);
+    if (st != TSR_OK || x->nops == 0) {
+        free(x);
+        x = NULL;
+    }
+    if (st == TSR_OK) {
+        free(*field);
+        *field = x;
+    }
+    return st;
+}
+
+static tsr_status
+get_expr(dctx *c, const ynode *v, const kpath *p, tsr_expr *out)
+{
+    static const char *const keys[] = {"table", "origin", "outside", "ramp", NULL};
+    char msg[160];
+    tsr_status st;
+    if (tsr_ynull(v)) {
+        memset(out, 0, sizeof *out);
+        return TSR_OK;
+    }
+    if (v->kind == Y_SCALAR) {
+        size_t at = 0;
+        if (tsr_expr_parse(v->s, out, &at, msg, sizeof msg))
+            return TSR_OK;
+        ynode here = *v;
+        if (!memchr(v->s, '\n', at < v->len ? at : v->len))
+            here.col += at + (v->plain ? 0 : 1);
+        return tsr_derr(c, &here, p, "%s (in the expression \"%.60s%s\")", msg, v->s,
+                        v->len > 60 ? "..." : "");
+    }
+    if ((st = tsr_dwant_map(c, v, p)) != TSR_OK ||
+        (st = tsr_dcheck_keys(c, v, p, keys, NULL, NULL)) != TSR_OK)
+        return st;
+    const ynode *ramp = tsr_ymap_get(v, "ramp"), *table = tsr_ymap_get(v, "table");
+    if (!ramp == !table)
+        return tsr_derr(c, v, p, "give exactly one of 'table: [[...], ...]' and "
+                                 "'ramp: [a, di, dj]' (or a number or an expression string)");
+    if (ramp) {
+        if (tsr_ymap_get(v, "origin") || tsr_ymap_get(v, "outside"))
+            return tsr_derr(c, v, p, "'origin' and 'outside' go with 'table', not 'ramp'");
+        static const tsr_param any = {"ramp", TSR_P_F64, 0, 0, 0, 0, 0, NULL, NULL};
+        double r[3];
+        kpath kp = KP_KEY(p, "ramp");
+        if ((st = get_f64_n(c, ramp, &kp, &any, r, 3)) != TSR_OK)
+            return st;
+        tsr_expr_ramp(out, r[0], r[1], r[2]);
+        return TSR_OK;
+    }
+    static const tsr_param num = {"table", TSR_P_F64, 0, 0, 0, 0, 0, NULL, NULL};
+    static const tsr_param idx = {"origin", TSR_P_INT, 0, 0, 0, 0, 0, NULL, NULL};
+    kpath kt = KP_KEY(p, "table");
+    if ((st = tsr_dwant_seq(c, table, &kt, (size_t)-1)) != TSR_OK)
+        return st;
+    size_t rows = table->n, cols = 0;
+    if (rows == 0 || rows > TSR_EXPR_CONSTS)
+        return tsr_derr(c, table, &kt, "needs 1..%d rows, got %zu", TSR_EXPR_CONSTS - 5, rows);
+    double *vals = NULL;
+    for (size_t r = 0; r < rows; r++) {
+        kpath kr = KP_INDEX(&kt, r);
+        const ynode *row = table->kids[r];
+        if ((st = tsr_dwant_seq(c, row, &kr, r ? cols : (size_t)-1)) != TSR_OK)
+            goto done;
+        if (r == 0) {
+            cols = row->n;
+            if (cols == 0 || rows * cols + 5 > TSR_EXPR_CONSTS) {
+                st = tsr_derr(c, table, &kt, "a table holds 1..%d values, got %zu x %zu",
+                              TSR_EXPR_CONSTS - 5, rows, cols);
+                goto done;
+            }
+            if (!(vals = malloc(rows * cols * sizeof *vals))) {
+                st = tsr_doom(c);
+                goto done;
+            }
+        }
+        for (size_t k = 0; k < cols && st == TSR_OK; k++) {
+            kpath kc = KP_INDEX(&kr, k);
+            st = get_f64(c, row->kids[k], &kc, &num, vals + r * cols + k);
+        }
+        if (st != TSR_OK)
+            goto done;
+    }
+    int64_t origin[2] = {0, 0};
+    double outside = NAN;
+    const ynode *o = tsr_ymap_get(v, "origin"), *u = tsr_ymap_get(v, "outside");
+    kpath ko = KP_KEY(p, "origin"), ku = KP_KEY(p, "outside");
+    if (o && (st = get_int_n(c, o, &ko, &idx, origin, 2)) != TSR_OK)
+        goto done;
+    if (u && (st = get_f64(c, u, &ku, &num, &outside)) != TSR_OK)
+        goto done;
+    if (!tsr_expr_table(out, rows, cols, vals, origin[0], origin[1], outside, msg, sizeof msg))
+        st = tsr_derr(c, table, &kt, "%s", msg);
+done:
+    free(vals);
     return st;
 }
 
@@ -404,6 +513,7 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
     case TSR_P_PATH: return get_path(c, v, p, field);
     case TSR_P_NAME: return get_name(c, v, p, field);
     case TSR_P_LAYERS: return get_layers(c, v, p, pm, field);
+    case TSR_P_EXPR: return get_expr_owned(c, v, p, field);
     }
     return tsr_fail(c->err, TSR_EINTERNAL, "%s: parameter '%s' has an unknown type %d", c->file,
                     pm->key, (int)pm->type);

@@ -80,6 +80,8 @@ edge_period(const tsr_engine *e, const tsr_node *n, const tsr_edge *ed, int64_t 
             tsr_rect *in)
 {
     if (tsr_trait_has(ed->trait, TSR_CAP_LATTICE)) {
+        if (!tsr_lattice_periodic(ed)) /* per-copy variation or jitter (docs/variation.md) */
+            return false;
         const tsr_repeat_params *r = ed->params;
         *in = r->region[2] > 0 ? tsr_rect_make(r->region[0], r->region[1], r->region[2], r->region[3])
                                : tsr_rect_make(0, 0, n->w, n->h);

@@ -7,8 +7,14 @@
  * in double, widened by one each way (the error of that solve is far below one lattice step
  * for any basis of skew <= SKEW_MAX, see below), and test each candidate exactly in int64.
  * Lattices that the CPU walks in a Lagrange-reduced basis (skew > SKEW_MAX) with an
- * order-dependent overlap are not done here (tsr_gpu_repeat_can). */
+ * order-dependent overlap are not done here (tsr_gpu_repeat_can).
+ *
+ * Per-copy variation (docs/variation.md): a copy's scale and bias come from the same programs
+ * and evaluator as the CPU's (nodes/expr_eval.h, uploaded once per edge), jitter from the same
+ * integer hash; jitter widens each pixel's candidate range by its bound. Per-copy source
+ * parameters draw each copy's source on the host (tsr_gpu_repeat_can is false for them). */
 #include "gpu/gpu_int.cuh"
+#include "nodes/expr_eval.h"
 
 #include <math.h>
 
@@ -27,7 +33,7 @@ extern "C" bool
 tsr_gpu_repeat_can(const tsr_edge *e)
 {
     const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
-    return skew(r->u, r->v) <= SKEW_MAX;
+    return skew(r->u, r->v) <= SKEW_MAX && !r->sources;
 }
 
 struct rep_args {
@@ -43,7 +49,22 @@ struct rep_args {
                         * emulated in software held repeat_out at 70 % of the SMs) */
     uint32_t px0, py0; /* the copy phase at P.r's corner: floor_mod(Pr.x - ox, ux), ... */
     tsr_gpu_conv to;   /* to.dst: every pixel of Pr out as a sample */
+    const tsr_expr *scale, *bias; /* device copies; NULL: not given */
+    bool values;       /* scale or bias given */
+    int64_t jb[2];     /* jitter bound, (0, 0): none */
+    uint64_t seed;
 };
+
+/* Child value s of copy (i, j) through its scale and bias, exactly as nodes/repeat.c does. */
+__device__ static float
+copy_value(const rep_args &a, int64_t i, int64_t j, float s)
+{
+    if (!a.values)
+        return s;
+    double sc = a.scale ? tsr_expr_eval(a.scale, i, j) : 1.0;
+    double bi = a.bias ? tsr_expr_eval(a.bias, i, j) : 0.0;
+    return (float)(bi + sc * (double)s);
+}
 
 /* The layer's value at parent pixel (x, y) of the active area blended into p. */
 __device__ static float
@@ -58,18 +79,20 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
         return p;
     }
     if (a.axis) {
-        int64_t cx = rx - tsr_dfloor_div(rx, a.ux) * a.ux;
-        int64_t cy = ry - tsr_dfloor_div(ry, a.vy) * a.vy;
+        int64_t ci = tsr_dfloor_div(rx, a.ux), cj = tsr_dfloor_div(ry, a.vy);
+        int64_t cx = rx - ci * a.ux;
+        int64_t cy = ry - cj * a.vy;
         if (cx < a.cw && cy < a.ch)
-            p = tsr_pw_apply(a.blend, a.mask, p, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)], 1);
+            p = tsr_pw_apply(a.blend, a.mask, p,
+                             copy_value(a, ci, cj, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)]), 1);
         return p;
     }
     /* copy origins o + i u + j v lie in [x - cw + 1, x] x [y - ch + 1, y]: bound i and j by
      * the box's corners (i = (px vy - py vx) / det, j = (py ux - px uy) / det) */
     double imin = 0, imax = 0, jmin = 0, jmax = 0;
     for (int c = 0; c < 4; c++) {
-        double px = (double)(c & 1 ? rx : rx - a.cw + 1);
-        double py = (double)(c & 2 ? ry : ry - a.ch + 1);
+        double px = (double)(c & 1 ? rx + a.jb[0] : rx - a.cw + 1 - a.jb[0]);
+        double py = (double)(c & 2 ? ry + a.jb[1] : ry - a.ch + 1 - a.jb[1]);
         double i = (px * (double)a.vy - py * (double)a.vx) / a.det;
         double j = (py * (double)a.ux - px * (double)a.uy) / a.det;
         imin = c ? fmin(imin, i) : i;
@@ -85,9 +108,15 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
     for (int64_t j = j0; j <= j1; j++)
         for (int64_t i = i0; i <= i1; i++) {
             int64_t cx = rx - (i * a.ux + j * a.vx), cy = ry - (i * a.uy + j * a.vy);
+            if (a.jb[0] || a.jb[1]) {
+                int64_t d[2];
+                tsr_jitter(a.seed, a.jb, i, j, d);
+                cx -= d[0];
+                cy -= d[1];
+            }
             if (cx < 0 || cx >= a.cw || cy < 0 || cy >= a.ch)
                 continue;
-            float s = a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)];
+            float s = copy_value(a, i, j, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)]);
             l = tsr_pw_overlap(a.ov, c, l, s);
             nz += s != 0.0f;
             c = 1;
@@ -159,9 +188,19 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
     a.ov = r->disjoint ? TSR_OVERLAP_FIRST : r->overlap;
     a.blend = (int)e->blend;
     a.mask = e->mask;
-    a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0;
+    a.jb[0] = r->jitter[0];
+    a.jb[1] = r->jitter[1];
+    a.seed = (uint64_t)r->seed;
+    a.values = r->values;
+    if (r->scale &&
+        !(a.scale = (const tsr_expr *)tsr_gpu_resident(g, r->scale, sizeof *r->scale, err)))
+        return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
+    if (r->bias &&
+        !(a.bias = (const tsr_expr *)tsr_gpu_resident(g, r->bias, sizeof *r->bias, err)))
+        return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
+    a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0 && !a.jb[0] && !a.jb[1];
     const int64_t lim = (int64_t)1 << 31;
-    a.axis32 = a.axis && a.ux < lim && a.vy < lim && P.r.w < lim && P.r.h < lim;
+    a.axis32 = a.axis && !a.values && a.ux < lim && a.vy < lim && P.r.w < lim && P.r.h < lim;
     if (a.axis32) {
         a.px0 = (uint32_t)tsr_floor_mod(P.r.x - a.ox, a.ux);
         a.py0 = (uint32_t)tsr_floor_mod(P.r.y - a.oy, a.vy);

@@ -40,7 +40,9 @@ typedef enum tsr_ptype {
     TSR_P_KERNEL,  /* tsr_kernel */
     TSR_P_PATH,    /* char *: a file path, resolved against the design's folder */
     TSR_P_NAME,    /* char *: a name, as written (a layout's cell) */
-    TSR_P_LAYERS   /* tsr_layer_map: [[layer, datatype, value], ...] or [[name, value], ...] */
+    TSR_P_LAYERS,  /* tsr_layer_map: [[layer, datatype, value], ...] or [[name, value], ...] */
+    TSR_P_EXPR     /* tsr_expr * (nodes/expr.h): a per-copy function of (i, j); NULL when
+                    * absent, else owned */
 } tsr_ptype;
 
 enum {

@@ -5,6 +5,7 @@
 #define TSR_NODES_PARAMS_H
 
 #include "nodes/nodes.h"
+#include "nodes/expr.h"
 
 typedef enum tsr_overlap {
     TSR_OVERLAP_AVERAGE, /* mean of the non-zero copies (0 if none), float32, copy order */
@@ -23,7 +24,26 @@ typedef struct tsr_repeat_params {
     int64_t region[4];  /* x, y, w, h in parent coords; w == 0: the whole parent */
     bool disjoint;      /* set by prepare(): no two copies overlap, so every overlap mode is a
                          * plain copy (one contribution per pixel) */
+    /* per-copy variation (docs/variation.md); NULL: not given, else owned */
+    tsr_expr *scale, *bias;   /* copy value = (float)(bias + scale * (double)child) */
+    tsr_expr *src_radius;     /* the leaf child's source `radius` per copy */
+    tsr_expr *src_value;      /* the leaf child's source `value` per copy */
+    int64_t jitter[2];        /* copy (i, j) moves by tsr_jitter(seed, jitter, i, j): |d| <= */
+    int64_t seed;             /* the jitter's seed */
+    bool values;              /* set by prepare(): scale or bias given */
+    bool sources;             /* set by prepare(): a source parameter varies */
+    bool varies;              /* set by prepare(): some copy differs from another (a function of
+                               * i or j, or jitter): the lattice is not periodic */
 } tsr_repeat_params;
+
+/* Whether edge e (any trait) is periodic by its lattice: a TSR_CAP_LATTICE edge whose copies
+ * are all alike. The planners' one test before they take a periodic shortcut. */
+static inline bool
+tsr_lattice_periodic(const tsr_edge *e)
+{
+    return tsr_trait_has(e->trait, TSR_CAP_LATTICE) &&
+           !((const tsr_repeat_params *)e->params)->varies;
+}
 
 /* distance: L = table[min(a, dmax^2)], a the squared distance to the nearest mask pixel. */
 typedef struct tsr_distance_params {

@@ -10,6 +10,7 @@
  * ~2^49 values of i and j. Such a lattice is walked in its Lagrange-reduced basis (the same
  * points, short vectors) and, where the overlap mode depends on copy order, the copies found
  * are sorted back into copy order (ascending j, then i, of the u, v given): same bits. */
+#include "nodes/expr_eval.h"
 #include "nodes/nodes.h"
 #include "nodes/params.h"
 
@@ -25,12 +26,26 @@ const char *const tsr_overlap_names[] = {"average", "max", "add", "first", NULL}
                  "how overlapping copies combine: average | max | add | first"}
 #define REGION {"region", TSR_P_INT4, OFF(region), TSR_PF_RECT | COORD_RANGE, 0, NULL, \
                 "[x, y, w, h] in parent px the layer is clipped to, default the whole parent"}
+/* per-copy variation, docs/variation.md */
+#define VARY(k, f, what) {k, TSR_P_EXPR, OFF(f), 0, 0, 0, 0, NULL, what " per copy (i, j): a number, " \
+                          "an expression, {table: ...} or {ramp: [a, di, dj]}"}
+#define VARIATION \
+    VARY("scale", scale, "value scale"), VARY("bias", bias, "value bias"), \
+    VARY("source-radius", src_radius, "the child source's radius"), \
+    VARY("source-value", src_value, "the child source's value"), \
+    {"jitter", TSR_P_INT2, OFF(jitter), TSR_PF_RANGE, 0, TSR_JITTER_MAX, 0, NULL, \
+     "[bx, by]: each copy moves by a seeded integer vector within +-b, px"}, \
+    {"seed", TSR_P_INT, OFF(seed), 0, 0, 0, 0, NULL, "the jitter's seed"}
+
+#define TSR_JITTER_MAX ((double)(1 << 20))
+#define JITTER_CANDIDATES 4096
 
 static const tsr_param repeat_params[] = {
     {"period", TSR_P_INT2, OFF(period), TSR_PF_RANGE, 1, (double)TSR_COORD_MAX, 0, NULL,
      "[px, py], default the child size"},
     OVERLAP,
     REGION,
+    VARIATION,
 };
 
 static const tsr_param vector_params[] = {
@@ -38,6 +53,7 @@ static const tsr_param vector_params[] = {
     {"v", TSR_P_INT2, OFF(v), TSR_PF_REQUIRED | COORD_RANGE, 0, NULL, "lattice vector [vx, vy], px"},
     OVERLAP,
     REGION,
+    VARIATION,
 };
 
 static void
@@ -67,10 +83,66 @@ check_region(const tsr_repeat_params *r, tsr_check *c)
     return TSR_OK;
 }
 
+/* The source key a `source-*` function sets, in the child's source table: its row, or NULL
+ * when the child has no source or its kind has no such key. */
+static const tsr_param *
+source_key(const tsr_node *child, const char *key)
+{
+    if (!child->source)
+        return NULL;
+    const tsr_source_desc *d = &tsr_source_descs[child->source->kind];
+    for (size_t k = 0; k < d->nparams; k++)
+        if (strcmp(d->params[k].key, key) == 0 &&
+            (d->params[k].type == TSR_P_F64 || d->params[k].type == TSR_P_F32))
+            return &d->params[k];
+    return NULL;
+}
+
+/* Per-copy source parameters draw the child's source per copy, so the child must be that
+ * source alone (fill and source: no children to evaluate per copy). */
+static tsr_status
+check_variation(const tsr_edge *e, tsr_check *c)
+{
+    const tsr_repeat_params *r = e->params;
+    static const struct {
+        const char *yaml, *key;
+        size_t off;
+    } vs[] = {{"source-radius", "radius", offsetof(tsr_repeat_params, src_radius)},
+              {"source-value", "value", offsetof(tsr_repeat_params, src_value)}};
+    for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
+        const tsr_expr *x = *(tsr_expr *const *)((const char *)r + vs[k].off);
+        if (!x)
+            continue;
+        if (e->child->nedges)
+            return tsr_check_failf(c, vs[k].yaml, "needs a child without children (its source "
+                                   "is drawn per copy); %s has %zu", e->child->name,
+                                   e->child->nedges);
+        if (!source_key(e->child, vs[k].key))
+            return tsr_check_failf(c, vs[k].yaml, "the child %s has no source with a '%s'",
+                                   e->child->name, vs[k].key);
+    }
+    /* each pixel's copies are looked for among those whose unmoved origin lies within the
+     * bound: (2bx + 1)(2by + 1) / |det| of them; beyond this a tile would take hours */
+    __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
+    if (det == 0) /* repeat, checked before prepare() puts its period into u and v */
+        det = (__int128)(r->period[0] ? r->period[0] : e->child->w) *
+              (r->period[1] ? r->period[1] : e->child->h);
+    if (det < 0)
+        det = -det;
+    double cand = (double)(2 * r->jitter[0] + 1) * (double)(2 * r->jitter[1] + 1) / (double)det;
+    if ((r->jitter[0] || r->jitter[1]) && det > 0 && cand > JITTER_CANDIDATES)
+        return tsr_check_failf(c, "jitter", "[%lld, %lld] over a lattice cell of %.0f px puts "
+                               "%.0f candidate copies on each pixel (at most %d)",
+                               (long long)r->jitter[0], (long long)r->jitter[1], (double)det,
+                               cand, JITTER_CANDIDATES);
+    return TSR_OK;
+}
+
 static tsr_status
 repeat_check(const tsr_edge *e, tsr_check *c)
 {
-    return check_region(e->params, c);
+    tsr_status st = check_region(e->params, c);
+    return st == TSR_OK ? check_variation(e, c) : st;
 }
 
 static tsr_status
@@ -82,10 +154,38 @@ vector_check(const tsr_edge *e, tsr_check *c)
         return tsr_check_failf(c, "v", "u and v are colinear (u = [%lld, %lld], v = [%lld, %lld])",
                                (long long)r->u[0], (long long)r->u[1], (long long)r->v[0],
                                (long long)r->v[1]);
-    return check_region(r, c);
+    tsr_status st = check_region(r, c);
+    return st == TSR_OK ? check_variation(e, c) : st;
 }
 
 static bool copies_disjoint(const tsr_edge *e);
+
+/* Complete the variation flags, and give a table's `outside` left out (NaN) the identity: scale
+ * 1, bias 0, a source parameter as the child's source has it. */
+static void
+prepare_variation(tsr_edge *e)
+{
+    tsr_repeat_params *r = e->params;
+    struct {
+        tsr_expr *x;
+        double id;
+    } vs[4] = {{r->scale, 1.0}, {r->bias, 0.0}, {r->src_radius, 0.0}, {r->src_value, 0.0}};
+    const tsr_source *s = e->child->source;
+    if (s) {
+        vs[2].id = s->radius;
+        vs[3].id = s->value;
+    }
+    r->varies = r->jitter[0] || r->jitter[1];
+    for (int k = 0; k < 4; k++) {
+        tsr_expr *x = vs[k].x;
+        if (x && x->nops && x->op[0] == TSR_XOP_TABLE && isnan(x->k[4]))
+            x->k[4] = vs[k].id;
+        if (x && !tsr_expr_is_const(x, NULL))
+            r->varies = true;
+    }
+    r->values = r->scale || r->bias;
+    r->sources = r->src_radius || r->src_value;
+}
 
 static tsr_status
 repeat_prepare(tsr_edge *e, tsr_error *err)
@@ -100,6 +200,7 @@ repeat_prepare(tsr_edge *e, tsr_error *err)
     r->u[1] = 0;
     r->v[0] = 0;
     r->v[1] = r->period[1];
+    prepare_variation(e);
     r->disjoint = copies_disjoint(e);
     return TSR_OK;
 }
@@ -189,6 +290,8 @@ lattice_basis(const tsr_repeat_params *r, walk_basis *b, bool always)
 typedef struct copy_iter {
     walk_basis b;
     int64_t ox, oy, cw, ch; /* lattice origin, child size */
+    int64_t jb[2];          /* jitter bound (0, 0: none) */
+    uint64_t seed;
     tsr_rect area;
     int64_t i0, i1, j0, j1, i, j; /* inclusive bounds, cursor (walked basis) */
 } copy_iter;
@@ -203,6 +306,10 @@ iter_init_in(copy_iter *it, const tsr_edge *e, tsr_rect area, const walk_basis *
     it->oy = e->offset[1];
     it->cw = e->child->w;
     it->ch = e->child->h;
+    const tsr_repeat_params *r = e->params;
+    it->jb[0] = r->jitter[0];
+    it->jb[1] = r->jitter[1];
+    it->seed = (uint64_t)r->seed;
     it->area = area;
     it->i0 = 1;
     it->i1 = 0;
@@ -213,8 +320,11 @@ iter_init_in(copy_iter *it, const tsr_edge *e, tsr_rect area, const walk_basis *
     if (tsr_rect_empty(area))
         return;
     __int128 det = (__int128)u[0] * v[1] - (__int128)u[1] * v[0];
-    __int128 bx[2] = {(__int128)area.x - it->cw + 1 - it->ox, (__int128)area.x + area.w - 1 - it->ox};
-    __int128 by[2] = {(__int128)area.y - it->ch + 1 - it->oy, (__int128)area.y + area.h - 1 - it->oy};
+    /* a copy moved by at most jb: its unmoved origin lies within jb of B */
+    __int128 bx[2] = {(__int128)area.x - it->cw + 1 - it->ox - it->jb[0],
+                      (__int128)area.x + area.w - 1 - it->ox + it->jb[0]};
+    __int128 by[2] = {(__int128)area.y - it->ch + 1 - it->oy - it->jb[1],
+                      (__int128)area.y + area.h - 1 - it->oy + it->jb[1]};
     __int128 imin = 0, imax = 0, jmin = 0, jmax = 0;
     for (int k = 0; k < 4; k++) {
         __int128 px = bx[k & 1], py = by[k >> 1];
@@ -256,6 +366,15 @@ iter_next(copy_iter *it, tsr_rect *clip, int64_t *cx, int64_t *cy, __int128 key[
             int64_t i = it->i++;
             int64_t px = it->ox + i * u[0] + it->j * v[0];
             int64_t py = it->oy + i * u[1] + it->j * v[1];
+            /* (j, i) of the given u, v: within 2^41 for any copy near the parent */
+            __int128 kj = it->b.t[1] * i + it->b.t[3] * it->j;
+            __int128 ki = it->b.t[0] * i + it->b.t[2] * it->j;
+            if (it->jb[0] || it->jb[1]) {
+                int64_t d[2];
+                tsr_jitter(it->seed, it->jb, (int64_t)ki, (int64_t)kj, d);
+                px += d[0];
+                py += d[1];
+            }
             tsr_rect c = tsr_rect_intersect(tsr_rect_make(px, py, it->cw, it->ch), it->area);
             if (tsr_rect_empty(c))
                 continue;
@@ -263,8 +382,8 @@ iter_next(copy_iter *it, tsr_rect *clip, int64_t *cx, int64_t *cy, __int128 key[
             *cx = c.x - px;
             *cy = c.y - py;
             if (key) {
-                key[0] = it->b.t[1] * i + it->b.t[3] * it->j;
-                key[1] = it->b.t[0] * i + it->b.t[2] * it->j;
+                key[0] = kj;
+                key[1] = ki;
             }
             return true;
         }
@@ -322,7 +441,8 @@ static bool
 copies_disjoint(const tsr_edge *e)
 {
     const tsr_repeat_params *r = e->params;
-    __int128 w = e->child->w, h = e->child->h;
+    /* jittered copies move apart or together by up to 2b: as if each were that much bigger */
+    __int128 w = (__int128)e->child->w + 2 * r->jitter[0], h = (__int128)e->child->h + 2 * r->jitter[1];
     __int128 det = (__int128)r->u[0] * r->v[1] - (__int128)r->u[1] * r->v[0];
     if (det < 0)
         det = -det;
@@ -330,10 +450,17 @@ copies_disjoint(const tsr_edge *e)
         return false;
     tsr_edge at0 = *e;
     at0.offset[0] = at0.offset[1] = 0;
+    tsr_node grown = *e->child; /* the bounds below for a child of w x h, jitter off */
+    grown.w = (int64_t)w;
+    grown.h = (int64_t)h;
+    at0.child = &grown;
+    tsr_repeat_params still = *r;
+    still.jitter[0] = still.jitter[1] = 0;
+    at0.params = &still;
     walk_basis b;
     lattice_basis(r, &b, true);
     copy_iter it;
-    iter_init_in(&it, &at0, tsr_rect_make(0, 0, e->child->w, e->child->h), &b);
+    iter_init_in(&it, &at0, tsr_rect_make(0, 0, grown.w, grown.h), &b);
     const int64_t *u = it.b.u, *v = it.b.v;
     for (int64_t j = it.j0; j <= it.j1; j++) {
         __int128 x0, x1, y0, y1;
@@ -365,8 +492,23 @@ active_area(const tsr_edge *e, tsr_rect pr)
  * need() on every node before anything renders). */
 #define NEED_WALK_MAX ((double)(1 << 16))
 
+static size_t need_copies(const tsr_edge *e, tsr_rect pr, tsr_rect *out);
+
 static size_t
 need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
+{
+    size_t n = need_copies(e, pr, out);
+    /* every copy's pixels are drawn from its own source by layer(), which must still run
+     * where copies are (the engine skips an edge that needs nothing): one pixel is asked */
+    if (n && ((const tsr_repeat_params *)e->params)->sources) {
+        out[0] = tsr_rect_make(0, 0, 1, 1);
+        n = 1;
+    }
+    return n;
+}
+
+static size_t
+need_copies(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
     copy_iter it;
     iter_init(&it, e, active_area(e, pr));
@@ -454,14 +596,24 @@ typedef struct acc {
     uint8_t *cov;
     uint16_t *count;
     uint32_t *count32;
+    float *row;    /* values: one copy row through the scale and bias (pr.w floats) */
+    double sc, bi; /* values: this copy's scale and bias */
+    float *own;    /* sources: one copy's pixels drawn from its own source (pr.w * pr.h) */
+    struct memo *memo; /* sources, small child: whole children drawn, by parameter values */
+    int nmemo, next;   /* entries in use; the one replaced next when all are */
 } acc;
 
 /* Blend one copy (clip in parent coords, (cx, cy) its corner in child coords) into the layer. */
 static void
-apply_copy(const acc *a, const tsr_view *v, tsr_rect clip, int64_t cx, int64_t cy)
+apply_copy(acc *a, const tsr_view *v, tsr_rect clip, int64_t cx, int64_t cy)
 {
     for (int64_t y = 0; y < clip.h; y++) {
         const float *restrict src = tsr_view_row(v, cx, cy + y);
+        if (a->r->values) { /* docs/variation.md: (float)(bias + scale * child), in double */
+            for (int64_t x = 0; x < clip.w; x++)
+                a->row[x] = (float)(a->bi + a->sc * (double)src[x]);
+            src = a->row;
+        }
         size_t at = (size_t)((clip.y - a->pr.y + y) * a->pr.w + (clip.x - a->pr.x));
         float *restrict l = a->L + at;
         uint8_t *restrict c = a->cov + at;
@@ -519,6 +671,119 @@ apply_copy(const acc *a, const tsr_view *v, tsr_rect clip, int64_t cx, int64_t c
     }
 }
 
+/* Copies with equal parameters have equal pixels: within one layer() call, a small child is
+ * drawn whole once per distinct set of parameter values (keyed by their bits) and its copies
+ * read it, so a graded lattice costs a drawing per distinct value in the tile, not per copy.
+ * Kept per call (no lock, nothing outlives the tile); replaced round robin when full. */
+#define MEMO_N 32
+#define MEMO_BYTES ((size_t)4 << 20) /* the most all entries of one call hold */
+
+typedef struct memo {
+    double key[2]; /* the copy's radius and value as set (NaN bits never match: not drawn) */
+    float *px;     /* the child's w * h pixels */
+} memo;
+
+/* Entries of the memo for edge e: 0 when its child is too big to draw whole per value. */
+static int
+memo_entries(const tsr_edge *e)
+{
+    size_t px = (size_t)e->child->w * (size_t)e->child->h;
+    if (px > MEMO_BYTES / sizeof(float) / 4)
+        return 0;
+    size_t n = MEMO_BYTES / (px * sizeof(float));
+    return n < MEMO_N ? (int)n : MEMO_N;
+}
+
+/* The copy's own source: the child's, with the per-copy parameters set. False when a value is
+ * outside the key's range (or not a number): that copy is not drawn (docs/variation.md). */
+static bool
+copy_source(const tsr_edge *e, int64_t i, int64_t j, tsr_source *s)
+{
+    const tsr_repeat_params *r = e->params;
+    *s = *e->child->source; /* shallow: the copy only reads the pointers it shares */
+    const struct {
+        const tsr_expr *x;
+        const char *key;
+    } vs[] = {{r->src_radius, "radius"}, {r->src_value, "value"}};
+    for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
+        if (!vs[k].x)
+            continue;
+        const tsr_param *pm = source_key(e->child, vs[k].key);
+        double v = tsr_expr_eval(vs[k].x, i, j);
+        if (!isfinite(v))
+            return false;
+        if (pm->flags & TSR_PF_RANGE) {
+            bool lo = (pm->flags & TSR_PF_MIN_OPEN) ? v > pm->min : v >= pm->min;
+            bool hi = (pm->flags & TSR_PF_MAX_OPEN) ? v < pm->max : v <= pm->max;
+            if (!lo || !hi)
+                return false;
+        }
+        if (pm->type == TSR_P_F64) {
+            *(double *)((char *)s + pm->offset) = v;
+        } else {
+            float f = (float)v;
+            if (!isfinite(f))
+                return false;
+            *(float *)((char *)s + pm->offset) = f;
+        }
+    }
+    return true;
+}
+
+/* One copy (clip in parent coords, (cx, cy) its corner in child coords, key its (j, i)) into
+ * the layer: its child pixels from the views, or drawn from its own source; its scale and
+ * bias. */
+static tsr_status
+put_copy(acc *a, const tsr_edge *e, const tsr_view *views, size_t nviews, tsr_rect clip,
+         int64_t cx, int64_t cy, const __int128 key[2], tsr_error *err)
+{
+    const tsr_repeat_params *r = a->r;
+    int64_t i = (int64_t)key[1], j = (int64_t)key[0];
+    tsr_rect cr = tsr_rect_make(cx, cy, clip.w, clip.h);
+    const tsr_view *v;
+    tsr_view own;
+    if (r->sources) {
+        tsr_source s;
+        if (!copy_source(e, i, j, &s))
+            return TSR_OK;
+        tsr_node leaf = *e->child;
+        leaf.source = &s;
+        if (a->memo) {
+            double k[2] = {s.radius, (double)s.value};
+            int m = 0;
+            while (m < a->nmemo && memcmp(a->memo[m].key, k, sizeof k) != 0)
+                m++;
+            if (m == a->nmemo) { /* not drawn yet in this call */
+                int cap = memo_entries(e);
+                if (a->nmemo < cap) {
+                    size_t bytes = (size_t)leaf.w * (size_t)leaf.h * sizeof(float);
+                    if (!(a->memo[m].px = malloc(bytes)))
+                        return tsr_fail(err, TSR_ENOMEM, "repeat: out of memory (copies drawn)");
+                    a->nmemo++;
+                } else {
+                    m = a->next;
+                    a->next = (a->next + 1) % cap;
+                }
+                memcpy(a->memo[m].key, k, sizeof k);
+                tsr_node_base(&leaf, tsr_rect_make(0, 0, leaf.w, leaf.h), a->memo[m].px);
+            }
+            own = (tsr_view){tsr_rect_make(0, 0, leaf.w, leaf.h), a->memo[m].px, leaf.w};
+        } else {
+            tsr_node_base(&leaf, cr, a->own);
+            own = (tsr_view){cr, a->own, cr.w};
+        }
+        v = &own;
+    } else if (!(v = find_view(views, nviews, cr))) {
+        return tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
+    }
+    if (r->values) {
+        a->sc = r->scale ? tsr_expr_eval(r->scale, i, j) : 1.0;
+        a->bi = r->bias ? tsr_expr_eval(r->bias, i, j) : 0.0;
+    }
+    apply_copy(a, v, clip, cx, cy);
+    return TSR_OK;
+}
+
 /* More copies than a uint16_t counts can cover one pixel (a dense lattice of a big child). */
 static bool
 wide_counts(const tsr_edge *e)
@@ -531,7 +796,7 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
       uint8_t *cov, tsr_error *err)
 {
     const tsr_repeat_params *r = e->params;
-    acc a = {r, r->overlap, pr, L, cov, NULL, NULL};
+    acc a = {r, r->overlap, pr, L, cov, NULL, NULL, NULL, 0.0, 0.0, NULL, NULL, 0, 0};
     copy_rec *recs = NULL;
     size_t nrec = 0, cap = 0;
     tsr_status st = TSR_OK;
@@ -545,6 +810,16 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
             a.count = calloc(total, sizeof *a.count);
         if (!a.count && !a.count32)
             return tsr_fail(err, TSR_ENOMEM, "repeat: out of memory");
+    }
+    if ((r->values && !(a.row = malloc((size_t)pr.w * sizeof *a.row))) ||
+        (r->sources && memo_entries(e) &&
+         !(a.memo = calloc((size_t)memo_entries(e), sizeof *a.memo))) ||
+        (r->sources && !a.memo && !(a.own = malloc(total * sizeof *a.own)))) {
+        free(a.memo);
+        free(a.count);
+        free(a.count32);
+        free(a.row);
+        return tsr_fail(err, TSR_ENOMEM, "repeat: out of memory (per-copy values)");
     }
     copy_iter it;
     iter_init(&it, e, active_area(e, pr));
@@ -574,12 +849,8 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
             recs[nrec++] = (copy_rec){{key[0], key[1]}, clip, cx, cy};
             continue;
         }
-        const tsr_view *v = find_view(views, nviews, tsr_rect_make(cx, cy, clip.w, clip.h));
-        if (!v) {
-            st = tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
+        if ((st = put_copy(&a, e, views, nviews, clip, cx, cy, key, err)) != TSR_OK)
             break;
-        }
-        apply_copy(&a, v, clip, cx, cy);
     }
     if (sort && st == TSR_OK) {
         if (nrec > 1)
@@ -590,16 +861,16 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
                 st = tsr_fail(err, TSR_EINTR, "interrupted");
                 break;
             }
-            const tsr_view *v =
-                find_view(views, nviews, tsr_rect_make(c->cx, c->cy, c->clip.w, c->clip.h));
-            if (!v) {
-                st = tsr_fail(err, TSR_EINTERNAL, "repeat: child rect not fetched");
+            if ((st = put_copy(&a, e, views, nviews, c->clip, c->cx, c->cy, c->key, err)) != TSR_OK)
                 break;
-            }
-            apply_copy(&a, v, c->clip, c->cx, c->cy);
         }
     }
     free(recs);
+    free(a.row);
+    free(a.own);
+    for (int m = 0; m < a.nmemo; m++)
+        free(a.memo[m].px);
+    free(a.memo);
     if (a.count || a.count32) {
         if (st == TSR_OK) {
             for (size_t i = 0; i < total; i++) {
@@ -618,9 +889,18 @@ static size_t
 scratch(const tsr_edge *e, int64_t tw, int64_t th)
 {
     const tsr_repeat_params *r = e->params;
-    if (r->disjoint)
-        return 0;
     size_t b = 0;
+    if (r->values) /* a copy row through scale and bias */
+        b += (size_t)tw * sizeof(float);
+    if (r->sources) { /* the copies drawn (memo) or one copy's pixels, and what drawing takes */
+        int m = memo_entries(e);
+        b += m ? (size_t)m * (size_t)(e->child->w * e->child->h) * sizeof(float) +
+                     MEMO_N * sizeof(memo)
+               : (size_t)tw * (size_t)th * sizeof(float);
+        b += tsr_source_scratch(e->child->source, m ? e->child->w : tw);
+    }
+    if (r->disjoint)
+        return b;
     if (r->overlap == TSR_OVERLAP_AVERAGE)
         b = (size_t)tw * (size_t)th * (wide_counts(e) ? sizeof(uint32_t) : sizeof(uint16_t));
     walk_basis wb;
@@ -648,6 +928,7 @@ vector_prepare(tsr_edge *e, tsr_error *err)
 {
     (void)err;
     tsr_repeat_params *r = e->params;
+    prepare_variation(e);
     r->disjoint = copies_disjoint(e);
     return TSR_OK;
 }

@@ -1,5 +1,6 @@
 /* The trait table, the common edge keys, blending, and design lifetime. */
 #include "nodes/nodes.h"
+#include "nodes/expr.h"
 #include "nodes/params.h"
 #include "nodes/pointwise.h"
 
@@ -106,6 +107,12 @@ tsr_params_free(const tsr_param *params, size_t n, void *st)
             free(m->e);
             m->e = NULL;
             m->n = 0;
+            break;
+        }
+        case TSR_P_EXPR: {
+            void **x = (void **)field;
+            free(*x);
+            *x = NULL;
             break;
         }
         default: break;
@@ -321,6 +328,7 @@ params_bytes(const tsr_param *params, size_t n, const void *st)
                 b += str_bytes(m->e[k].name);
             break;
         }
+        case TSR_P_EXPR: b += *(void *const *)field ? chunk(tsr_expr_size()) : 0; break;
         default: break;
         }
     }
