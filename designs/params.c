@@ -346,6 +346,9 @@ get_layers(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, tsr_lay
     return TSR_OK;
 fail:
     layers_free(&m);
+    return st;
+}
+
 /* A per-copy function (docs/variation.md): null (absent), a number or a string (an
  * expression; its errors point at the character, on a one-line scalar), {table: [[...], ...],
  * origin: [i0, j0], outside: v} or {ramp: [a, di, dj]}. */
