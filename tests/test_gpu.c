@@ -683,3 +683,36 @@ Test(gpu, every_table_row_has_a_kernel_in_a_cuda_build)
                   tsr_source_descs[i].disc_value ? tsr_source_descs[i].disc_value
                                                  : tsr_source_descs[i].disc_key);
 }
+
+/* A distance read sparsely: seeds (pattern edges) in a child of fill 0, so a chunk reads only
+ * the box where the seeds are, which its rows and columns may lie beside, above or across
+ * (nodes/distance.c); dmax 300 runs on the device, dmax 5000 on the host (the same bits). */
+static const char seeds_yaml[] =
+    "tessera: 1\n"
+    "output: {depth: 16}\n"
+    "nodes:\n"
+    "  seeds:\n"
+    "    size: [3000, 2200]\n"
+    "    children:\n"
+    "      - {trait: pattern, offset: [1400, 1000], node: {size: [1, 1], fill: 1.0}}\n"
+    "      - {trait: pattern, offset: [1420, 1090], node: {size: [2, 3], fill: 1.0}}\n"
+    "      - {trait: pattern, offset: [200, 2150], blend: max, node: {size: [5, 5], fill: 0.0,"
+    " source: {shape: circle, center: [2.5, 2.5], radius: 2, value: 1}}}\n"
+    "root:\n"
+    "  size: [3000, 2200]\n"
+    "  children:\n"
+    "    - {trait: distance, ref: seeds, dmax: %d, profile: sphere}\n"
+    "    - {trait: distance, ref: seeds, dmax: 40, profile: cosine, blend: add}\n";
+
+Test(gpu, a_distance_over_a_box_of_seeds_gives_the_cpu_floats, .timeout = 300)
+{
+    need_gpu();
+    static const int dmaxes[] = {300, 5000};
+    for (int i = 0; i < 2; i++) {
+        char yaml[sizeof seeds_yaml + 16];
+        snprintf(yaml, sizeof yaml, seeds_yaml, dmaxes[i]);
+        tsr_design *d = th_design(yaml);
+        assert_values_equal("seeds", d, tsr_rect_make(0, 0, d->root->w, d->root->h));
+        tsr_design_free(d);
+    }
+}
