@@ -411,9 +411,10 @@ plan(int64_t hw, int64_t bh, int64_t pad)
 /* The sparse path's scratch for a read rect bw columns wide and th output rows: g of every
  * output row (int32) and, per column, the scan state and the envelope (int64). */
 static size_t
-sparse_bytes(int64_t bw, int64_t th)
+sparse_bytes(int64_t bw, int64_t tw, int64_t th)
 {
-    return (size_t)bw * ((size_t)th * sizeof(int32_t) + 7 * sizeof(int64_t)) + sizeof(int64_t);
+    return (size_t)bw * ((size_t)th * sizeof(int32_t) + 7 * sizeof(int64_t)) +
+           (size_t)(tw + 1) * sizeof(int64_t);
 }
 
 static size_t
@@ -435,7 +436,7 @@ scratch(const tsr_edge *e, int64_t tw, int64_t th)
     int visits = SUPPORT_VISITS;
     if (support(e->child, all, p->threshold, &bb, &visits))
         bw = min64(bw, bb.w > 0 ? bb.w : 1);
-    size_t sparse = sparse_bytes(bw, min64(th, e->child->h));
+    size_t sparse = sparse_bytes(bw, min64(tw, e->child->w), min64(th, e->child->h));
     return dense > sparse ? dense : sparse;
 }
 
@@ -650,6 +651,35 @@ value_of(const tsr_distance_params *p, const tsr_distance_state *st, int64_t a)
     return entry(p, &p->profile, (double)p->dmax, sqrt((double)a), &seg);
 }
 
+/* L for a row of n squared distances (each <= dmax^2). A lens far from its seed reads the
+ * table at a new cache line every pixel (a grows by 2 dx + 1 a step): for the linear and
+ * sphere profiles entry()'s own expression (double, as written: the same bits) costs less
+ * than those misses; the others read the table as far as it goes. */
+static void
+values(const tsr_distance_params *p, const tsr_distance_state *st, const int64_t *restrict a,
+       int64_t n, float *restrict out)
+{
+    const double dm = (double)p->dmax, b = p->bias, k = p->scale;
+    switch (p->profile.kind) {
+    case TSR_PROFILE_LINEAR:
+        for (int64_t i = 0; i < n; i++) {
+            double d = sqrt((double)a[i]);
+            out[i] = (float)(b + k * (1 - d / dm));
+        }
+        return;
+    case TSR_PROFILE_SPHERE:
+        for (int64_t i = 0; i < n; i++) {
+            double d = sqrt((double)a[i]);
+            out[i] = (float)(b + k * sqrt(1 - (d / dm) * (d / dm)));
+        }
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = value_of(p, st, a[i]);
+        return;
+    }
+}
+
 static tsr_status
 layer_sparse(const tsr_edge *e, tsr_rect pr, tsr_rect cr, tsr_rect b, const tsr_view *v,
              float *L, uint8_t *cov, tsr_error *err)
@@ -660,13 +690,14 @@ layer_sparse(const tsr_edge *e, tsr_rect pr, tsr_rect cr, tsr_rect b, const tsr_
     const int64_t dmax = p->dmax, d2 = dmax * dmax, bw = b.w, th = cr.h, tw = cr.w;
     const int64_t by0 = b.y, by1 = b.y + b.h, y0 = cr.y, y1 = cr.y + cr.h;
     const float thr = p->threshold;
-    char *mem = malloc(sparse_bytes(bw, th));
+    char *mem = malloc(sparse_bytes(bw, tw, th));
     if (!mem)
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (%zu bytes of distance scratch)",
-                        where, sparse_bytes(bw, th));
+                        where, sparse_bytes(bw, tw, th));
     int32_t *G = (int32_t *)mem;                     /* th x bw: g, saturated at dmax */
     int64_t *near = (int64_t *)(G + (size_t)bw * (size_t)th); /* the scan's mask row */
     int64_t *site = near + bw, *val = site + bw, *key = val + bw, *from = key + bw;
+    int64_t *arow = from + bw + 1; /* a of an output row */
     tsr_status rc = TSR_OK;
 
     /* down the rows: the nearest mask row at or above each output row, from dmax rows above */
@@ -751,8 +782,9 @@ layer_sparse(const tsr_edge *e, tsr_rect pr, tsr_rect cr, tsr_rect b, const tsr_
             while (from[j + 1] <= x)
                 j++;
             int64_t dx = x - site[j], a = dx * dx + val[j];
-            out[x] = a < d2 ? value_of(p, st, a) : far;
+            arow[x] = a < d2 ? a : d2;
         }
+        values(p, st, arow, tw, out);
     }
     free(mem);
     return rc;
