@@ -3,9 +3,11 @@
  * thread to need a child tile computes it (recursively), others wait for it or find it
  * cached. */
 #include "cpu/cpu_int.h"
+#include "nodes/pointwise.h"
 
 #include <errno.h>
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +301,126 @@ interrupted(tsr_error *err)
     return tsr_fail(err, TSR_EINTR, "interrupted");
 }
 
+/* ---- a shape placed by a pattern: its layer only over the shape's box -------------------
+ *
+ * A pattern of a leaf node with a shape source is the node's fill everywhere but inside the
+ * shape's box (tsr_source_box). A layout converted into thousands of full-size rect nodes
+ * computed and blended every node's whole rectangle (0.27 MB/s against 193 MB/s for tight
+ * nodes placed by offset). Here the child is drawn over the box alone, and the fill is blended
+ * over the rest of the covered rect only when that can change a pixel: never under `mask:
+ * nonzero` with a fill of 0, nor for `max` by a fill no larger than every pixel, `min` no
+ * smaller, `add` of -0 (or of +0 where no pixel is -0), `multiply` by 1. What the node holds so
+ * far is bounded (range) to decide it: the same floats as blending everywhere. */
+
+/* Conservative facts about every pixel of a node's buffer: each non-NaN value in [lo, hi],
+ * and whether a -0 may be among them. Scanned once when first asked, then widened by what
+ * each later blend writes. */
+typedef struct range {
+    bool known;
+    float lo, hi;
+    bool negz;
+} range;
+
+static void
+range_add(range *g, const float *px, int64_t stride, tsr_rect part)
+{
+    float lo = g->lo, hi = g->hi;
+    bool negz = g->negz;
+    for (int64_t y = 0; y < part.h; y++) {
+        const float *row = px + y * stride;
+        for (int64_t x = 0; x < part.w; x++) {
+            float v = row[x];
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+            negz |= v == 0.0f && signbit(v);
+        }
+    }
+    g->lo = lo, g->hi = hi, g->negz = negz;
+}
+
+static void
+range_scan(range *g, const float *px, tsr_rect r)
+{
+    if (g->known)
+        return;
+    g->known = true;
+    g->lo = INFINITY, g->hi = -INFINITY, g->negz = false;
+    range_add(g, px, r.w, tsr_rect_make(0, 0, r.w, r.h));
+}
+
+/* Whether edge ed is a pattern of a leaf node drawn by a shape. */
+static bool
+boxed_pattern(const tsr_edge *ed)
+{
+    const tsr_node *c = ed->child;
+    return tsr_trait_id_of(ed->trait) == TSR_TRAIT_pattern && c->nedges == 0 && c->source &&
+           tsr_source_has(c->source, TSR_SRC_CAP_BOXED);
+}
+
+/* Whether blending the constant f (blend b, mask) leaves every pixel of g's buffer as it is. */
+static bool
+blend_keeps(tsr_blend b, int mask, float f, const range *g)
+{
+    if (mask && f == 0.0f)
+        return true; /* not covered */
+    switch (b) {
+    case TSR_BLEND_OVER: return false;
+    case TSR_BLEND_MAX: return !(f > g->lo); /* no pixel below f (NaN: kept by max) */
+    case TSR_BLEND_MIN: return !(f < g->hi);
+    case TSR_BLEND_ADD: return f == 0.0f && (signbit(f) || !g->negz); /* p + -0 == p */
+    case TSR_BLEND_MULTIPLY: return f == 1.0f;
+    }
+    return false;
+}
+
+/* Edge ed (boxed_pattern) over node rect r into px: the shape's box drawn and blended, the fill
+ * blended over the rest of the covered rect unless that keeps every pixel. */
+static tsr_status
+boxed_layer(const tsr_edge *ed, tsr_rect r, float *px, range *g, tsr_error *err)
+{
+    const tsr_node *c = ed->child;
+    const int64_t ox = ed->offset[0], oy = ed->offset[1];
+    tsr_rect cc = tsr_edge_covered(ed, r); /* child coordinates */
+    if (tsr_rect_empty(cc))
+        return TSR_OK;
+    tsr_rect bc = tsr_source_box(c->source, cc);
+    tsr_rect cp = tsr_rect_shift(cc, ox, oy), bp = tsr_rect_shift(bc, ox, oy);
+    range_scan(g, px, r);
+    if (!blend_keeps(ed->blend, ed->mask, c->fill, g)) {
+        tsr_rect parts[4];
+        size_t np = tsr_rect_empty(bp) ? (parts[0] = cp, 1) : tsr_rect_minus(cp, bp, parts);
+        const float f = c->fill;
+        for (size_t k = 0; k < np; k++) {
+            float *P = px + (parts[k].y - r.y) * r.w + (parts[k].x - r.x);
+            for (int64_t y = 0; y < parts[k].h; y++) {
+                float *row = P + y * r.w;
+                for (int64_t x = 0; x < parts[k].w; x++)
+                    row[x] = tsr_pw_apply((int)ed->blend, ed->mask, row[x], f, 1);
+            }
+            range_add(g, P, r.w, parts[k]);
+        }
+    }
+    if (tsr_rect_empty(bc))
+        return TSR_OK;
+    size_t n = (size_t)bc.w * (size_t)bc.h;
+    float *L = malloc(n * sizeof *L);
+    uint8_t *cov = malloc((size_t)bc.w);
+    if (!L || !cov) {
+        free(L);
+        free(cov);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (node %s)", c->name);
+    }
+    tsr_node_base(c, bc, L); /* the child's own pixels: fill, then the shape */
+    memset(cov, 1, (size_t)bc.w);
+    float *P = px + (bp.y - r.y) * r.w + (bp.x - r.x);
+    for (int64_t y = 0; y < bc.h; y++)
+        tsr_blend_apply(ed->blend, ed->mask, P + y * r.w, L + y * bc.w, cov, (size_t)bc.w);
+    range_add(g, P, r.w, bp);
+    free(L);
+    free(cov);
+    return TSR_OK;
+}
+
 tsr_status
 tsr_cpu_compute_direct(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
 {
@@ -344,12 +466,21 @@ tsr_cpu_compute_direct(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, ts
     } else {
         tsr_node_base(n, r, px);
     }
+    range g = {false, 0, 0, false};
     for (; k < n->nedges && st == TSR_OK; k++) {
         const tsr_edge *ed = &n->edges[k];
+        if (boxed_pattern(ed)) {
+            uint64_t b0 = tsr_now_ns();
+            st = boxed_layer(ed, r, px, &g, err);
+            atomic_fetch_add(&cp->trait_ns[TSR_TRAIT_pattern], tsr_now_ns() - b0);
+            continue;
+        }
         bool nothing;
         st = edge_layer(cp, ed, r, L, cov, &nothing, &child_ns, err);
-        if (st == TSR_OK && !nothing)
+        if (st == TSR_OK && !nothing) {
             tsr_blend_apply(ed->blend, ed->mask, px, L, cov, count);
+            g.known = false; /* anything may have changed */
+        }
     }
 done:
     /* sources and layers return early, unfinished, once they see the stop (tiles/stop.c):

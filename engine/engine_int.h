@@ -33,4 +33,14 @@ struct tsr_engine {
 tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err);
 
+/* Bytes of the tiles one band reads of the cached nodes below the root (what the tile cache
+ * must hold for each to be computed once per band); -1 when out of memory. */
+int64_t
+tsr_plan_band_tiles(const tsr_engine *e);
+
+/* `check`'s warnings about the plan (a tile cache too small for a band's tiles: recomputation,
+ * and the --memory that avoids it), one line each to f; returns how many. */
+size_t
+tsr_plan_print_warnings(const tsr_engine *e, FILE *f);
+
 #endif

@@ -400,3 +400,74 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
     tsr_stop_bind(NULL);
     return st;
 }
+
+/* ---- what the plan makes the engine compute again ----------------------------------------
+ *
+ * A tile evicted before its last reader computes again, with everything below it: behind a
+ * small --memory a lens array took 7x the CPU with nothing saying why. The tiles one band
+ * reads of each cached node below the root (need()'s bounding boxes from a band in the middle
+ * of the design, down the DAG, rounded out to whole tiles) are what the tile cache must hold
+ * for a band to compute each of them once; the neighbouring band reads the rows its halo
+ * shares with this one from the same tiles. */
+int64_t
+tsr_plan_band_tiles(const tsr_engine *e)
+{
+    const tsr_design *d = e->d;
+    const tsr_node *root = d->root;
+    tsr_rect *want = calloc(d->nnodes, sizeof *want);
+    if (!want)
+        return -1;
+    int64_t rows = e->plan.band_rows > 0 ? e->plan.band_rows : 1;
+    want[root->id] = mid_rect(root, tsr_band_width(d), rows);
+    int64_t bytes = 0;
+    for (size_t i = d->nnodes; i-- > 0;) { /* parents before their children */
+        const tsr_node *n = d->nodes[i];
+        tsr_rect r = want[n->id];
+        if (tsr_rect_empty(r))
+            continue;
+        if (n != root && !e->uncached[n->id] && !e->inner[n->id].p[0]) {
+            const tsr_grid *g = &e->grid[n->id];
+            int64_t tx0, ty0, tx1, ty1;
+            tsr_grid_tiles_of(g, r, &tx0, &ty0, &tx1, &ty1);
+            int64_t t = tile_px(e, n);
+            bytes = sat_add(bytes, sat_mul(sat_mul((tx1 - tx0) * (ty1 - ty0), t),
+                                           (int64_t)sizeof(float)));
+        }
+        if (e->inner[n->id].p[0]) /* copied from its period tile: nothing below is read again */
+            continue;
+        for (size_t k = 0; k < n->nedges; k++) {
+            const tsr_edge *ed = &n->edges[k];
+            tsr_rect got[TSR_NEED_MAX];
+            size_t nw = ed->trait->need(ed, r, got);
+            for (size_t j = 0; j < nw; j++)
+                want[ed->child->id] = tsr_rect_union(want[ed->child->id], got[j]);
+        }
+    }
+    free(want);
+    return bytes;
+}
+
+size_t
+tsr_plan_print_warnings(const tsr_engine *e, FILE *f)
+{
+    const tsr_plan *p = &e->plan;
+    int64_t ws = tsr_plan_band_tiles(e);
+    if (ws <= 0 || p->cache >= ws)
+        return 0;
+    /* cache = (budget - minimum) less an eighth (plan_for): the budget whose cache holds ws,
+     * rounded up to MiB */
+    int64_t want = sat_add(p->minimum, sat_add(ws, ws / 7 + 1));
+    want = sat_mul((want + ((int64_t)1 << 20) - 1) >> 20, (int64_t)1 << 20);
+    char b[32], c[32], w[32], m[32];
+    tsr_human_bytes(b, sizeof b, (double)p->budget);
+    tsr_human_bytes(c, sizeof c, (double)(p->cache > 0 ? p->cache : 0));
+    tsr_human_bytes(w, sizeof w, (double)ws);
+    tsr_human_bytes(m, sizeof m, (double)want);
+    fprintf(f,
+            "  warning: --memory %s leaves a tile cache of %s, less than the %s of tiles one "
+            "band reads below the root: tiles are evicted and computed again, with everything "
+            "below them (`profile` counts the evictions); raise --memory to %s (--memory %lld) "
+            "to compute each once\n",
+            b, c, w, m, (long long)want);
+    return 1;
+}

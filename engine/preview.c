@@ -361,7 +361,7 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
     fprintf(f, "  tile cache   %s\n", dd);
     fprintf(f, "  minimum      %s (the smallest --memory that runs)\n", m);
     fprintf(f, "warnings:\n");
-    size_t nw = print_warnings(e, f);
+    size_t nw = print_warnings(e, f) + tsr_plan_print_warnings(e, f);
     if (!nw)
         fprintf(f, "  none\n");
     if (!tree) {

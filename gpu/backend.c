@@ -41,6 +41,7 @@
 #include "nodes/params.h"
 #include "tiles/tune.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,138 @@ edge(const tsr_backend_ctx *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P, 
     return st;
 }
 
+/* ---- a pattern of a shape's leaf node: over the shape's box (as cpu/compute.c) ------------
+ * The child is computed over its shape's box alone and blended there; its fill is blended over
+ * the rest of the covered rect only where that can change a pixel. The device's buffers are
+ * not read back to decide it: a bound on the node's values from the design (its fill and
+ * source, the values each earlier layer can bring) stands in for the CPU's scan. Same bits
+ * either way: a skipped blend is one that leaves every pixel as it is. */
+
+typedef struct vrange {
+    float lo, hi; /* every non-NaN value of the node so far lies in [lo, hi] */
+    bool negz;    /* a -0 may be among them */
+} vrange;
+
+static const vrange VR_ANY = {-INFINITY, INFINITY, true};
+
+static void
+vr_add(vrange *v, float x)
+{
+    if (x == x) {
+        v->lo = x < v->lo ? x : v->lo;
+        v->hi = x > v->hi ? x : v->hi;
+    }
+    v->negz |= x == 0.0f && signbit(x);
+}
+
+/* The values node n's base (fill, source) can hold: an aa shape mixes its value with the fill
+ * (a rounded convex mix: between them), a gradient lies between its ends, an image in [0, 1]. */
+static vrange
+vr_base(const tsr_node *n)
+{
+    vrange v = {INFINITY, -INFINITY, false};
+    vr_add(&v, n->fill);
+    const tsr_source *src = n->source;
+    if (!src)
+        return v;
+    if (tsr_source_has(src, TSR_SRC_CAP_BOXED)) {
+        vr_add(&v, src->value);
+    } else if (tsr_source_has(src, TSR_SRC_CAP_FILE)) {
+        vr_add(&v, 0.0f);
+        vr_add(&v, 1.0f);
+    } else {
+        vr_add(&v, src->values[0]);
+        vr_add(&v, src->values[1]);
+    }
+    return v;
+}
+
+/* Whether edge ed is a pattern of a leaf node drawn by a shape, which the device computes
+ * itself each time it is asked (not resident, cached, shared or the host's). */
+static bool
+boxed_pattern(const gpu_state *s, const tsr_edge *ed)
+{
+    const tsr_node *c = ed->child;
+    return tsr_trait_id_of(ed->trait) == TSR_TRAIT_pattern && c->nedges == 0 && c->source &&
+           tsr_source_has(c->source, TSR_SRC_CAP_BOXED) && s->cls[c->id] == CLASS_DEVICE &&
+           !s->cached[c->id] && !s->shared[c->id] && !s->res[c->id];
+}
+
+/* Whether blending the constant f (blend b, mask) leaves every pixel in v as it is
+ * (cpu/compute.c: blend_keeps). */
+static bool
+vr_keeps(tsr_blend b, int mask, float f, const vrange *v)
+{
+    if (mask && f == 0.0f)
+        return true;
+    switch (b) {
+    case TSR_BLEND_OVER: return false;
+    case TSR_BLEND_MAX: return !(f > v->lo);
+    case TSR_BLEND_MIN: return !(f < v->hi);
+    case TSR_BLEND_ADD: return f == 0.0f && (signbit(f) || !v->negz);
+    case TSR_BLEND_MULTIPLY: return f == 1.0f;
+    }
+    return false;
+}
+
+/* Child c of edge ed over child rect part, blended into P by the pattern kernel through an
+ * edge whose child is that part alone (its offset moved by the part's corner). */
+static tsr_status
+blend_part(const tsr_backend_ctx *e, gpu_state *s, const tsr_edge *ed, tsr_rect part,
+           tsr_gpu_buf P, const tsr_gpu_out *to, tsr_error *err)
+{
+    tsr_node sub = *ed->child;
+    tsr_edge se = *ed;
+    sub.w = part.w;
+    sub.h = part.h;
+    se.child = &sub;
+    se.offset[0] += part.x;
+    se.offset[1] += part.y;
+    size_t mark = tsr_gpu_mark(s->g);
+    tsr_gpu_buf cb;
+    tsr_status st = eval(e, s, ed->child, part, &cb, NULL, err);
+    if (st == TSR_OK) {
+        int tm = tsr_gpu_stage_begin(s->g);
+        cb.r = tsr_rect_make(0, 0, part.w, part.h);
+        st = tsr_gpu_pattern(s->g, &se, P, cb, to, err);
+        tsr_gpu_stage_end(s->g, tm, TSR_GPU_TRAIT0 + (int)TSR_TRAIT_pattern);
+    }
+    tsr_gpu_reset(s->g, mark);
+    return st;
+}
+
+static tsr_status
+boxed_edge(const tsr_backend_ctx *e, gpu_state *s, const tsr_edge *ed, tsr_gpu_buf P,
+           const tsr_gpu_out *to, vrange *v, tsr_error *err)
+{
+    const tsr_node *c = ed->child;
+    tsr_rect cc = tsr_edge_covered(ed, P.r);
+    tsr_rect bc = tsr_rect_empty(cc) ? cc : tsr_source_box(c->source, cc);
+    tsr_status st = TSR_OK;
+    if (!tsr_rect_empty(cc) && !vr_keeps(ed->blend, ed->mask, c->fill, v)) {
+        tsr_rect parts[4];
+        size_t np = tsr_rect_empty(bc) ? (parts[0] = cc, 1) : tsr_rect_minus(cc, bc, parts);
+        for (size_t k = 0; k < np && st == TSR_OK; k++)
+            st = blend_part(e, s, ed, parts[k], P, tsr_rect_empty(bc) && k + 1 == np ? to : NULL,
+                            err);
+        if (tsr_rect_empty(bc))
+            to = NULL; /* the last part sent the samples */
+    }
+    if (st == TSR_OK && !tsr_rect_empty(bc))
+        st = blend_part(e, s, ed, bc, P, to, err);
+    else if (st == TSR_OK && to)
+        st = tsr_gpu_convert(s->g, P, to, err);
+    vrange cv = vr_base(c);
+    if (ed->blend == TSR_BLEND_OVER || ed->blend == TSR_BLEND_MAX || ed->blend == TSR_BLEND_MIN) {
+        vr_add(v, cv.lo); /* each pixel is what it was or the child's */
+        vr_add(v, cv.hi);
+        v->negz |= cv.negz;
+    } else {
+        *v = VR_ANY;
+    }
+    return st;
+}
+
 /* Whether node n's first layer replaces its base at every pixel of r: drawn `over` without a
  * mask by a trait whose layer covers its whole covered rect (TSR_CAP_COVERS; a lattice may
  * leave gaps), which spans all of r. Then the base is never read (the blend of a
@@ -289,12 +422,24 @@ eval_into(const tsr_backend_ctx *e, gpu_state *s, const tsr_node *n, tsr_gpu_buf
         break;
     }
     default:
-        if (!base_is_dead(n, r))
+    {
+        bool dead = base_is_dead(n, r);
+        if (!dead)
             st = tsr_gpu_base(s->g, n, out, n->nedges == 0 ? to : NULL, err);
         tsr_gpu_stage_end(s->g, tm, TSR_GPU_BASE);
-        for (size_t k = 0; k < n->nedges && st == TSR_OK; k++)
-            st = edge(e, s, &n->edges[k], out, k + 1 == n->nedges ? to : NULL, err);
+        vrange v = dead ? VR_ANY : vr_base(n);
+        for (size_t k = 0; k < n->nedges && st == TSR_OK; k++) {
+            const tsr_edge *ed = &n->edges[k];
+            const tsr_gpu_out *tk = k + 1 == n->nedges ? to : NULL;
+            if (boxed_pattern(s, ed) && !(k == 0 && dead)) {
+                st = boxed_edge(e, s, ed, out, tk, &v, err);
+            } else {
+                st = edge(e, s, ed, out, tk, err);
+                v = VR_ANY;
+            }
+        }
         return st;
+    }
     }
     tsr_gpu_stage_end(s->g, tm, TSR_GPU_COPIES);
     if (st == TSR_OK && to) { /* a root the device did not compute: convert its floats */

@@ -1,4 +1,6 @@
-/* distance on the GPU: nodes/distance.c's exact separable transform, three launches per call.
+/* distance on the GPU: nodes/distance.c's exact separable transform, three launches per call,
+ * over the rect need() reads: the dmax halo, or the box where the child's mask can be (a seed
+ * far from the output: the output's rows and columns then lie partly or wholly outside it).
  * The arithmetic of every thread is a work item of gpu/distance_math.h, which
  * tests/test_gpu_math.c runs on the host against the CPU reference.
  *
@@ -85,12 +87,14 @@ distance(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child, tsr_re
     return tsr_gpu_blend_rect(g, e, P, cr, L, to, err);
 }
 
-/* Every edge of this trait runs on the device (nodes/traits.def). */
+/* Edges up to dmax 4096 run on the device, whose int16/int32 arithmetic and whole table hold
+ * that far; a larger dmax (a lens across a plate, read sparsely: nodes/distance.c) is the
+ * host's: the CPU computes the node over the rect and uploads it, the same bits. */
 extern "C" bool
 tsr_gpu_distance_can(const tsr_edge *e)
 {
-    (void)e;
-    return true;
+    const tsr_distance_params *p = (const tsr_distance_params *)e->params;
+    return p->dmax >= 1 && p->dmax <= 4096;
 }
 
 extern "C" tsr_status

@@ -13,7 +13,12 @@
  *                TSR_DM_BLOCK with their least g; a block whose nearest column and least g
  *                cannot beat the best is skipped, so mask-free areas cost dmax / BLOCK steps.
  *   L = table[a], the edge's float32 table.
- * g <= dmax <= 4096, so g fits int16 and every square and sum the loops form fits int32. */
+ * g <= dmax <= 4096 (the device runs distances up to that dmax; beyond it the node is the
+ * host's), so g fits int16 and every square and sum the loops form fits int32.
+ *
+ * The rect read (need()) is the dmax halo of the output, or, where the child's structure says
+ * the mask can only be in a smaller box (nodes/distance.c), that box: it may lie anywhere in
+ * the halo, so output rows and columns may lie outside it (no mask pixel there). */
 #ifndef TSR_GPU_DISTANCE_MATH_H
 #define TSR_GPU_DISTANCE_MATH_H
 
@@ -40,25 +45,48 @@ tsr_dm_step(int32_t prev, float v, float thr, int32_t dmax)
     return v > thr ? 0 : g;
 }
 
+/* The step at row i of the nr rows that exist: rows outside [0, nr) hold no mask pixel (the
+ * read rect need() gives may be a box where the mask can be, away from the output rows). */
+TSR_HD static inline int32_t
+tsr_dm_step_at(int32_t prev, const float *col, int64_t stride, int64_t nr, int64_t i, float thr,
+               int32_t dmax)
+{
+    int32_t g = prev + 1 < dmax ? prev + 1 : dmax;
+    return i >= 0 && i < nr && col[i * stride] > thr ? 0 : g;
+}
+
+/* g after k steps over rows without a mask pixel. */
+TSR_HD static inline int32_t
+tsr_dm_skip(int32_t g, int64_t k, int32_t dmax)
+{
+    return k >= dmax - g ? dmax : g + (int32_t)k;
+}
+
 /* The column pass over rows [s0, s1) of one column. col[i * stride] is the child value of row
- * i of the nr rows that exist (the halo rows, clipped to the child); rows outside [0, nr) hold
- * no mask pixel. Writes g of row s0 + j to g[j * gstride]. */
+ * i of the nr rows that exist (the read rect's rows); rows outside [0, nr) hold no mask pixel,
+ * and [s0, s1) may lie partly or wholly outside. Writes g of row s0 + j to g[j * gstride]. */
 TSR_HD static inline void
 tsr_dm_column(const float *col, int64_t stride, int64_t nr, int64_t s0, int64_t s1, float thr,
               int32_t dmax, int16_t *g, int64_t gstride)
 {
     int32_t up = dmax;
-    for (int64_t i = s0 - dmax > 0 ? s0 - dmax : 0; i < s0; i++)
+    int64_t a = s0 - dmax > 0 ? s0 - dmax : 0, b = s0 < nr ? s0 : nr;
+    for (int64_t i = a; i < b; i++)
         up = tsr_dm_step(up, col[i * stride], thr, dmax);
+    if (a < b)
+        up = tsr_dm_skip(up, s0 - b, dmax);
     for (int64_t i = s0; i < s1; i++) {
-        up = tsr_dm_step(up, col[i * stride], thr, dmax);
+        up = tsr_dm_step_at(up, col, stride, nr, i, thr, dmax);
         g[(i - s0) * gstride] = (int16_t)up;
     }
     int32_t dn = dmax;
-    for (int64_t i = (s1 + dmax < nr ? s1 + dmax : nr) - 1; i >= s1; i--)
+    a = s1 > 0 ? s1 : 0, b = s1 + dmax < nr ? s1 + dmax : nr;
+    for (int64_t i = b - 1; i >= a; i--)
         dn = tsr_dm_step(dn, col[i * stride], thr, dmax);
+    if (a < b)
+        dn = tsr_dm_skip(dn, a - s1, dmax);
     for (int64_t i = s1 - 1; i >= s0; i--) {
-        dn = tsr_dm_step(dn, col[i * stride], thr, dmax);
+        dn = tsr_dm_step_at(dn, col, stride, nr, i, thr, dmax);
         int16_t *o = g + (i - s0) * gstride;
         *o = *o < dn ? *o : (int16_t)dn;
     }
@@ -74,19 +102,22 @@ tsr_dm_block_min(const int16_t *g, int64_t n)
     return m;
 }
 
-/* a at column i of a g row of n columns (columns outside hold no mask pixel), by the plain
- * outward scan: the definition the pruned one is tested against. */
+/* a at column i (any, inside the row or not) of a g row of n columns (columns outside hold no
+ * mask pixel), by the plain outward scan: the definition the pruned one is tested against. */
 TSR_HD static inline int32_t
 tsr_dm_row(const int16_t *g, int64_t n, int64_t i, int32_t dmax)
 {
-    int32_t d2 = dmax * dmax, gi = g[i];
-    int32_t best = gi * gi < d2 ? gi * gi : d2;
+    int32_t d2 = dmax * dmax, best = d2;
+    if (i >= 0 && i < n) {
+        int32_t gi = g[i];
+        best = gi * gi < d2 ? gi * gi : d2;
+    }
     for (int32_t k = 1; k * k < best; k++) {
-        if (i - k >= 0) {
+        if (i - k >= 0 && i - k < n) {
             int32_t q = g[i - k], t = k * k + q * q;
             best = t < best ? t : best;
         }
-        if (i + k < n) {
+        if (i + k >= 0 && i + k < n) {
             int32_t q = g[i + k], t = k * k + q * q;
             best = t < best ? t : best;
         }
@@ -110,6 +141,26 @@ tsr_dm_scan(const int16_t *g, int64_t i, int64_t q0, int64_t q1, int32_t best)
     return best;
 }
 
+/* a at a column i outside the row (i < 0 or i >= n): the blocks from the nearest one outwards,
+ * each read only while its nearest column is closer than sqrt(best) and its least g could beat
+ * best, as in tsr_dm_row_blocks. */
+TSR_HD static inline int32_t
+tsr_dm_row_outside(const int16_t *g, const int16_t *gmin, int64_t n, int64_t i, int32_t dmax)
+{
+    const int64_t B = TSR_DM_BLOCK, nb = (n + B - 1) / B;
+    int32_t best = dmax * dmax;
+    for (int64_t s = 0; s < nb; s++) {
+        int64_t b = i < 0 ? s : nb - 1 - s;
+        int64_t q0 = b * B, q1 = q0 + B < n ? q0 + B : n;
+        int64_t k = i < 0 ? q0 - i : i - (q1 - 1); /* the nearest column's offset, > 0 */
+        if (k * k >= best)
+            break;
+        if (k * k + (int64_t)gmin[b] * gmin[b] < best)
+            best = tsr_dm_scan(g, i, q0, q1, best);
+    }
+    return best;
+}
+
 /* a at column i, as tsr_dm_row, with the block pruning: gmin[b] is the least g of columns
  * [b BLOCK, b BLOCK + BLOCK) of the row (the last block may be short). A block is read only
  * while its nearest column is closer than sqrt(best), and only if its nearest column with its
@@ -117,6 +168,8 @@ tsr_dm_scan(const int16_t *g, int64_t i, int64_t q0, int64_t q1, int32_t best)
 TSR_HD static inline int32_t
 tsr_dm_row_blocks(const int16_t *g, const int16_t *gmin, int64_t n, int64_t i, int32_t dmax)
 {
+    if (i < 0 || i >= n)
+        return tsr_dm_row_outside(g, gmin, n, i, dmax);
     const int64_t B = TSR_DM_BLOCK, bi = i / B, nb = (n + B - 1) / B;
     int32_t d2 = dmax * dmax, gi = g[i];
     int32_t best = gi * gi < d2 ? gi * gi : d2;

@@ -28,11 +28,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* g values, <= dmax <= 4096: 16 bits halve the band's footprint, and signed because a signed
- * 16-bit min is baseline x86-64 (SSE2) while the unsigned one needs SSE4.1. */
+/* g values of the dense path, <= dmax <= DENSE_DMAX: 16 bits halve the band's footprint, and
+ * signed because a signed 16-bit min is baseline x86-64 (SSE2) while the unsigned one needs
+ * SSE4.1. */
 typedef int16_t gval;
 
-#define DMAX_MAX 4096
+/* dmax up to 2^22 px (4.2 m at 1 um: the diagonal of a 2 m plate twice over). Every square the
+ * sparse path forms is then below 2^48 and exact in int64 and in double. */
+#define DMAX_MAX ((int64_t)1 << 22)
+/* Up to this dmax the dense path (int16 g, int32 sums) may run, and the table holds every a. */
+#define DENSE_DMAX 4096
+#define TABLE_A ((int64_t)DENSE_DMAX * DENSE_DMAX) /* the table holds a = 0..min(dmax^2, this) */
 
 static const tsr_param params[] = {
     {.key = "threshold",
@@ -44,8 +50,8 @@ static const tsr_param params[] = {
      .offset = offsetof(tsr_distance_params, dmax),
      .flags = TSR_PF_REQUIRED | TSR_PF_RANGE,
      .min = 1,
-     .max = DMAX_MAX,
-     .help = "largest distance in px that matters (1..4096, required); also the tile halo"},
+     .max = (double)DMAX_MAX,
+     .help = "largest distance in px that matters (1..4194304, required); also the tile halo"},
     {.key = "profile",
      .type = TSR_P_PROFILE,
      .offset = offsetof(tsr_distance_params, profile),
@@ -80,7 +86,7 @@ check(const tsr_edge *e, tsr_check *c)
     /* The loader enforces the range from the table; layer() relies on it for its int32
      * arithmetic, so a hand-built edge is held to it too. */
     if (p->dmax < 1 || p->dmax > DMAX_MAX)
-        return tsr_check_failf(c, "dmax", "must be in 1..%d", DMAX_MAX);
+        return tsr_check_failf(c, "dmax", "must be in 1..%lld", (long long)DMAX_MAX);
     const tsr_profile *f = &p->profile;
     switch (f->kind) {
     case TSR_PROFILE_LINEAR:
@@ -195,11 +201,19 @@ prepare(tsr_edge *e, tsr_error *err)
     return recheck(e, err);
 }
 
+/* Table entries: every a up to dmax^2, or up to TABLE_A (67 MB) beyond DENSE_DMAX, where the
+ * rest is computed per pixel by the same entry() (value_of): the same bits as a whole table. */
+static int64_t
+table_entries(int64_t dmax)
+{
+    return (dmax * dmax < TABLE_A ? dmax * dmax : TABLE_A) + 1;
+}
+
 static size_t
 build_bytes(const tsr_edge *e)
 {
     const tsr_distance_params *p = e->params;
-    return sizeof(tsr_distance_state) + (size_t)(p->dmax * p->dmax + 1) * sizeof(float);
+    return sizeof(tsr_distance_state) + (size_t)table_entries(p->dmax) * sizeof(float);
 }
 
 static tsr_status
@@ -210,7 +224,7 @@ build(tsr_edge *e, tsr_error *err)
     tsr_status rc = recheck(e, err);
     if (rc != TSR_OK)
         return rc;
-    int64_t n = p->dmax * p->dmax + 1;
+    int64_t n = table_entries(p->dmax);
     tsr_distance_state *st = malloc(sizeof *st);
     float *table = malloc((size_t)n * sizeof *table);
     if (!st || !table) {
@@ -237,15 +251,105 @@ build(tsr_edge *e, tsr_error *err)
     return TSR_OK;
 }
 
+/* ---- where the mask can be ---------------------------------------------------------------
+ *
+ * A child is often mostly its fill: one seed in a plate, a few shapes. Reading its whole dmax
+ * halo per tile then costs (T + 2 dmax)^2 pixels for T^2 of output (290x at dmax 4096 and 512
+ * px tiles). The child's structure says where its value can differ from the fill: its
+ * source's box (a shape), and each edge's covered rect (deeper, for a `pattern` whose child's
+ * fill cannot make a mask through the blend). When the fill is no mask, every mask pixel lies
+ * in the bounding box of those rects, and that box (clipped to the halo) is all a tile reads.
+ * The result is exact whatever the box: a pixel outside it is the fill, not a mask pixel. */
+
+#define SUPPORT_VISITS 16384 /* nodes an analysis visits before it gives up (says "anywhere") */
+
+/* Whether blending the constant layer value f (blend b, mask) into a pixel that is not a mask
+ * pixel (<= thr, or NaN) leaves it one that is not (float32 as docs/format.md §5.1 states it:
+ * each result is the rounding of a value no larger than the largest operand allowed). */
+static bool
+keeps_unmasked(tsr_blend b, int mask, float f, float thr)
+{
+    if (mask && f == 0)
+        return true; /* not covered: the pixel stays */
+    switch (b) {
+    case TSR_BLEND_OVER:
+    case TSR_BLEND_MAX: return f <= thr;
+    case TSR_BLEND_MIN: return true;
+    case TSR_BLEND_ADD: return f <= 0;
+    case TSR_BLEND_MULTIPLY: return f >= 0 && f <= 1 && thr >= 0;
+    }
+    return false;
+}
+
+/* Grows *bb (node n's coordinates) by every pixel of q where n may hold a value > thr; false
+ * when that may be anywhere (a fill or a source that may be a mask, a visit budget spent). */
+static bool
+support(const tsr_node *n, tsr_rect q, float thr, tsr_rect *bb, int *visits)
+{
+    if (tsr_rect_empty(q))
+        return true;
+    if (--*visits < 0 || !(n->fill <= thr))
+        return false;
+    if (n->source) {
+        if (!tsr_source_has(n->source, TSR_SRC_CAP_BOXED))
+            return false;
+        *bb = tsr_rect_union(*bb, tsr_source_box(n->source, q));
+    }
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *ed = &n->edges[k];
+        if (tsr_trait_has(ed->trait, TSR_CAP_LATTICE)) { /* copies anywhere in its region */
+            *bb = tsr_rect_union(*bb, q);
+            continue;
+        }
+        tsr_rect c = tsr_edge_covered(ed, q); /* child coordinates */
+        if (tsr_rect_empty(c))
+            continue;
+        if (tsr_trait_id_of(ed->trait) == TSR_TRAIT_pattern &&
+            keeps_unmasked(ed->blend, ed->mask, ed->child->fill, thr)) {
+            tsr_rect cb = {0, 0, 0, 0};
+            if (support(ed->child, c, thr, &cb, visits)) {
+                *bb = tsr_rect_union(*bb, tsr_rect_shift(cb, ed->offset[0], ed->offset[1]));
+                continue;
+            }
+            if (*visits < 0)
+                return false;
+        }
+        *bb = tsr_rect_union(*bb, tsr_rect_shift(c, ed->offset[0], ed->offset[1]));
+    }
+    return true;
+}
+
+/* The child rect a layer over covered child rect cr (non-empty) reads, and how: *dense when it
+ * is the whole halo for the dense path (dmax <= DENSE_DMAX, the mask anywhere or spread over a
+ * quarter of the halo or more); else the sparse path reads the box where the mask can be, or
+ * the child's pixel (0, 0) when there is none (need() never returns an empty rect). */
+static tsr_rect
+read_rect(const tsr_edge *e, tsr_rect cr, bool *dense)
+{
+    const tsr_distance_params *p = e->params;
+    tsr_rect hr = tsr_rect_intersect(tsr_rect_grow(cr, p->dmax),
+                                     tsr_rect_make(0, 0, e->child->w, e->child->h));
+    tsr_rect bb = {0, 0, 0, 0};
+    int visits = SUPPORT_VISITS;
+    bool sparse = support(e->child, hr, p->threshold, &bb, &visits);
+    bb = sparse ? tsr_rect_intersect(bb, hr) : hr;
+    *dense = p->dmax <= DENSE_DMAX && (!sparse || bb.w * bb.h > hr.w * hr.h / 4);
+    if (*dense)
+        return hr;
+    /* no mask pixel within reach: the child's first pixel stands in (any pixel read gives
+     * the exact result, a mask pixel beyond dmax only the clamp), the same one for every
+     * tile so it is computed once */
+    return tsr_rect_empty(bb) ? tsr_rect_make(0, 0, 1, 1) : bb;
+}
+
 static size_t
 need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
-    const tsr_distance_params *p = e->params;
     tsr_rect cr = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(cr))
         return 0;
-    out[0] = tsr_rect_intersect(tsr_rect_grow(cr, p->dmax),
-                                tsr_rect_make(0, 0, e->child->w, e->child->h));
+    bool dense;
+    out[0] = read_rect(e, cr, &dense);
     return 1;
 }
 
@@ -271,7 +375,7 @@ band_rows(int64_t dmax)
 #define RUN 128
 #define KLIM 96
 #define RUNS_MAX (16384 / RUN + 1) /* runs in the widest column chunk */
-_Static_assert(4 * DMAX_MAX <= 16384, "chunk_cols() must stay within RUNS_MAX runs");
+_Static_assert(4 * DENSE_DMAX <= 16384, "chunk_cols() must stay within RUNS_MAX runs");
 _Static_assert(2 * KLIM * KLIM < 32767, "window sums must fit in int16 with CAP > KLIM^2");
 
 static int64_t
@@ -304,16 +408,36 @@ plan(int64_t hw, int64_t bh, int64_t pad)
     return s;
 }
 
+/* The sparse path's scratch for a read rect bw columns wide and th output rows: g of every
+ * output row (int32) and, per column, the scan state and the envelope (int64). */
+static size_t
+sparse_bytes(int64_t bw, int64_t tw, int64_t th)
+{
+    return (size_t)bw * ((size_t)th * sizeof(int32_t) + 7 * sizeof(int64_t)) +
+           (size_t)(tw + 1) * sizeof(int64_t);
+}
+
 static size_t
 scratch(const tsr_edge *e, int64_t tw, int64_t th)
 {
     const tsr_distance_params *p = e->params;
-    int64_t cw = min64(min64(tw, e->child->w), chunk_cols(p->dmax));
-    int64_t hw = min64(cw + 2 * p->dmax, e->child->w);
-    int64_t bh = min64(min64(th, e->child->h), band_rows(p->dmax));
-    if (cw <= 0 || bh <= 0)
-        return 0;
-    return plan(hw, bh, min64(KLIM, p->dmax)).bytes;
+    size_t dense = 0;
+    if (p->dmax <= DENSE_DMAX) {
+        int64_t cw = min64(min64(tw, e->child->w), chunk_cols(p->dmax));
+        int64_t hw = min64(cw + 2 * p->dmax, e->child->w);
+        int64_t bh = min64(min64(th, e->child->h), band_rows(p->dmax));
+        if (cw > 0 && bh > 0)
+            dense = plan(hw, bh, min64(KLIM, p->dmax)).bytes;
+    }
+    /* The sparse path reads at most the halo's width, and at most the width of where the mask
+     * can be in the whole child (the analysis only shrinks with the rect it is asked about). */
+    int64_t bw = min64(min64(tw, e->child->w) + 2 * p->dmax, e->child->w);
+    tsr_rect all = tsr_rect_make(0, 0, e->child->w, e->child->h), bb = {0, 0, 0, 0};
+    int visits = SUPPORT_VISITS;
+    if (support(e->child, all, p->threshold, &bb, &visits))
+        bw = min64(bw, bb.w > 0 ? bb.w : 1);
+    size_t sparse = sparse_bytes(bw, min64(tw, e->child->w), min64(th, e->child->h));
+    return dense > sparse ? dense : sparse;
 }
 
 /* One vertical step: the distance to the nearest mask pixel seen so far in each column,
@@ -499,6 +623,173 @@ row_pass(work *wk, const gval *g, int32_t hw, int32_t xs, int32_t xe, int32_t dm
     }
 }
 
+/* ---- the sparse path: any dmax, the mask inside a read rect b ---------------------------
+ *
+ * The same exact transform over b's columns only: per column, the row of the nearest mask pixel
+ * above and below each output row (scans over b's rows; rows outside b hold none), then per
+ * output row the lower envelope of the parabolas (x - q)^2 + g(q)^2 of b's columns, evaluated at
+ * every output column whether inside b or not. All in int64 on integers: squares stay below
+ * 2^48 (dmax <= 2^22), breakpoints are rounded up to integers as in envelope(). */
+
+#define NO_ROW (INT64_MAX / 4) /* "no mask pixel" distance, far beyond any dmax */
+
+/* ceil(num / den) for den > 0 (C division truncates toward 0: already the ceiling below 0). */
+static inline int64_t
+ceil_div64(int64_t num, int64_t den)
+{
+    return num / den + (num % den > 0);
+}
+
+/* L for squared distance a (clamped to dmax^2 already): the table, or past it the table's own
+ * expression (entry(), the same bits). */
+static inline float
+value_of(const tsr_distance_params *p, const tsr_distance_state *st, int64_t a)
+{
+    if (a < st->ntable)
+        return st->table[a];
+    size_t seg = 0;
+    return entry(p, &p->profile, (double)p->dmax, sqrt((double)a), &seg);
+}
+
+/* L for a row of n squared distances (each <= dmax^2). A lens far from its seed reads the
+ * table at a new cache line every pixel (a grows by 2 dx + 1 a step): for the linear and
+ * sphere profiles entry()'s own expression (double, as written: the same bits) costs less
+ * than those misses; the others read the table as far as it goes. */
+static void
+values(const tsr_distance_params *p, const tsr_distance_state *st, const int64_t *restrict a,
+       int64_t n, float *restrict out)
+{
+    const double dm = (double)p->dmax, b = p->bias, k = p->scale;
+    switch (p->profile.kind) {
+    case TSR_PROFILE_LINEAR:
+        for (int64_t i = 0; i < n; i++) {
+            double d = sqrt((double)a[i]);
+            out[i] = (float)(b + k * (1 - d / dm));
+        }
+        return;
+    case TSR_PROFILE_SPHERE:
+        for (int64_t i = 0; i < n; i++) {
+            double d = sqrt((double)a[i]);
+            out[i] = (float)(b + k * sqrt(1 - (d / dm) * (d / dm)));
+        }
+        return;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = value_of(p, st, a[i]);
+        return;
+    }
+}
+
+static tsr_status
+layer_sparse(const tsr_edge *e, tsr_rect pr, tsr_rect cr, tsr_rect b, const tsr_view *v,
+             float *L, uint8_t *cov, tsr_error *err)
+{
+    const tsr_distance_params *p = e->params;
+    const tsr_distance_state *st = e->state;
+    const char *where = e->where ? e->where : "distance";
+    const int64_t dmax = p->dmax, d2 = dmax * dmax, bw = b.w, th = cr.h, tw = cr.w;
+    const int64_t by0 = b.y, by1 = b.y + b.h, y0 = cr.y, y1 = cr.y + cr.h;
+    const float thr = p->threshold;
+    char *mem = malloc(sparse_bytes(bw, tw, th));
+    if (!mem)
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (%zu bytes of distance scratch)",
+                        where, sparse_bytes(bw, tw, th));
+    int32_t *G = (int32_t *)mem;                     /* th x bw: g, saturated at dmax */
+    int64_t *near = (int64_t *)(G + (size_t)bw * (size_t)th); /* the scan's mask row */
+    int64_t *site = near + bw, *val = site + bw, *key = val + bw, *from = key + bw;
+    int64_t *arow = from + bw + 1; /* a of an output row */
+    tsr_status rc = TSR_OK;
+
+    /* down the rows: the nearest mask row at or above each output row, from dmax rows above */
+    for (int64_t q = 0; q < bw; q++)
+        near[q] = -NO_ROW;
+    for (int64_t y = (y0 - dmax > by0 ? y0 - dmax : by0); y < y0 && y < by1; y++) {
+        const float *row = tsr_view_row(v, b.x, y);
+        for (int64_t q = 0; q < bw; q++)
+            near[q] = row[q] > thr ? y : near[q];
+    }
+    for (int64_t y = y0; y < y1; y++) {
+        if (y >= by0 && y < by1) {
+            const float *row = tsr_view_row(v, b.x, y);
+            for (int64_t q = 0; q < bw; q++)
+                near[q] = row[q] > thr ? y : near[q];
+        }
+        int32_t *g = G + (y - y0) * bw;
+        for (int64_t q = 0; q < bw; q++) {
+            int64_t d = y - near[q];
+            g[q] = (int32_t)(d < dmax ? d : dmax);
+        }
+    }
+    /* up the rows: at or below, from dmax rows below */
+    for (int64_t q = 0; q < bw; q++)
+        near[q] = NO_ROW;
+    for (int64_t y = (y1 + dmax < by1 ? y1 + dmax : by1) - 1; y >= y1 && y >= by0; y--) {
+        const float *row = tsr_view_row(v, b.x, y);
+        for (int64_t q = 0; q < bw; q++)
+            near[q] = row[q] > thr ? y : near[q];
+    }
+    for (int64_t y = y1 - 1; y >= y0; y--) {
+        if (y >= by0 && y < by1) {
+            const float *row = tsr_view_row(v, b.x, y);
+            for (int64_t q = 0; q < bw; q++)
+                near[q] = row[q] > thr ? y : near[q];
+        }
+        int32_t *g = G + (y - y0) * bw;
+        for (int64_t q = 0; q < bw; q++) {
+            int64_t d = near[q] - y;
+            g[q] = d < g[q] ? (int32_t)d : g[q];
+        }
+    }
+
+    const float far = value_of(p, st, d2);
+    for (int64_t y = y0; y < y1; y++) {
+        if (((y - y0) & 63) == 63 && tsr_stop_requested()) {
+            rc = tsr_fail(err, TSR_EINTR, "interrupted");
+            break;
+        }
+        const int32_t *g = G + (y - y0) * bw;
+        float *out = L + (y + e->offset[1] - pr.y) * pr.w + (cr.x + e->offset[0] - pr.x);
+        memset(cov + (out - L), 1, (size_t)tw);
+        /* the lower envelope over b's columns, in output-local x (b.x + q - cr.x) */
+        int64_t k = -1;
+        for (int64_t q = 0; q < bw; q++) {
+            int64_t gq = g[q];
+            if (gq >= dmax)
+                continue; /* cannot beat the clamp */
+            int64_t sq = b.x + q - cr.x, fq = gq * gq, cq = fq + sq * sq, at = 0;
+            while (k >= 0) {
+                at = ceil_div64(cq - key[k], 2 * (sq - site[k]));
+                if (k > 0 && at <= from[k]) { /* site k is never the lowest */
+                    k--;
+                    continue;
+                }
+                break;
+            }
+            k++;
+            site[k] = sq;
+            val[k] = fq;
+            key[k] = cq;
+            from[k] = k ? at : INT64_MIN;
+        }
+        if (k < 0) {
+            for (int64_t x = 0; x < tw; x++)
+                out[x] = far;
+            continue;
+        }
+        from[k + 1] = INT64_MAX;
+        int64_t j = 0;
+        for (int64_t x = 0; x < tw; x++) {
+            while (from[j + 1] <= x)
+                j++;
+            int64_t dx = x - site[j], a = dx * dx + val[j];
+            arow[x] = a < d2 ? a : d2;
+        }
+        values(p, st, arow, tw, out);
+    }
+    free(mem);
+    return rc;
+}
+
 static tsr_status
 layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, float *L,
       uint8_t *cov, tsr_error *err)
@@ -509,10 +800,12 @@ layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, floa
     tsr_rect cr = tsr_edge_covered(e, pr);
     if (tsr_rect_empty(cr))
         return TSR_OK;
-    tsr_rect hr;
-    need(e, pr, &hr);
+    bool dense;
+    tsr_rect hr = read_rect(e, cr, &dense);
     if (!st || nviews < 1 || !tsr_rect_contains(views[0].r, hr))
         return tsr_fail(err, TSR_EINTERNAL, "%s: layer called without its table or halo", where);
+    if (!dense)
+        return layer_sparse(e, pr, cr, hr, &views[0], L, cov, err);
 
     const int64_t dmax = p->dmax, cw_max = chunk_cols(dmax), bh_max = band_rows(dmax);
     const int64_t hw_max = min64(min64(cr.w, cw_max) + 2 * dmax, hr.w);

@@ -48,7 +48,7 @@ tsr_lattice_periodic(const tsr_edge *e)
 /* distance: L = table[min(a, dmax^2)], a the squared distance to the nearest mask pixel. */
 typedef struct tsr_distance_params {
     float threshold;     /* mask = child > threshold, default 0.5 */
-    int64_t dmax;        /* 1..4096 */
+    int64_t dmax;        /* 1..4194304 */
     tsr_profile profile; /* default linear */
     double scale, bias;  /* f' = bias + scale * f, defaults 1, 0 */
 } tsr_distance_params;
@@ -60,7 +60,8 @@ tsr_distance_value(const tsr_distance_params *p, double d);
 
 /* The prepared state of a distance edge. */
 typedef struct tsr_distance_state {
-    float *table;   /* dmax*dmax + 1 entries: table[a] = (float)(bias + scale * f(sqrt(a))) */
+    float *table;   /* min(dmax^2, 4096^2) + 1 entries: table[a] = (float)(bias + scale *
+                     * f(sqrt(a))); larger a (dmax > 4096) are computed by the same expression */
     int64_t ntable;
 } tsr_distance_state;
 

@@ -170,8 +170,9 @@ check_structure(const tsr_design *d)
     X(deep_error_path, TSR_EINVAL, \
       "10:30: root.children[0].node.children[0].node.size[1]: must be in 1..1099511627776,") \
     X(depth_12, TSR_EINVAL, "3:10: output.depth: must be 8 or 16, got 12") \
-    X(distance_dmax_0, TSR_EINVAL, "6:13: root.children[0].dmax: must be in 1..4096, got 0") \
-    X(distance_dmax_4097, TSR_EINVAL, "6:13: root.children[0].dmax: must be in 1..4096, got 4097") \
+    X(distance_dmax_0, TSR_EINVAL, "6:13: root.children[0].dmax: must be in 1..4194304, got 0") \
+    X(distance_dmax_4194305, TSR_EINVAL, \
+      "6:13: root.children[0].dmax: must be in 1..4194304, got 4194305") \
     X(distance_dmax_missing, TSR_EINVAL, "5:7: root.children[0]: missing required key 'dmax'") \
     X(distance_profile_gaussian_0, TSR_EINVAL, \
       "7:27: root.children[0].profile.gaussian: must be > 0, got 0") \

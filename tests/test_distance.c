@@ -29,9 +29,13 @@ P(fixture *fx)
 static void
 fx_init(fixture *fx, int64_t w, int64_t h, int64_t dmax)
 {
+    /* the child's pixels are the test's arrays: as far as its structure says, they are an
+     * image, so the mask may be anywhere (a shape or a fill would let need() read less) */
+    static tsr_source unknown = {.kind = TSR_SRC_IMAGE};
     memset(fx, 0, sizeof *fx);
     fx->child.w = w;
     fx->child.h = h;
+    fx->child.source = &unknown;
     fx->e.trait = &tsr_trait_distance;
     fx->e.child = &fx->child;
     fx->e.params = malloc(tsr_trait_distance.params_size);
@@ -201,7 +205,9 @@ ref_layer(const fixture *fx, const float *img)
                 if (a < best)
                     best = a;
             }
-            out[y * w + x] = table_of(fx)[best];
+            out[y * w + x] = best < ((const tsr_distance_state *)fx->e.state)->ntable
+                                 ? table_of(fx)[best]
+                                 : ref_table(p, best);
         }
     free(mx);
     free(my);
@@ -272,7 +278,7 @@ Test(distance, parameter_table_lists_the_keys_of_the_design)
     }
     cr_assert(t->params[1].flags & TSR_PF_RANGE);
     cr_assert_eq(t->params[1].min, 1);
-    cr_assert_eq(t->params[1].max, 4096);
+    cr_assert_eq(t->params[1].max, 4194304);
     cr_assert_not_null(t->check);
     cr_assert_not_null(t->prepare);
     cr_assert_not_null(t->build);
@@ -372,7 +378,7 @@ Test(distance, check_rejects_bad_profiles_naming_the_key)
 
 Test(distance, check_rejects_dmax_out_of_range_naming_the_key)
 {
-    static const int64_t dmaxes[] = {0, -3, 4097};
+    static const int64_t dmaxes[] = {0, -3, 4194305};
     for (size_t i = 0; i < 3; i++) {
         fixture fx;
         recorder r;
@@ -830,4 +836,155 @@ Test(distance, layer_refuses_a_view_without_the_halo)
     for (int i = 0; i < 25; i++)
         cr_assert_eq(cov[i], 0);
     fx_free(&fx);
+}
+
+/* ---- children that are mostly their fill: the sparse path -------------------------------------
+ * The child's structure (fill, a shape source, pattern edges of seeds) tells need() where the
+ * mask can be; a tile then reads only that box, at any dmax up to a plate's. */
+
+extern const tsr_trait tsr_trait_pattern;
+
+/* A child of fill 0 with `n` one-pixel seeds (value 1, pattern edges) at xy[2i], xy[2i+1]; its
+ * pixels, as the engine would compute them, in *img. */
+typedef struct seeded {
+    tsr_node seed;
+    tsr_edge edges[8];
+} seeded;
+
+static void
+fx_seeds(fixture *fx, seeded *sd, size_t n, const int64_t *xy, float **img)
+{
+    memset(sd, 0, sizeof *sd);
+    sd->seed.w = sd->seed.h = 1;
+    sd->seed.fill = 1.0f;
+    for (size_t i = 0; i < n; i++) {
+        sd->edges[i].trait = &tsr_trait_pattern;
+        sd->edges[i].child = &sd->seed;
+        sd->edges[i].offset[0] = xy[2 * i];
+        sd->edges[i].offset[1] = xy[2 * i + 1];
+    }
+    fx->child.source = NULL;
+    fx->child.fill = 0.0f;
+    fx->child.edges = sd->edges;
+    fx->child.nedges = n;
+    int64_t w = fx->child.w, h = fx->child.h;
+    *img = calloc((size_t)(w * h), sizeof **img);
+    cr_assert_not_null(*img);
+    for (size_t i = 0; i < n; i++)
+        (*img)[xy[2 * i + 1] * w + xy[2 * i]] = 1.0f;
+}
+
+Test(distance, dmax_reaches_what_a_two_metre_plate_needs)
+{
+    static const int64_t dmaxes[] = {4097, 2000000, 4194304};
+    for (size_t i = 0; i < 3; i++) {
+        fixture fx;
+        recorder r;
+        fx_init(&fx, 10, 10, dmaxes[i]);
+        cr_assert_eq(run_check(&fx, &r), TSR_OK, "dmax %lld", (long long)dmaxes[i]);
+        fx_free(&fx);
+    }
+}
+
+Test(distance, a_tile_reads_only_where_a_seed_can_be)
+{
+    fixture fx;
+    seeded sd;
+    float *img;
+    static const int64_t xy[] = {500, 400};
+    fx_init(&fx, 1000, 1000, 300);
+    fx_seeds(&fx, &sd, 1, xy, &img);
+    tsr_rect out[TSR_NEED_MAX];
+    /* the seed within the halo: the seed's pixel alone */
+    cr_assert_eq(tsr_trait_distance.need(&fx.e, tsr_rect_make(300, 300, 64, 64), out), 1);
+    cr_assert(tsr_rect_equal(out[0], tsr_rect_make(500, 400, 1, 1)), "%lld %lld %lld %lld",
+              (long long)out[0].x, (long long)out[0].y, (long long)out[0].w, (long long)out[0].h);
+    /* no seed within dmax: one pixel, the same for every tile, never the halo */
+    cr_assert_eq(tsr_trait_distance.need(&fx.e, tsr_rect_make(0, 0, 64, 64), out), 1);
+    cr_assert(tsr_rect_equal(out[0], tsr_rect_make(0, 0, 1, 1)));
+    cr_assert_eq(tsr_trait_distance.need(&fx.e, tsr_rect_make(900, 64, 64, 64), out), 1);
+    cr_assert(tsr_rect_equal(out[0], tsr_rect_make(0, 0, 1, 1)));
+    /* a child whose fill is a mask pixel: the whole halo again */
+    fx.child.fill = 0.75f;
+    cr_assert_eq(tsr_trait_distance.need(&fx.e, tsr_rect_make(300, 300, 64, 64), out), 1);
+    cr_assert(tsr_rect_equal(out[0], tsr_rect_make(0, 0, 664, 664)));
+    fx.child.fill = 0.0f;
+    /* a seed drawn with a fill that masks through `max`: its whole rect */
+    sd.seed.w = 3;
+    sd.edges[0].blend = TSR_BLEND_MAX;
+    cr_assert_eq(tsr_trait_distance.need(&fx.e, tsr_rect_make(300, 300, 64, 64), out), 1);
+    cr_assert(tsr_rect_equal(out[0], tsr_rect_make(500, 400, 3, 1)));
+    fx_free(&fx);
+    free(img);
+}
+
+/* Render parent tiles of t x t over the placed child and compare every covered pixel with the
+ * brute force (tiles: the sparse path's rows above, inside and below the seeds' box). */
+static void
+compare_tiles(fixture *fx, const float *img, int64_t t, const char *what)
+{
+    int64_t w = fx->child.w, h = fx->child.h;
+    float *ref = ref_layer(fx, img);
+    for (int64_t ty = 0; ty < h; ty += t)
+        for (int64_t tx = 0; tx < w; tx += t) {
+            tsr_rect pr = tsr_rect_make(tx + fx->e.offset[0], ty + fx->e.offset[1], t, t);
+            float *L = calloc((size_t)(t * t), sizeof *L);
+            uint8_t *cov = calloc((size_t)(t * t), 1);
+            cr_assert(L && cov);
+            render(fx, img, pr, L, cov);
+            for (int64_t y = 0; y < t && ty + y < h; y++)
+                for (int64_t x = 0; x < t && tx + x < w; x++) {
+                    int64_t i = y * t + x, c = (ty + y) * w + tx + x;
+                    cr_assert(cov[i] == 1 && same_bits(L[i], ref[c]),
+                              "%s: tile %lld,%lld at (%lld, %lld): %.9g, want %.9g", what,
+                              (long long)tx, (long long)ty, (long long)(tx + x),
+                              (long long)(ty + y), L[i], ref[c]);
+                }
+            free(L);
+            free(cov);
+        }
+    free(ref);
+}
+
+Test(distance, sparse_reads_match_brute_force_at_any_dmax, .timeout = 120)
+{
+    static const int64_t xy[] = {5, 70, 6, 70, 61, 12, 100, 88, 119, 0};
+    static const int64_t dmaxes[] = {1, 9, 40, 300, 5000};
+    static const int64_t tiles[] = {7, 32, 200};
+    for (size_t i = 0; i < 5; i++)
+        for (int pf = 0; pf < NPROFILES; pf += (dmaxes[i] > 4096 ? 4 : 1)) {
+            fixture fx;
+            seeded sd;
+            float *img;
+            fx_init(&fx, 120, 90, dmaxes[i]);
+            fx_seeds(&fx, &sd, 1 + (size_t)pf % 5, xy, &img);
+            set_profile(&fx, pf);
+            fx_prepare(&fx);
+            char what[64];
+            snprintf(what, sizeof what, "dmax %lld profile %d", (long long)dmaxes[i], pf);
+            fx.e.offset[0] = 7 - pf;
+            fx.e.offset[1] = pf * 3;
+            compare_tiles(&fx, img, tiles[(i + (size_t)pf) % 3], what);
+            fx_free(&fx);
+            free(img);
+        }
+}
+
+Test(distance, distances_past_the_table_follow_the_profile, .timeout = 120)
+{
+    /* a seed at one end of a 6000 px strip: a > 4096^2 beyond x = 4096, computed per pixel */
+    static const int64_t xy[] = {0, 1};
+    for (int pf = 0; pf < NPROFILES; pf++) {
+        fixture fx;
+        seeded sd;
+        float *img;
+        fx_init(&fx, 6000, 3, 5000);
+        fx_seeds(&fx, &sd, 1, xy, &img);
+        set_profile(&fx, pf);
+        fx_prepare(&fx);
+        cr_assert_lt(((const tsr_distance_state *)fx.e.state)->ntable, 5000 * 5000);
+        compare_tiles(&fx, img, 512, "past the table");
+        fx_free(&fx);
+        free(img);
+    }
 }

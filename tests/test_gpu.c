@@ -683,3 +683,73 @@ Test(gpu, every_table_row_has_a_kernel_in_a_cuda_build)
                   tsr_source_descs[i].disc_value ? tsr_source_descs[i].disc_value
                                                  : tsr_source_descs[i].disc_key);
 }
+
+/* A distance read sparsely: seeds (pattern edges) in a child of fill 0, so a chunk reads only
+ * the box where the seeds are, which its rows and columns may lie beside, above or across
+ * (nodes/distance.c); dmax 300 runs on the device, dmax 5000 on the host (the same bits). */
+static const char seeds_yaml[] =
+    "tessera: 1\n"
+    "output: {depth: 16}\n"
+    "nodes:\n"
+    "  seeds:\n"
+    "    size: [3000, 2200]\n"
+    "    children:\n"
+    "      - {trait: pattern, offset: [1400, 1000], node: {size: [1, 1], fill: 1.0}}\n"
+    "      - {trait: pattern, offset: [1420, 1090], node: {size: [2, 3], fill: 1.0}}\n"
+    "      - {trait: pattern, offset: [200, 2150], blend: max, node: {size: [5, 5], fill: 0.0,"
+    " source: {shape: circle, center: [2.5, 2.5], radius: 2, value: 1}}}\n"
+    "root:\n"
+    "  size: [3000, 2200]\n"
+    "  children:\n"
+    "    - {trait: distance, ref: seeds, dmax: %d, profile: sphere}\n"
+    "    - {trait: distance, ref: seeds, dmax: 40, profile: cosine, blend: add}\n";
+
+Test(gpu, a_distance_over_a_box_of_seeds_gives_the_cpu_floats, .timeout = 300)
+{
+    need_gpu();
+    static const int dmaxes[] = {300, 5000};
+    for (int i = 0; i < 2; i++) {
+        char yaml[sizeof seeds_yaml + 16];
+        snprintf(yaml, sizeof yaml, seeds_yaml, dmaxes[i]);
+        tsr_design *d = th_design(yaml);
+        assert_values_equal("seeds", d, tsr_rect_make(0, 0, d->root->w, d->root->h));
+        tsr_design_free(d);
+    }
+}
+
+/* Patterns of full-size shape nodes (a layout converted the obvious way): the device computes
+ * each over its shape's box and blends its fill elsewhere only where that changes a pixel
+ * (gpu/backend.c, as cpu/compute.c does); every blend, mask and fill against the CPU. */
+Test(gpu, full_size_shape_nodes_give_the_cpu_floats, .timeout = 300)
+{
+    need_gpu();
+    static const char *const blends[] = {"over", "add", "max", "min", "multiply"};
+    static const char *const fills[] = {"0", "-0.0", "0.25", "1", "-1"};
+    for (int seed = 0; seed < 10; seed++) {
+        char yaml[16384];
+        size_t len = (size_t)snprintf(yaml, sizeof yaml,
+                                      "tessera: 1\nroot:\n  size: [2000, 1500]\n  fill: %s\n"
+                                      "  children:\n", fills[seed % 5]);
+        for (int i = 0; i < 40; i++) {
+            int k = seed * 40 + i;
+            char src[160];
+            if (k % 2)
+                snprintf(src, sizeof src, "{shape: circle, center: [%d, %d], radius: %d, value: %s, "
+                         "aa: 3}", (k * 97) % 2000, (k * 61) % 1500, 3 + k % 40, fills[(k * 11) % 5]);
+            else
+                snprintf(src, sizeof src, "{shape: rect, rect: [%d, %d, %d, %d], value: %s}",
+                         (k * 89) % 2000, (k * 53) % 1500, 5 + k % 60, 4 + k % 30,
+                         fills[(k * 11) % 5]);
+            len += (size_t)snprintf(
+                yaml + len, sizeof yaml - len,
+                "    - {trait: pattern, blend: %s, mask: %s, offset: [%d, %d], node: {size: "
+                "[2000, 1500], fill: %s, source: %s}}\n",
+                (seed < 5 && i > 0) ? "max" : blends[(k * 7) % 5], k % 4 == 0 ? "nonzero" : "none",
+                (k % 3) * 50 - 50, (k % 5) * 30 - 60, (seed < 5) ? "0" : fills[(k * 3) % 5], src);
+            cr_assert_lt(len, sizeof yaml - 256);
+        }
+        tsr_design *d = th_design(yaml);
+        assert_values_equal("full-size shapes", d, tsr_rect_make(0, 0, 2000, 1500));
+        tsr_design_free(d);
+    }
+}

@@ -468,9 +468,12 @@ Test(gpu_math, blur_wraps_a_child_smaller_than_the_halo)
 static void
 dist_init(fixture *f, int64_t w, int64_t h, int64_t dmax, float thr, int profile)
 {
+    /* the child's pixels are the test's arrays: an image as far as need() can tell */
+    static tsr_source unknown = {.kind = TSR_SRC_IMAGE};
     memset(f, 0, sizeof *f);
     f->child.w = w;
     f->child.h = h;
+    f->child.source = &unknown;
     f->e.trait = &tsr_trait_distance;
     f->e.child = &f->child;
     f->e.params = xmalloc(tsr_trait_distance.params_size);
@@ -649,4 +652,46 @@ Test(gpu_math, distance_segments_and_blocks_cross_tall_and_wide_rects)
         dist_free(&f);
     }
     free(img);
+}
+
+Test(gpu_math, distance_over_a_box_of_seeds_away_from_the_output_equals_the_cpu, .timeout = 300)
+{
+    /* a child of fill 0 whose seeds are pattern edges: need() reads only their box, which the
+     * output rows and columns may lie beside, above, below or across */
+    extern const tsr_trait tsr_trait_pattern;
+    static const int64_t xy[][2] = {{3, 70}, {4, 70}, {61, 12}, {140, 91}, {100, 40}};
+    static const int64_t dmaxes[] = {1, 5, 40, 130, 4096};
+    int64_t w = 150, h = 97, total = 0;
+    for (int ns = 1; ns <= 5; ns += 2)
+        for (int dm = 0; dm < 5; dm++) {
+            fixture f;
+            dist_init(&f, w, h, dmaxes[dm], 0.5f, dm % 3);
+            tsr_node seed = {.w = 1, .h = 1, .fill = 1.0f};
+            tsr_edge edges[5];
+            memset(edges, 0, sizeof edges);
+            float *img = calloc((size_t)(w * h), sizeof *img);
+            cr_assert_not_null(img);
+            for (int i = 0; i < ns; i++) {
+                edges[i].trait = &tsr_trait_pattern;
+                edges[i].child = &seed;
+                edges[i].offset[0] = xy[i][0];
+                edges[i].offset[1] = xy[i][1];
+                img[xy[i][1] * w + xy[i][0]] = 1.0f;
+            }
+            f.child.source = NULL;
+            f.child.edges = edges;
+            f.child.nedges = (size_t)ns;
+            char what[64];
+            snprintf(what, sizeof what, "%d seeds dmax %lld", ns, (long long)dmaxes[dm]);
+            total += dist_all_placements(&f, img, what);
+            tsr_rect cr, pr = tsr_rect_make(0, 0, w, h), hr;
+            cr_assert_eq(f.e.trait->need(&f.e, tsr_rect_make(0, 0, 20, 20), &hr), 1);
+            cr_assert(ns > 1 || hr.w * hr.h == 1, "%s: read more than the seed", what);
+            float *L = emu_distance(&f, img, pr, false, &cr);
+            total += compare(&f, img, pr, cr, L, what);
+            free(L);
+            free(img);
+            dist_free(&f);
+        }
+    printf("gpu_math: distance over seed boxes: %lld pixels bitwise equal\n", (long long)total);
 }
