@@ -1395,6 +1395,14 @@ run(args *a)
         return fail(&err);
     }
     own_thread_stacks(tsr_engine_thread_stack(e));
+    const tsr_plan *pl = tsr_engine_plan(e);
+    if (pl->threads < pl->cores && strcmp(a->cmd, "check") != 0) { /* check prints the plan */
+        char have[32];
+        tsr_human_bytes(have, sizeof have, (double)pl->budget);
+        fprintf(stderr, "tessera: --memory %s fits %lld threads, not one per core (%lld): "
+                "running %lld\n", have, (long long)pl->threads, (long long)pl->cores,
+                (long long)pl->threads);
+    }
     if (strcmp(a->cmd, "render") == 0)
         rc = cmd_render(a, e);
     else if (strcmp(a->cmd, "preview") == 0)

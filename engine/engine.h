@@ -59,6 +59,8 @@ typedef struct tsr_plan {
     int64_t minimum;    /* the smallest --memory that fits (with an empty cache) */
     int64_t band_rows;  /* rows per band */
     int64_t budget;     /* the --memory it was planned for */
+    int64_t cores;      /* the threads a thread per core would be: more than `threads` when
+                         * no thread count was given and the budget fits fewer (plan.c) */
 } tsr_plan;
 
 typedef struct tsr_engine_stats {
