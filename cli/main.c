@@ -35,6 +35,7 @@ typedef struct command {
     int bit;     /* 0: takes no option but --help */
     bool takes_o;
     const char *usage; /* its lines of the usage text */
+    const char *o_help; /* what its -o OUT is, with the default (NULL: takes no -o) */
 } command;
 
 static const command commands[] = {
@@ -42,24 +43,31 @@ static const command commands[] = {
      "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
      "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
      "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
-     "                         [--stall-timeout S] [--gpu-memory M] [--gpus all|N]\n"},
+     "                         [--stall-timeout S] [--gpu-memory M] [--gpus all|N]\n",
+     "where the samples go: a path, - (stdout; refused on a terminal), null (discarded, "
+     "counted) or tcp://HOST:PORT (framed); default: -"},
     {"preview", C_PREVIEW, true,
      "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
      "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
      "                         [--backend cpu|gpu|auto] [--memory M] [--threads N]\n"
-     "                         [--tile T] [--gpu-memory M]\n"},
+     "                         [--tile T] [--gpu-memory M]\n",
+     "the PNG written, named *.png or with no extension, or - (stdout); default: preview.png"},
     {"profile", C_PROFILE, true,
      "  tessera profile DESIGN [--region X,Y,W,H | --seconds S] [--backend cpu|gpu|auto]\n"
      "                         [--target 10MB/s] [--json] [--memory M] [--threads N]\n"
      "                         [--tile T] [--gpu-memory M] [--gpus all|N]\n"
-     "                         [-o OUT [--framed] [--deflate]]\n"},
+     "                         [-o OUT [--framed] [--deflate]]\n",
+     "also stream as many rows as the samples into OUT (a new path, null, a device or "
+     "tcp://HOST:PORT) and print that stream's rate; an existing file is refused; default: none"},
     {"check", C_CHECK, false,
-     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"},
+     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n", NULL},
     {"controller", C_CONTROLLER, true,
      "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
-     "                         [--stall-timeout S] [--exit-on-abort]\n"},
-    {"help", 0, false, "  tessera help [COMMAND]   (or: tessera COMMAND --help)\n"},
-    {"version", 0, false, "  tessera --version\n"},
+     "                         [--stall-timeout S] [--exit-on-abort]\n",
+     "the output file (a %d in it with --jobs N), the resume state kept beside it; default: "
+     "none (samples discarded, the state held in memory)"},
+    {"help", 0, false, "  tessera help [COMMAND]   (or: tessera COMMAND --help)\n", NULL},
+    {"version", 0, false, "  tessera --version\n", NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -68,7 +76,11 @@ static const char usage_notes[] =
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
 
-/* The usage of one command (NULL: all of them), with the notes. */
+static void
+print_options(FILE *f, const command *c);
+
+/* The usage of one command (NULL: all of them), with the notes; a command's own usage then
+ * lists its options, each with what it does and its default. */
 static void
 print_usage(FILE *f, const command *c)
 {
@@ -77,6 +89,8 @@ print_usage(FILE *f, const command *c)
         if (!c || c == &commands[i])
             fputs(commands[i].usage, f);
     fputs(usage_notes, f);
+    if (c && c->bit)
+        print_options(f, c);
 }
 
 static const command *
@@ -335,40 +349,142 @@ enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, 
        O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN, O_JOBS,
        O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS };
 
-/* Every long option and the commands it belongs to: the commands' usage lines, the README's
- * command block, tessera.1 and tessera.bash say the same (tests/cli/options.sh). */
+/* Every long option: the commands it belongs to, its value's name, what it does and its
+ * default. The one place they are written: --help prints them (print_options) and tessera.1's
+ * OPTIONS say the same words (tests/cli/options.sh compares them); the commands' usage lines,
+ * the README's command block, tessera.1's synopsis and tessera.bash list the same options. */
 #define C_ENGINE (C_RENDER | C_PREVIEW | C_PROFILE | C_CHECK) /* tsr_engine_opts */
 static const struct {
     struct option o;
     int cmds;
+    const char *arg;   /* its value's name in the help; NULL: a flag */
+    const char *help;  /* what it does (one sentence or two, plain text) */
+    const char *deflt; /* its default, or NULL where it has none (a flag is off) */
 } options[] = {
-    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PREVIEW | C_PROFILE},
-    {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE},
-    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE},
-    {{"gpus", required_argument, 0, O_GPUS}, C_RENDER | C_PROFILE},
-    {{"threads", required_argument, 0, O_THREADS}, C_ENGINE},
-    {{"tile", required_argument, 0, O_TILE}, C_ENGINE},
-    {{"rows", required_argument, 0, O_ROWS}, C_RENDER},
-    {{"region", required_argument, 0, O_REGION}, C_PREVIEW | C_PROFILE},
-    {{"scale", required_argument, 0, O_SCALE}, C_PREVIEW},
-    {{"depth", required_argument, 0, O_DEPTH}, C_PREVIEW},
-    {{"fast", no_argument, 0, O_FAST}, C_PREVIEW},
-    {{"force", no_argument, 0, O_FORCE}, C_PREVIEW},
-    {{"progress", required_argument, 0, O_PROGRESS}, C_RENDER | C_PREVIEW},
-    {{"target", required_argument, 0, O_TARGET}, C_PROFILE},
-    {{"json", no_argument, 0, O_JSON}, C_PROFILE},
-    {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE},
-    {{"tree", no_argument, 0, O_TREE}, C_CHECK},
-    {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER},
-    {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER},
-    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER | C_PROFILE},
-    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER | C_PROFILE},
-    {{"resume-at", required_argument, 0, O_RESUME}, C_RENDER},
-    {{"listen", required_argument, 0, O_LISTEN}, C_CONTROLLER},
-    {{"jobs", required_argument, 0, O_JOBS}, C_CONTROLLER},
-    {{"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT}, C_CONTROLLER},
+    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PREVIEW | C_PROFILE,
+     "cpu|gpu|auto", "compute on the CPU, the GPU, or (auto) the GPU when a usable one is "
+     "present", "auto"},
+    {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE, "M",
+     "host memory budget: cache, bands in flight, scratch, tables and decoded images; without "
+     "--threads it runs as many threads as fit; a run one thread cannot fit is refused before "
+     "it starts, naming the smallest budget that would", "2GiB"},
+    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE, "M",
+     "device memory budget of the GPU backend",
+     "4 x the plan's minimum and at least 2 GiB, plus the device tile cache's share, never "
+     "more than 90% of what is free"},
+    {{"gpus", required_argument, 0, O_GPUS}, C_RENDER | C_PROFILE, "all|N",
+     "bands on N GPU engines (every device with all), one per device, round robin over the "
+     "devices there are, handed to the output in order", "one backend"},
+    {{"threads", required_argument, 0, O_THREADS}, C_ENGINE, "N",
+     "worker threads, 1..1024; a plan refused because of --threads names how many fit",
+     "one per core, fewer when --memory fits fewer"},
+    {{"tile", required_argument, 0, O_TILE}, C_ENGINE, "T",
+     "force one tile edge on every node (tuning, invariance tests); results never depend on it",
+     "each node's own"},
+    {{"rows", required_argument, 0, O_ROWS}, C_RENDER, "Y0:Y1",
+     "stream only root rows [Y0, Y1): a job of its own, offsets from 0, swath order applied to "
+     "the crop", "every row"},
+    {{"region", required_argument, 0, O_REGION}, C_PREVIEW | C_PROFILE, "X,Y,W,H",
+     "the root rectangle to preview (required) or to profile whole (else samples are taken); "
+     "it must lie inside the root", NULL},
+    {{"scale", required_argument, 0, O_SCALE}, C_PREVIEW, "K",
+     "average K x K blocks: the image is ceil(W/K) x ceil(H/K)", "1"},
+    {{"depth", required_argument, 0, O_DEPTH}, C_PREVIEW, "8|16", "bits per sample of the PNG",
+     "8"},
+    {{"fast", no_argument, 0, O_FAST}, C_PREVIEW, NULL,
+     "an approximate overview: each pixel is the mean of 4 pixels of its K x K block, placed "
+     "by a fixed hash, and only those are computed; without it, the block's exact average",
+     NULL},
+    {{"force", no_argument, 0, O_FORCE}, C_PREVIEW, NULL,
+     "write an image over 256 MiB of samples (else refused, naming the --scale that fits)",
+     NULL},
+    {{"progress", required_argument, 0, O_PROGRESS}, C_RENDER | C_PREVIEW,
+     "auto|bar|json|none", "progress on stderr: a bar, JSON lines or nothing; auto: a bar on a "
+     "terminal, else JSON lines (render) or nothing (preview)", "auto"},
+    {{"target", required_argument, 0, O_TARGET}, C_PROFILE, "R", "the rate to compare with",
+     "10MB/s"},
+    {{"json", no_argument, 0, O_JSON}, C_PROFILE, NULL, "print the report as one JSON object",
+     NULL},
+    {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE, "S",
+     "time to spend sampling (without --region); the profile ends within S plus one chunk of "
+     "rows, at most a second or so more", "4"},
+    {{"tree", no_argument, 0, O_TREE}, C_CHECK, NULL,
+     "add the node table and the full canonical design", NULL},
+    {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER, "R",
+     "pace the stream at R bytes per second (like 10MB/s); underruns are counted and reported",
+     "unpaced"},
+    {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER, "S",
+     "give up on a tcp receiver (the controller: a sender) silent for S seconds; the "
+     "controller also drops a sender whose frame takes longer than S", "600"},
+    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER | C_PROFILE, NULL,
+     "write the framed stream (header, crc'd frames, trailer) to a file or a pipe; tcp:// is "
+     "always framed", NULL},
+    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER | C_PROFILE, NULL,
+     "compress frames (zlib, level 1) where that is smaller; needs the framed stream", NULL},
+    {{"resume-at", required_argument, 0, O_RESUME}, C_RENDER, "B",
+     "start at stream byte B: a raw output file keeps its bytes before B, is cut to B and "
+     "written from B; not with tcp://, where the receiver answers the offset", "0"},
+    {{"listen", required_argument, 0, O_LISTEN}, C_CONTROLLER, "127.0.0.1:PORT",
+     "the address to listen on (required)", NULL},
+    {{"jobs", required_argument, 0, O_JOBS}, C_CONTROLLER, "N",
+     "serve N jobs, one output file each (needs a %d in -o); once a job is complete the next "
+     "sender is the next job, whatever its design; only an incomplete job is resumed", "1"},
+    {{"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT}, C_CONTROLLER, NULL,
+     "end when a sender aborts instead of holding the job", NULL},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
+
+/* One option's entry of --help: "  --name ARG" then its text, words wrapped at 79 columns
+ * under a hanging indent, and "(default: X)". */
+static void
+print_option(FILE *f, const char *name, const char *arg, const char *help, const char *deflt)
+{
+    char head[64], text[768];
+    snprintf(head, sizeof head, "  %s%s%s", name, arg ? " " : "", arg ? arg : "");
+    snprintf(text, sizeof text, "%s%s%s%s", help, deflt ? " (default: " : "",
+             deflt ? deflt : "", deflt ? ")" : "");
+    fputs(head, f);
+    int col = (int)strlen(head);
+    if (col > 22) {
+        fputs("\n", f);
+        col = 0;
+    }
+    for (const char *w = text; *w;) {
+        size_t n = strcspn(w, " ");
+        if (col + 1 + (int)n > 79 && col > 24) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (col < 24) {
+            fprintf(f, "%*s", 24 - col, "");
+            col = 24;
+        } else {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", (int)n, w);
+        col += (int)n;
+        w += n;
+        w += *w == ' ';
+    }
+    fputc('\n', f);
+}
+
+/* The options of command c, -o first, in the table's order. */
+static void
+print_options(FILE *f, const command *c)
+{
+    fputs("options:\n", f);
+    if (c->o_help)
+        print_option(f, "-o", "OUT", c->o_help, NULL);
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (options[i].cmds & c->bit) {
+            char name[64];
+            snprintf(name, sizeof name, "--%s", options[i].o.name);
+            print_option(f, name, options[i].arg, options[i].help, options[i].deflt);
+        }
+    print_option(f, "-h, --help", NULL, "print this help and exit", NULL);
+}
 
 /* The option getopt refused (`--json`, `--json=1`, `-x`), and whose it is when it is another
  * command's: "tessera check: --json is not an option of check, but of profile". */
