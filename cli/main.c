@@ -129,6 +129,9 @@ typedef struct args {
 /* Set by the first SIGINT/SIGTERM: the engine's workers (each tile, and long loops row by
  * row), the band loop and the sink read it and stop cleanly. */
 static volatile sig_atomic_t g_stop;
+/* What profile's engine polls instead: set by a signal (with g_stop) and by the end of
+ * --seconds (profile_deadline), which is no user's stop. */
+static volatile sig_atomic_t g_halt;
 static atomic_int g_signals; /* SIGINT/SIGTERM handled so far (lock-free: signal-safe) */
 
 /* The render's sink once open, for the second signal's resume offset; its offset is an atomic
@@ -176,6 +179,7 @@ on_stop(int sig)
                  * SIGTERM escalate */
     if (atomic_fetch_add(&g_signals, 1) == 0) {
         g_stop = sig;
+        g_halt = 1;
         say("tessera: stopping...\n");
         return;
     }
@@ -952,12 +956,36 @@ fmt_sig(char *b, size_t n, double v)
         snprintf(b, n, "0");
 }
 
+/* A rate (bytes per `per`) with its SI unit and three significant digits: "950 B", "12.3 kB",
+ * "4.56 GB", then " per CPU-second" or "/s"; so a slow one never prints as "0 MB". */
+static void
+fmt_si(char *b, size_t n, double v, const char *unit)
+{
+    static const char *pre[] = {"", "k", "M", "G", "T", "P"};
+    int k = 0;
+    while (k < 5 && v >= 1000) {
+        v /= 1000;
+        k++;
+    }
+    char d[20]; /* v < 1000 here, or v >= 1e15 P: "%g" */
+    fmt_sig(d, sizeof d, v);
+    snprintf(b, n, "%s %s%s", d, pre[k], unit);
+}
+
+static void
+fmt_rate(char *b, size_t n, double bytes_per_s)
+{
+    fmt_si(b, n, bytes_per_s, "B/s");
+}
+
 #define PROFILE_SAMPLES 8
 
 typedef struct sample {
     tsr_rect r; /* what was rendered */
     uint64_t bytes;
     double secs;
+    double cut_secs;     /* a chunk the end of --seconds stopped: its time so far ... */
+    uint64_t cut_bytes;  /* ... and its bytes, had it finished */
 } sample;
 
 /* Where sample i of k starts, in the job's own order: raster samples split the rows into k
@@ -996,39 +1024,62 @@ sample_at(const tsr_design *d, int i, int k, int64_t *rows)
     return tsr_rect_make(x, y, w, 0);
 }
 
-/* Render sample rows from `at` downwards in growing chunks until its share of the time is
- * spent or its rows are done; at least one chunk, so every sample says something. */
+/* Render one sample from `at` until its share of the time is spent or its rows are done:
+ * first its band of rows (a band tall: what the stream computes at a time; fewer rows pay a
+ * band's tile work for part of them and read slow) in column chunks that double from a
+ * band-square, then more rows of the full width in growing chunks. Narrow chunks first: a band
+ * of a 150000 px root is 73 MB, longer than --seconds on its own, so whole-band chunks made
+ * --seconds 4 run for 15.9 s. At least one chunk, so every sample says something; the end of
+ * --seconds (profile_deadline) stops a chunk with TSR_EINTR, leaving its time and bytes in
+ * cut_secs and cut_bytes. sm->r is the rect the finished chunks cover. */
 static tsr_status
 run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double share,
            sample *sm, int idx, int of, double t_all, double budget, tsr_error *err)
 {
-    /* chunks of at least a band: what the stream computes at a time (a smaller one pays a
-     * band's tile work for part of its rows and reads slow) */
-    int64_t bps = d->out.depth / 8, chunk = tsr_engine_plan(e)->band_rows;
-    chunk = chunk < 1 ? 1 : chunk;
+    int64_t bps = d->out.depth / 8, band = tsr_engine_plan(e)->band_rows;
+    band = band < 1 ? 1 : band;
+    int64_t n = rows < band ? rows : band, cw = band;
     bool tty = isatty(STDERR_FILENO);
-    sm->r = tsr_rect_make(at.x, at.y, at.w, 0);
+    sm->r = tsr_rect_make(at.x, at.y, 0, n);
     sm->bytes = 0;
     sm->secs = 0;
-    while (sm->r.h < rows) {
-        int64_t n = rows - sm->r.h < chunk ? rows - sm->r.h : chunk;
+    int64_t chunk = 0;
+    while (sm->r.h < rows || sm->r.w < at.w) {
+        bool widen = sm->r.w < at.w; /* still in the first band */
+        tsr_rect c = widen ? tsr_rect_make(at.x + sm->r.w, at.y,
+                                           at.w - sm->r.w < cw ? at.w - sm->r.w : cw, n)
+                           : tsr_rect_make(at.x, at.y + sm->r.h, at.w,
+                                           rows - sm->r.h < chunk ? rows - sm->r.h : chunk);
         uint64_t b = 0;
         double t0 = now_s();
-        if (tsr_engine_drain(e, tsr_rect_make(at.x, at.y + sm->r.h, at.w, n), &b, err) != TSR_OK)
+        if (tsr_engine_drain(e, c, &b, err) != TSR_OK) {
+            sm->cut_secs = now_s() - t0; /* the chunk's time, for a rate bound */
+            sm->cut_bytes = (uint64_t)(c.w * c.h * bps);
             return err->status;
+        }
         sm->secs += now_s() - t0;
         sm->bytes += b;
-        sm->r.h += n;
+        if (widen)
+            sm->r.w += c.w;
+        else
+            sm->r.h += c.h;
         if (tty)
             fprintf(stderr, "\rprofile: sample %d/%d, %.1f s of %.0f s\033[K", idx + 1, of,
                     now_s() - t_all, budget);
         if (sm->secs >= share)
             break;
         /* the next chunk: twice this one, but no more than the time left at this rate */
-        double fit = (share - sm->secs) * (double)sm->bytes / sm->secs / (double)(at.w * bps);
-        int64_t band = tsr_engine_plan(e)->band_rows;
-        chunk = fit < (double)(2 * chunk) ? (int64_t)fit : 2 * chunk;
-        chunk = chunk < band ? band : chunk;
+        double left = (share - sm->secs) * (double)sm->bytes / sm->secs; /* bytes */
+        if (widen) {
+            double fit = left / (double)(n * bps);
+            cw = fit < (double)(2 * c.w) ? (int64_t)fit : 2 * c.w;
+            cw = cw < band ? band : cw;
+            chunk = band;
+        } else {
+            double fit = left / (double)(at.w * bps);
+            chunk = fit < (double)(2 * c.h) ? (int64_t)fit : 2 * c.h;
+            chunk = chunk < band ? band : chunk;
+        }
     }
     return TSR_OK;
 }
@@ -1049,6 +1100,9 @@ typedef struct profile_sum {
     sample sm[PROFILE_SAMPLES];
     int ns;                /* samples taken */
     double budget;         /* --seconds (4 by default) */
+    bool cut;              /* the deadline stopped a chunk (profile_deadline) */
+    double cut_secs;       /* ... which had run this long */
+    uint64_t cut_bytes;    /* ... for this many bytes */
     double cpu;            /* CPU seconds over the samples */
     double total;          /* sample bytes of the whole design */
     double rate;           /* projected bytes/s: the mean of the samples' seconds per byte */
@@ -1090,7 +1144,15 @@ take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, 
                            PROFILE_SAMPLES, t_all, budget, err) != TSR_OK) {
                 if (isatty(STDERR_FILENO))
                     fprintf(stderr, "\r\033[K");
-                return err->status;
+                if (err->status != TSR_EINTR || g_stop)
+                    return err->status;
+                /* --seconds ran out inside a chunk: that chunk is dropped, the chunks this
+                 * sample finished count */
+                p->cut = true;
+                p->cut_secs = sm[ns].cut_secs;
+                p->cut_bytes = sm[ns].cut_bytes;
+                ns += sm[ns].bytes > 0;
+                break;
             }
         }
         if (isatty(STDERR_FILENO))
@@ -1269,9 +1331,12 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
     fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
             a->target / 1e6);
-    if (cpu > 0)
-        fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %.0f MB "
-                "per CPU-second\n", cpu, (double)bytes / cpu / 1e6);
+    if (cpu > 0) {
+        char pc[48];
+        fmt_si(pc, sizeof pc, (double)bytes / cpu, "B");
+        fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %s per "
+                "CPU-second\n", cpu, pc);
+    }
     if (st.dev_arena > 0) { /* the GPU backend */
         fprintf(f, "device      %d bands in flight, arena %.1f MiB (at most %.1f MiB in use); tile "
                 "cache %llu hits, %llu misses, %llu evictions, %.1f of %.1f MiB\n", st.dev_bands,
@@ -1320,15 +1385,20 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
             fprintf(f, "  %lld,%lld,%lld,%lld  %s MB/s\n", (long long)sm[i].r.x,
                     (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
         }
-        char p1[32], p2[32], p3[32];
+        char p1[32], p2[32], p3[32], tb[32];
         fmt_sig(p1, sizeof p1, total / rate);
         fmt_sig(p2, sizeof p2, total / slow);
         fmt_sig(p3, sizeof p3, total / a->target);
-        fprintf(f, "projected   whole design (%.3g bytes): %s s from the samples, %s s at "
-                "the slowest, %s s at the target\n", total, p1, p2, p3);
+        tsr_human_bytes(tb, sizeof tb, total);
+        fprintf(f, "projected   whole design (%s): %s s from the samples, %s s at the "
+                "slowest, %s s at the target%s\n", tb, p1, p2, p3,
+                p->cut ? " (--seconds ended inside a sample: its last chunk is not counted)"
+                       : "");
     } else {
-        fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the "
-                "target\n", total, total / rate, total / a->target);
+        char tb[32];
+        tsr_human_bytes(tb, sizeof tb, total);
+        fprintf(f, "projected   whole design (%s): %.1f s at this rate, %.1f s at the "
+                "target\n", tb, total / rate, total / a->target);
     }
     char held[32], peak[32];
     tsr_human_bytes(held, sizeof held, (double)st.cache_bytes);
@@ -1368,6 +1438,97 @@ sink_rate(const args *a, const tsr_design *d, profile_sum *p, tsr_error *err)
     return st;
 }
 
+/* The end of profile --seconds: a thread that sets g_halt when the time is up, so the chunk
+ * being rendered stops as a Ctrl-C stops a render (within about a tile's row: docs/
+ * reliability.md), however slow one chunk of the design is. A band of a naive design took
+ * minutes, and --seconds 4 ran 15.9 s on an ordinary one, 120 s and more on that. */
+typedef struct deadline {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;       /* the samples ended first */
+    struct timespec at; /* CLOCK_MONOTONIC */
+    pthread_t th;
+    bool started;
+} deadline;
+
+static void *
+deadline_main(void *arg)
+{
+    deadline *dl = arg;
+    pthread_mutex_lock(&dl->mu);
+    int rc = 0;
+    while (!dl->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&dl->cv, &dl->mu, &dl->at);
+    if (!dl->done)
+        g_halt = 1;
+    pthread_mutex_unlock(&dl->mu);
+    return NULL;
+}
+
+/* Arm g_halt `secs` from now (best effort: without the thread, chunks end the sampling as
+ * before). */
+static void
+deadline_start(deadline *dl, double secs)
+{
+    pthread_condattr_t ca;
+    pthread_mutex_init(&dl->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&dl->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    clock_gettime(CLOCK_MONOTONIC, &dl->at);
+    double end = (double)dl->at.tv_nsec * 1e-9 + secs;
+    dl->at.tv_sec += (time_t)end;
+    dl->at.tv_nsec = (long)((end - floor(end)) * 1e9);
+    sigset_t all, old; /* signals stay with the threads that handle them */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    dl->started = pthread_create(&dl->th, NULL, deadline_main, dl) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Disarm it; g_halt is clear again unless a signal set it (g_stop). */
+static void
+deadline_end(deadline *dl)
+{
+    pthread_mutex_lock(&dl->mu);
+    dl->done = true;
+    pthread_cond_signal(&dl->cv);
+    pthread_mutex_unlock(&dl->mu);
+    if (dl->started)
+        pthread_join(dl->th, NULL);
+    pthread_cond_destroy(&dl->cv);
+    pthread_mutex_destroy(&dl->mu);
+    g_halt = g_stop != 0;
+}
+
+/* No chunk of rows finished before --seconds ran out: what can be said is a bound. */
+static int
+print_unfinished(const args *a, const tsr_design *d, const profile_sum *p, FILE *f)
+{
+    double bound = p->cut_secs > 0 ? (double)p->cut_bytes / p->cut_secs : 0;
+    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    char rb[48], tb[32], pb[32];
+    fmt_rate(rb, sizeof rb, bound);
+    tsr_human_bytes(tb, sizeof tb, (double)p->cut_bytes);
+    fmt_sig(pb, sizeof pb, bound > 0 ? total / bound : 0);
+    if (a->json) {
+        fprintf(f, "{\"design\":");
+        json_str(f, a->design);
+        fprintf(f, ",\"finished\":false,\"bytes\":0,\"seconds\":%.6f,"
+                   "\"mb_per_s_below\":%.6f,\"projected_seconds_above\":%.3f}\n",
+                p->cut_secs, bound / 1e6, bound > 0 ? total / bound : 0.0);
+        return 0;
+    }
+    fprintf(f, "design      %s\n", a->design);
+    char all[32];
+    tsr_human_bytes(all, sizeof all, total);
+    fprintf(f, "unfinished  no chunk of rows (%s) finished in --seconds %g: the design renders "
+            "slower than %s; the whole of it (%s) would take more than %s s\n", tb, p->budget,
+            rb, all, pb);
+    return 0;
+}
+
 static int
 cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 {
@@ -1376,9 +1537,17 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
     /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
      * understates the renderer, MB per CPU-second much less */
     double cpu0 = cpu_s();
-    if (take_samples(a, e, d, &p, now_s(), &err) != TSR_OK)
+    deadline dl = {0};
+    if (!a->have_region) /* a region is rendered whole, as the user asked */
+        deadline_start(&dl, p.budget);
+    tsr_status st = take_samples(a, e, d, &p, now_s(), &err);
+    if (!a->have_region)
+        deadline_end(&dl);
+    if (st != TSR_OK)
         return fail(&err);
     p.cpu = cpu_s() - cpu0;
+    if (p.ns == 0)
+        return print_unfinished(a, d, &p, stdout);
     summarize(a, e, d, &p);
     if (p.st.dev_arena > 0) { /* the link the GPU's samples cross: the ceiling they sit under */
         int dev = a->eo.gpu_device;
@@ -1489,6 +1658,12 @@ own_thread_stacks(size_t bytes)
     pthread_attr_destroy(&at);
 }
 
+/* An engine and design a stopped command leaves to the exit (run). */
+static struct {
+    tsr_engine *e;
+    tsr_design *d;
+} g_left;
+
 /* Load, plan and run a command on the engine (render, preview, profile, check). */
 static int
 run(args *a)
@@ -1531,6 +1706,17 @@ run(args *a)
     } else {
         tsr_engine_print_check(e, stdout, a->tree);
         rc = stdout_done(0);
+    }
+    if (g_stop && tsr_dist_ranks() <= 1) {
+        /* A stop ends the process now: what the engine holds (its tile cache may be millions
+         * of tiny tiles, each its own block: freeing them one by one kept a stopped process
+         * 2.7-26.6 s after its resume line) is given back by the exit, all at once. Kept
+         * reachable, so a leak checker does not call it lost. The library frees everything
+         * (tsr_engine_free, tsr_job_close): only the command, which exits next, skips it.
+         * Under mpirun the ranks' shutdown goes through the backend's close, as before. */
+        g_left.e = e;
+        g_left.d = d;
+        return rc;
     }
     tsr_engine_free(e);
     tsr_design_free(d);
@@ -1575,7 +1761,7 @@ main(int argc, char **argv)
     /* From here on SIGINT/SIGTERM stop cleanly (a stop during loading ends the render
      * before its first byte, still with the resume message). */
     install_stop(0);
-    a.eo.stop = &g_stop;
+    a.eo.stop = strcmp(a.cmd, "profile") == 0 ? &g_halt : &g_stop;
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
     /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */
