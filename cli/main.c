@@ -410,8 +410,9 @@ static const struct {
     {{"json", no_argument, 0, O_JSON}, C_PROFILE, NULL, "print the report as one JSON object",
      NULL},
     {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE, "S",
-     "time to spend sampling (without --region); the profile ends within S plus one chunk of "
-     "rows, at most a second or so more", "4"},
+     "time to spend sampling (without --region): then the chunk being rendered stops as a "
+     "Ctrl-C would (well under a second) and the finished chunks are reported; a design of "
+     "which no chunk finished gets a bound; -o OUT's stream comes after", "4"},
     {{"tree", no_argument, 0, O_TREE}, C_CHECK, NULL,
      "add the node table and the full canonical design", NULL},
     {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER, "R",
@@ -1316,10 +1317,10 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     double cpu = p->cpu, budget = p->budget;
     uint64_t bytes = p->bytes;
     long long rss = p->rss;
-    char rs[32], ss[32], fs[32], hs[32];
-    fmt_sig(rs, sizeof rs, rate / 1e6);
-    fmt_sig(ss, sizeof ss, slow / 1e6);
-    fmt_sig(fs, sizeof fs, fast / 1e6);
+    char rs[48], ss[48], fs[48], hs[32];
+    fmt_rate(rs, sizeof rs, rate);
+    fmt_rate(ss, sizeof ss, slow);
+    fmt_rate(fs, sizeof fs, fast);
     fmt_sig(hs, sizeof hs, rate / a->target);
     fprintf(f, "design      %s\n", a->design);
     if (a->have_region)
@@ -1329,7 +1330,7 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
         fprintf(f, "samples     %d regions spread over the design in stream order, %llu sample "
                 "bytes in %.3f s (--seconds %g)\n", ns, (unsigned long long)bytes, secs, budget);
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
-    fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
+    fprintf(f, "throughput  %s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
             a->target / 1e6);
     if (cpu > 0) {
         char pc[48];
@@ -1376,13 +1377,13 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
                 "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,
                 tsr_engine_threads(e), 100.0 * st.busy_seconds / secs / tsr_engine_threads(e));
     if (!a->have_region) {
-        fprintf(f, "spread      slowest %s MB/s (region %lld,%lld,%lld,%lld), fastest %s MB/s\n",
+        fprintf(f, "spread      slowest %s (region %lld,%lld,%lld,%lld), fastest %s\n",
                 ss, (long long)sm[slowest].r.x, (long long)sm[slowest].r.y,
                 (long long)sm[slowest].r.w, (long long)sm[slowest].r.h, fs);
         for (int i = 0; i < ns; i++) {
-            char b[32];
-            fmt_sig(b, sizeof b, sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0);
-            fprintf(f, "  %lld,%lld,%lld,%lld  %s MB/s\n", (long long)sm[i].r.x,
+            char b[48];
+            fmt_rate(b, sizeof b, sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs : 0);
+            fprintf(f, "  %lld,%lld,%lld,%lld  %s\n", (long long)sm[i].r.x,
                     (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
         }
         char p1[32], p2[32], p3[32], tb[32];
