@@ -89,7 +89,7 @@ print_usage(FILE *f, const command *c)
         if (!c || c == &commands[i])
             fputs(commands[i].usage, f);
     fputs(usage_notes, f);
-    if (c && c->bit)
+    if ((!c || c->bit) && f == stdout) /* help asked for; a bare `tessera` gets the lines */
         print_options(f, c);
 }
 
@@ -475,18 +475,26 @@ print_option(FILE *f, const char *name, const char *arg, const char *help, const
     fputc('\n', f);
 }
 
-/* The options of command c, -o first, in the table's order. */
+/* The options of command c, -o first, in the table's order; c NULL: every long option, each
+ * with the commands that take it (-o is each command's own: COMMAND --help). */
 static void
 print_options(FILE *f, const command *c)
 {
-    fputs("options:\n", f);
-    if (c->o_help)
+    fputs(c ? "options:\n" : "options (tessera COMMAND --help: a command's own, and its -o):\n",
+          f);
+    if (c && c->o_help)
         print_option(f, "-o", "OUT", c->o_help, NULL);
     for (size_t i = 0; i < N_OPTIONS; i++)
-        if (options[i].cmds & c->bit) {
-            char name[64];
+        if (!c || (options[i].cmds & c->bit)) {
+            char name[64], help[640] = "";
             snprintf(name, sizeof name, "--%s", options[i].o.name);
-            print_option(f, name, options[i].arg, options[i].help, options[i].deflt);
+            for (size_t k = 0; !c && k < N_COMMANDS; k++)
+                if (commands[k].bit & options[i].cmds)
+                    snprintf(help + strlen(help), sizeof help - strlen(help), "%s%s",
+                             help[0] ? ", " : "[", commands[k].name);
+            snprintf(help + strlen(help), sizeof help - strlen(help), "%s%s", c ? "" : "] ",
+                     options[i].help);
+            print_option(f, name, options[i].arg, help, options[i].deflt);
         }
     print_option(f, "-h, --help", NULL, "print this help and exit", NULL);
 }

@@ -22,7 +22,8 @@ typedef struct tsr_engine tsr_engine;
 
 typedef struct tsr_engine_opts {
     const char *backend; /* "cpu", "gpu" or "auto"; NULL = "auto" */
-    int threads;         /* worker threads; 0 = all cores */
+    int threads;         /* worker threads; 0 = one per core, or as many as `memory` fits
+                          * (tsr_plan.threads says how many) */
     int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */

@@ -128,6 +128,8 @@ refuse "tessera check: -o is not an option of check, but of render, preview, pro
 "$TESSERA" help >"$tmp/help" 2>"$tmp/err"
 [ $? -eq 0 ] && [ ! -s "$tmp/err" ] && for c in $cmds help; do grep -q "^  tessera $c " "$tmp/help" || false; done &&
     ok "help: every command's usage, exit 0" || bad "help: $(cat "$tmp/help" "$tmp/err")"
+[ "$(described "$tmp/help")" = "$(echo "$all" | grep -vx -- -o)" ] &&
+    ok "help: describes every long option" || bad "help describes $(described "$tmp/help" | tr '\n' ' ')"
 for h in --help -h; do
     "$TESSERA" $h >"$tmp/h" 2>&1 && cmp -s "$tmp/h" "$tmp/help" && ok "$h = help" || bad "$h: $(cat "$tmp/h")"
 done
