@@ -29,7 +29,7 @@ completion_flags() {
 # the usage lines of a --help (its options' descriptions follow "options:" and name others)
 usage_part() { sed '/^options:$/,$d' "$@"; }
 # the options a --help describes, one a line: "  --name ARG   text" starts each entry
-described() { sed -n '/^options:$/,$p' "$1" | grep -oE -- '^  (-o|--[a-z][a-z-]*)' | sed 's/^ *//' | sort -u; }
+described() { sed -n '/^options/,$p' "$1" | grep -oE -- '^  (-o|--[a-z][a-z-]*)' | sed 's/^ *//' | sort -u; }
 # one option's description in a --help: its entry's text (from column 25), lines joined
 help_text() {
     sed -n '/^options:$/,$p' "$1" | awk -v o="$2" '
