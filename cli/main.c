@@ -35,6 +35,7 @@ typedef struct command {
     int bit;     /* 0: takes no option but --help */
     bool takes_o;
     const char *usage; /* its lines of the usage text */
+    const char *o_help; /* what its -o OUT is, with the default (NULL: takes no -o) */
 } command;
 
 static const command commands[] = {
@@ -42,24 +43,31 @@ static const command commands[] = {
      "  tessera render  DESIGN [-o OUT] [--rate R] [--backend cpu|gpu|auto] [--memory M]\n"
      "                         [--threads N] [--framed] [--deflate] [--resume-at B]\n"
      "                         [--rows Y0:Y1] [--progress auto|bar|json|none] [--tile T]\n"
-     "                         [--stall-timeout S] [--gpu-memory M] [--gpus all|N]\n"},
+     "                         [--stall-timeout S] [--gpu-memory M] [--gpus all|N]\n",
+     "where the samples go: a path, - (stdout; refused on a terminal), null (discarded, "
+     "counted) or tcp://HOST:PORT (framed); default: -"},
     {"preview", C_PREVIEW, true,
      "  tessera preview DESIGN --region X,Y,W,H [--scale K] [-o out.png|-] [--depth 8|16]\n"
      "                         [--fast] [--force] [--progress auto|bar|json|none]\n"
      "                         [--backend cpu|gpu|auto] [--memory M] [--threads N]\n"
-     "                         [--tile T] [--gpu-memory M]\n"},
+     "                         [--tile T] [--gpu-memory M]\n",
+     "the PNG written, named *.png or with no extension, or - (stdout); default: preview.png"},
     {"profile", C_PROFILE, true,
      "  tessera profile DESIGN [--region X,Y,W,H | --seconds S] [--backend cpu|gpu|auto]\n"
      "                         [--target 10MB/s] [--json] [--memory M] [--threads N]\n"
      "                         [--tile T] [--gpu-memory M] [--gpus all|N]\n"
-     "                         [-o OUT [--framed] [--deflate]]\n"},
+     "                         [-o OUT [--framed] [--deflate]]\n",
+     "also stream as many rows as the samples into OUT (a new path, null, a device or "
+     "tcp://HOST:PORT) and print that stream's rate; an existing file is refused; default: none"},
     {"check", C_CHECK, false,
-     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"},
+     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n", NULL},
     {"controller", C_CONTROLLER, true,
      "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
-     "                         [--stall-timeout S] [--exit-on-abort]\n"},
-    {"help", 0, false, "  tessera help [COMMAND]   (or: tessera COMMAND --help)\n"},
-    {"version", 0, false, "  tessera --version\n"},
+     "                         [--stall-timeout S] [--exit-on-abort]\n",
+     "the output file (a %d in it with --jobs N), the resume state kept beside it; default: "
+     "none (samples discarded, the state held in memory)"},
+    {"help", 0, false, "  tessera help [COMMAND]   (or: tessera COMMAND --help)\n", NULL},
+    {"version", 0, false, "  tessera --version\n", NULL},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -68,7 +76,11 @@ static const char usage_notes[] =
     "64MiB = 64*2^20; rates: 10MB/s. SIGINT/SIGTERM stop cleanly and print the resume offset.\n"
     "Exit status: 0 ok, 1 render or I/O failure, 2 usage, design or memory-plan error.\n";
 
-/* The usage of one command (NULL: all of them), with the notes. */
+static void
+print_options(FILE *f, const command *c);
+
+/* The usage of one command (NULL: all of them), with the notes; a command's own usage then
+ * lists its options, each with what it does and its default. */
 static void
 print_usage(FILE *f, const command *c)
 {
@@ -77,6 +89,8 @@ print_usage(FILE *f, const command *c)
         if (!c || c == &commands[i])
             fputs(commands[i].usage, f);
     fputs(usage_notes, f);
+    if ((!c || c->bit) && f == stdout) /* help asked for; a bare `tessera` gets the lines */
+        print_options(f, c);
 }
 
 static const command *
@@ -115,6 +129,9 @@ typedef struct args {
 /* Set by the first SIGINT/SIGTERM: the engine's workers (each tile, and long loops row by
  * row), the band loop and the sink read it and stop cleanly. */
 static volatile sig_atomic_t g_stop;
+/* What profile's engine polls instead: set by a signal (with g_stop) and by the end of
+ * --seconds (profile_deadline), which is no user's stop. */
+static volatile sig_atomic_t g_halt;
 static atomic_int g_signals; /* SIGINT/SIGTERM handled so far (lock-free: signal-safe) */
 
 /* The render's sink once open, for the second signal's resume offset; its offset is an atomic
@@ -162,6 +179,7 @@ on_stop(int sig)
                  * SIGTERM escalate */
     if (atomic_fetch_add(&g_signals, 1) == 0) {
         g_stop = sig;
+        g_halt = 1;
         say("tessera: stopping...\n");
         return;
     }
@@ -335,40 +353,151 @@ enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, 
        O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN, O_JOBS,
        O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS };
 
-/* Every long option and the commands it belongs to: the commands' usage lines, the README's
- * command block, tessera.1 and tessera.bash say the same (tests/cli/options.sh). */
+/* Every long option: the commands it belongs to, its value's name, what it does and its
+ * default. The one place they are written: --help prints them (print_options) and tessera.1's
+ * OPTIONS say the same words (tests/cli/options.sh compares them); the commands' usage lines,
+ * the README's command block, tessera.1's synopsis and tessera.bash list the same options. */
 #define C_ENGINE (C_RENDER | C_PREVIEW | C_PROFILE | C_CHECK) /* tsr_engine_opts */
 static const struct {
     struct option o;
     int cmds;
+    const char *arg;   /* its value's name in the help; NULL: a flag */
+    const char *help;  /* what it does (one sentence or two, plain text) */
+    const char *deflt; /* its default, or NULL where it has none (a flag is off) */
 } options[] = {
-    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PREVIEW | C_PROFILE},
-    {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE},
-    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE},
-    {{"gpus", required_argument, 0, O_GPUS}, C_RENDER | C_PROFILE},
-    {{"threads", required_argument, 0, O_THREADS}, C_ENGINE},
-    {{"tile", required_argument, 0, O_TILE}, C_ENGINE},
-    {{"rows", required_argument, 0, O_ROWS}, C_RENDER},
-    {{"region", required_argument, 0, O_REGION}, C_PREVIEW | C_PROFILE},
-    {{"scale", required_argument, 0, O_SCALE}, C_PREVIEW},
-    {{"depth", required_argument, 0, O_DEPTH}, C_PREVIEW},
-    {{"fast", no_argument, 0, O_FAST}, C_PREVIEW},
-    {{"force", no_argument, 0, O_FORCE}, C_PREVIEW},
-    {{"progress", required_argument, 0, O_PROGRESS}, C_RENDER | C_PREVIEW},
-    {{"target", required_argument, 0, O_TARGET}, C_PROFILE},
-    {{"json", no_argument, 0, O_JSON}, C_PROFILE},
-    {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE},
-    {{"tree", no_argument, 0, O_TREE}, C_CHECK},
-    {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER},
-    {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER},
-    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER | C_PROFILE},
-    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER | C_PROFILE},
-    {{"resume-at", required_argument, 0, O_RESUME}, C_RENDER},
-    {{"listen", required_argument, 0, O_LISTEN}, C_CONTROLLER},
-    {{"jobs", required_argument, 0, O_JOBS}, C_CONTROLLER},
-    {{"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT}, C_CONTROLLER},
+    {{"backend", required_argument, 0, O_BACKEND}, C_RENDER | C_PREVIEW | C_PROFILE,
+     "cpu|gpu|auto", "compute on the CPU, the GPU, or (auto) the GPU when a usable one is "
+     "present", "auto"},
+    {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE, "M",
+     "host memory budget: cache, bands in flight, scratch, tables and decoded images; without "
+     "--threads it runs as many threads as fit; a run one thread cannot fit is refused before "
+     "it starts, naming the smallest budget that would", "2GiB"},
+    {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE, "M",
+     "device memory budget of the GPU backend",
+     "4 x the plan's minimum and at least 2 GiB, plus the device tile cache's share, never "
+     "more than 90% of what is free"},
+    {{"gpus", required_argument, 0, O_GPUS}, C_RENDER | C_PROFILE, "all|N",
+     "bands on N GPU engines (every device with all), one per device, round robin over the "
+     "devices there are, handed to the output in order", "one backend"},
+    {{"threads", required_argument, 0, O_THREADS}, C_ENGINE, "N",
+     "worker threads, 1..1024; a plan refused because of --threads names how many fit",
+     "one per core, fewer when --memory fits fewer"},
+    {{"tile", required_argument, 0, O_TILE}, C_ENGINE, "T",
+     "force one tile edge on every node (tuning, invariance tests); results never depend on it",
+     "each node's own"},
+    {{"rows", required_argument, 0, O_ROWS}, C_RENDER, "Y0:Y1",
+     "stream only root rows [Y0, Y1): a job of its own, offsets from 0, swath order applied to "
+     "the crop", "every row"},
+    {{"region", required_argument, 0, O_REGION}, C_PREVIEW | C_PROFILE, "X,Y,W,H",
+     "the root rectangle to preview (required) or to profile whole (else samples are taken); "
+     "it must lie inside the root", NULL},
+    {{"scale", required_argument, 0, O_SCALE}, C_PREVIEW, "K",
+     "average K x K blocks: the image is ceil(W/K) x ceil(H/K)", "1"},
+    {{"depth", required_argument, 0, O_DEPTH}, C_PREVIEW, "8|16", "bits per sample of the PNG",
+     "8"},
+    {{"fast", no_argument, 0, O_FAST}, C_PREVIEW, NULL,
+     "an approximate overview: each pixel is the mean of 4 pixels of its K x K block, placed "
+     "by a fixed hash, and only those are computed; without it, the block's exact average",
+     NULL},
+    {{"force", no_argument, 0, O_FORCE}, C_PREVIEW, NULL,
+     "write an image over 256 MiB of samples (else refused, naming the --scale that fits)",
+     NULL},
+    {{"progress", required_argument, 0, O_PROGRESS}, C_RENDER | C_PREVIEW,
+     "auto|bar|json|none", "progress on stderr: a bar, JSON lines or nothing; auto: a bar on a "
+     "terminal, else JSON lines (render) or nothing (preview)", "auto"},
+    {{"target", required_argument, 0, O_TARGET}, C_PROFILE, "R", "the rate to compare with",
+     "10MB/s"},
+    {{"json", no_argument, 0, O_JSON}, C_PROFILE, NULL, "print the report as one JSON object",
+     NULL},
+    {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE, "S",
+     "time to spend sampling (without --region): then the chunk being rendered stops as a "
+     "Ctrl-C would (well under a second) and the finished chunks are reported; a design of "
+     "which no chunk finished gets a bound; -o OUT's stream comes after", "4"},
+    {{"tree", no_argument, 0, O_TREE}, C_CHECK, NULL,
+     "add the node table and the full canonical design", NULL},
+    {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER, "R",
+     "pace the stream at R bytes per second (like 10MB/s); underruns are counted and reported",
+     "unpaced"},
+    {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER, "S",
+     "give up on a tcp receiver (the controller: a sender) silent for S seconds; the "
+     "controller also drops a sender whose frame takes longer than S", "600"},
+    {{"framed", no_argument, 0, O_FRAMED}, C_RENDER | C_PROFILE, NULL,
+     "write the framed stream (header, crc'd frames, trailer) to a file or a pipe; tcp:// is "
+     "always framed", NULL},
+    {{"deflate", no_argument, 0, O_DEFLATE}, C_RENDER | C_PROFILE, NULL,
+     "compress frames (zlib, level 1) where that is smaller; needs the framed stream", NULL},
+    {{"resume-at", required_argument, 0, O_RESUME}, C_RENDER, "B",
+     "start at stream byte B: a raw output file keeps its bytes before B, is cut to B and "
+     "written from B; not with tcp://, where the receiver answers the offset", "0"},
+    {{"listen", required_argument, 0, O_LISTEN}, C_CONTROLLER, "127.0.0.1:PORT",
+     "the address to listen on (required)", NULL},
+    {{"jobs", required_argument, 0, O_JOBS}, C_CONTROLLER, "N",
+     "serve N jobs, one output file each (needs a %d in -o); once a job is complete the next "
+     "sender is the next job, whatever its design; only an incomplete job is resumed", "1"},
+    {{"exit-on-abort", no_argument, 0, O_EXIT_ON_ABORT}, C_CONTROLLER, NULL,
+     "end when a sender aborts instead of holding the job", NULL},
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
+
+/* One option's entry of --help: "  --name ARG" then its text, words wrapped at 79 columns
+ * under a hanging indent, and "(default: X)". */
+static void
+print_option(FILE *f, const char *name, const char *arg, const char *help, const char *deflt)
+{
+    char head[64], text[768];
+    snprintf(head, sizeof head, "  %s%s%s", name, arg ? " " : "", arg ? arg : "");
+    snprintf(text, sizeof text, "%s%s%s%s", help, deflt ? " (default: " : "",
+             deflt ? deflt : "", deflt ? ")" : "");
+    fputs(head, f);
+    int col = (int)strlen(head);
+    if (col > 22) {
+        fputs("\n", f);
+        col = 0;
+    }
+    for (const char *w = text; *w;) {
+        size_t n = strcspn(w, " ");
+        if (col + 1 + (int)n > 79 && col > 24) {
+            fputc('\n', f);
+            col = 0;
+        }
+        if (col < 24) {
+            fprintf(f, "%*s", 24 - col, "");
+            col = 24;
+        } else {
+            fputc(' ', f);
+            col++;
+        }
+        fprintf(f, "%.*s", (int)n, w);
+        col += (int)n;
+        w += n;
+        w += *w == ' ';
+    }
+    fputc('\n', f);
+}
+
+/* The options of command c, -o first, in the table's order; c NULL: every long option, each
+ * with the commands that take it (-o is each command's own: COMMAND --help). */
+static void
+print_options(FILE *f, const command *c)
+{
+    fputs(c ? "options:\n" : "options (tessera COMMAND --help: a command's own, and its -o):\n",
+          f);
+    if (c && c->o_help)
+        print_option(f, "-o", "OUT", c->o_help, NULL);
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (!c || (options[i].cmds & c->bit)) {
+            char name[64], help[640] = "";
+            snprintf(name, sizeof name, "--%s", options[i].o.name);
+            for (size_t k = 0; !c && k < N_COMMANDS; k++)
+                if (commands[k].bit & options[i].cmds)
+                    snprintf(help + strlen(help), sizeof help - strlen(help), "%s%s",
+                             help[0] ? ", " : "[", commands[k].name);
+            snprintf(help + strlen(help), sizeof help - strlen(help), "%s%s", c ? "" : "] ",
+                     options[i].help);
+            print_option(f, name, options[i].arg, help, options[i].deflt);
+        }
+    print_option(f, "-h, --help", NULL, "print this help and exit", NULL);
+}
 
 /* The option getopt refused (`--json`, `--json=1`, `-x`), and whose it is when it is another
  * command's: "tessera check: --json is not an option of check, but of profile". */
@@ -836,12 +965,36 @@ fmt_sig(char *b, size_t n, double v)
         snprintf(b, n, "0");
 }
 
+/* A rate (bytes per `per`) with its SI unit and three significant digits: "950 B", "12.3 kB",
+ * "4.56 GB", then " per CPU-second" or "/s"; so a slow one never prints as "0 MB". */
+static void
+fmt_si(char *b, size_t n, double v, const char *unit)
+{
+    static const char *pre[] = {"", "k", "M", "G", "T", "P"};
+    int k = 0;
+    while (k < 5 && v >= 1000) {
+        v /= 1000;
+        k++;
+    }
+    char d[20]; /* v < 1000 here, or v >= 1e15 P: "%g" */
+    fmt_sig(d, sizeof d, v);
+    snprintf(b, n, "%s %s%s", d, pre[k], unit);
+}
+
+static void
+fmt_rate(char *b, size_t n, double bytes_per_s)
+{
+    fmt_si(b, n, bytes_per_s, "B/s");
+}
+
 #define PROFILE_SAMPLES 8
 
 typedef struct sample {
     tsr_rect r; /* what was rendered */
     uint64_t bytes;
     double secs;
+    double cut_secs;     /* a chunk the end of --seconds stopped: its time so far ... */
+    uint64_t cut_bytes;  /* ... and its bytes, had it finished */
 } sample;
 
 /* Where sample i of k starts, in the job's own order: raster samples split the rows into k
@@ -880,39 +1033,62 @@ sample_at(const tsr_design *d, int i, int k, int64_t *rows)
     return tsr_rect_make(x, y, w, 0);
 }
 
-/* Render sample rows from `at` downwards in growing chunks until its share of the time is
- * spent or its rows are done; at least one chunk, so every sample says something. */
+/* Render one sample from `at` until its share of the time is spent or its rows are done:
+ * first its band of rows (a band tall: what the stream computes at a time; fewer rows pay a
+ * band's tile work for part of them and read slow) in column chunks that double from a
+ * band-square, then more rows of the full width in growing chunks. Narrow chunks first: a band
+ * of a 150000 px root is 73 MB, longer than --seconds on its own, so whole-band chunks made
+ * --seconds 4 run for 15.9 s. At least one chunk, so every sample says something; the end of
+ * --seconds (profile_deadline) stops a chunk with TSR_EINTR, leaving its time and bytes in
+ * cut_secs and cut_bytes. sm->r is the rect the finished chunks cover. */
 static tsr_status
 run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double share,
            sample *sm, int idx, int of, double t_all, double budget, tsr_error *err)
 {
-    /* chunks of at least a band: what the stream computes at a time (a smaller one pays a
-     * band's tile work for part of its rows and reads slow) */
-    int64_t bps = d->out.depth / 8, chunk = tsr_engine_plan(e)->band_rows;
-    chunk = chunk < 1 ? 1 : chunk;
+    int64_t bps = d->out.depth / 8, band = tsr_engine_plan(e)->band_rows;
+    band = band < 1 ? 1 : band;
+    int64_t n = rows < band ? rows : band, cw = band;
     bool tty = isatty(STDERR_FILENO);
-    sm->r = tsr_rect_make(at.x, at.y, at.w, 0);
+    sm->r = tsr_rect_make(at.x, at.y, 0, n);
     sm->bytes = 0;
     sm->secs = 0;
-    while (sm->r.h < rows) {
-        int64_t n = rows - sm->r.h < chunk ? rows - sm->r.h : chunk;
+    int64_t chunk = 0;
+    while (sm->r.h < rows || sm->r.w < at.w) {
+        bool widen = sm->r.w < at.w; /* still in the first band */
+        tsr_rect c = widen ? tsr_rect_make(at.x + sm->r.w, at.y,
+                                           at.w - sm->r.w < cw ? at.w - sm->r.w : cw, n)
+                           : tsr_rect_make(at.x, at.y + sm->r.h, at.w,
+                                           rows - sm->r.h < chunk ? rows - sm->r.h : chunk);
         uint64_t b = 0;
         double t0 = now_s();
-        if (tsr_engine_drain(e, tsr_rect_make(at.x, at.y + sm->r.h, at.w, n), &b, err) != TSR_OK)
+        if (tsr_engine_drain(e, c, &b, err) != TSR_OK) {
+            sm->cut_secs = now_s() - t0; /* the chunk's time, for a rate bound */
+            sm->cut_bytes = (uint64_t)(c.w * c.h * bps);
             return err->status;
+        }
         sm->secs += now_s() - t0;
         sm->bytes += b;
-        sm->r.h += n;
+        if (widen)
+            sm->r.w += c.w;
+        else
+            sm->r.h += c.h;
         if (tty)
             fprintf(stderr, "\rprofile: sample %d/%d, %.1f s of %.0f s\033[K", idx + 1, of,
                     now_s() - t_all, budget);
         if (sm->secs >= share)
             break;
         /* the next chunk: twice this one, but no more than the time left at this rate */
-        double fit = (share - sm->secs) * (double)sm->bytes / sm->secs / (double)(at.w * bps);
-        int64_t band = tsr_engine_plan(e)->band_rows;
-        chunk = fit < (double)(2 * chunk) ? (int64_t)fit : 2 * chunk;
-        chunk = chunk < band ? band : chunk;
+        double left = (share - sm->secs) * (double)sm->bytes / sm->secs; /* bytes */
+        if (widen) {
+            double fit = left / (double)(n * bps);
+            cw = fit < (double)(2 * c.w) ? (int64_t)fit : 2 * c.w;
+            cw = cw < band ? band : cw;
+            chunk = band;
+        } else {
+            double fit = left / (double)(at.w * bps);
+            chunk = fit < (double)(2 * c.h) ? (int64_t)fit : 2 * c.h;
+            chunk = chunk < band ? band : chunk;
+        }
     }
     return TSR_OK;
 }
@@ -933,6 +1109,9 @@ typedef struct profile_sum {
     sample sm[PROFILE_SAMPLES];
     int ns;                /* samples taken */
     double budget;         /* --seconds (4 by default) */
+    bool cut;              /* the deadline stopped a chunk (profile_deadline) */
+    double cut_secs;       /* ... which had run this long */
+    uint64_t cut_bytes;    /* ... for this many bytes */
     double cpu;            /* CPU seconds over the samples */
     double total;          /* sample bytes of the whole design */
     double rate;           /* projected bytes/s: the mean of the samples' seconds per byte */
@@ -974,7 +1153,15 @@ take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, 
                            PROFILE_SAMPLES, t_all, budget, err) != TSR_OK) {
                 if (isatty(STDERR_FILENO))
                     fprintf(stderr, "\r\033[K");
-                return err->status;
+                if (err->status != TSR_EINTR || g_stop)
+                    return err->status;
+                /* --seconds ran out inside a chunk: that chunk is dropped, the chunks this
+                 * sample finished count */
+                p->cut = true;
+                p->cut_secs = sm[ns].cut_secs;
+                p->cut_bytes = sm[ns].cut_bytes;
+                ns += sm[ns].bytes > 0;
+                break;
             }
         }
         if (isatty(STDERR_FILENO))
@@ -1138,10 +1325,10 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     double cpu = p->cpu, budget = p->budget;
     uint64_t bytes = p->bytes;
     long long rss = p->rss;
-    char rs[32], ss[32], fs[32], hs[32];
-    fmt_sig(rs, sizeof rs, rate / 1e6);
-    fmt_sig(ss, sizeof ss, slow / 1e6);
-    fmt_sig(fs, sizeof fs, fast / 1e6);
+    char rs[48], ss[48], fs[48], hs[32];
+    fmt_rate(rs, sizeof rs, rate);
+    fmt_rate(ss, sizeof ss, slow);
+    fmt_rate(fs, sizeof fs, fast);
     fmt_sig(hs, sizeof hs, rate / a->target);
     fprintf(f, "design      %s\n", a->design);
     if (a->have_region)
@@ -1151,11 +1338,14 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
         fprintf(f, "samples     %d regions spread over the design in stream order, %llu sample "
                 "bytes in %.3f s (--seconds %g)\n", ns, (unsigned long long)bytes, secs, budget);
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
-    fprintf(f, "throughput  %s MB/s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
+    fprintf(f, "throughput  %s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
             a->target / 1e6);
-    if (cpu > 0)
-        fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %.0f MB "
-                "per CPU-second\n", cpu, (double)bytes / cpu / 1e6);
+    if (cpu > 0) {
+        char pc[48];
+        fmt_si(pc, sizeof pc, (double)bytes / cpu, "B");
+        fprintf(f, "cpu         %.2f s (user + system, all threads) over the samples: %s per "
+                "CPU-second\n", cpu, pc);
+    }
     if (st.dev_arena > 0) { /* the GPU backend */
         fprintf(f, "device      %d bands in flight, arena %.1f MiB (at most %.1f MiB in use); tile "
                 "cache %llu hits, %llu misses, %llu evictions, %.1f of %.1f MiB\n", st.dev_bands,
@@ -1195,24 +1385,29 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
                 "(%.0f %%)\n", st.busy_seconds, secs, st.busy_seconds / secs,
                 tsr_engine_threads(e), 100.0 * st.busy_seconds / secs / tsr_engine_threads(e));
     if (!a->have_region) {
-        fprintf(f, "spread      slowest %s MB/s (region %lld,%lld,%lld,%lld), fastest %s MB/s\n",
+        fprintf(f, "spread      slowest %s (region %lld,%lld,%lld,%lld), fastest %s\n",
                 ss, (long long)sm[slowest].r.x, (long long)sm[slowest].r.y,
                 (long long)sm[slowest].r.w, (long long)sm[slowest].r.h, fs);
         for (int i = 0; i < ns; i++) {
-            char b[32];
-            fmt_sig(b, sizeof b, sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs / 1e6 : 0);
-            fprintf(f, "  %lld,%lld,%lld,%lld  %s MB/s\n", (long long)sm[i].r.x,
+            char b[48];
+            fmt_rate(b, sizeof b, sm[i].secs > 0 ? (double)sm[i].bytes / sm[i].secs : 0);
+            fprintf(f, "  %lld,%lld,%lld,%lld  %s\n", (long long)sm[i].r.x,
                     (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
         }
-        char p1[32], p2[32], p3[32];
+        char p1[32], p2[32], p3[32], tb[32];
         fmt_sig(p1, sizeof p1, total / rate);
         fmt_sig(p2, sizeof p2, total / slow);
         fmt_sig(p3, sizeof p3, total / a->target);
-        fprintf(f, "projected   whole design (%.3g bytes): %s s from the samples, %s s at "
-                "the slowest, %s s at the target\n", total, p1, p2, p3);
+        tsr_human_bytes(tb, sizeof tb, total);
+        fprintf(f, "projected   whole design (%s): %s s from the samples, %s s at the "
+                "slowest, %s s at the target%s\n", tb, p1, p2, p3,
+                p->cut ? " (--seconds ended inside a sample: its last chunk is not counted)"
+                       : "");
     } else {
-        fprintf(f, "projected   whole design (%.3g bytes): %.1f s at this rate, %.1f s at the "
-                "target\n", total, total / rate, total / a->target);
+        char tb[32];
+        tsr_human_bytes(tb, sizeof tb, total);
+        fprintf(f, "projected   whole design (%s): %.1f s at this rate, %.1f s at the "
+                "target\n", tb, total / rate, total / a->target);
     }
     char held[32], peak[32];
     tsr_human_bytes(held, sizeof held, (double)st.cache_bytes);
@@ -1252,6 +1447,97 @@ sink_rate(const args *a, const tsr_design *d, profile_sum *p, tsr_error *err)
     return st;
 }
 
+/* The end of profile --seconds: a thread that sets g_halt when the time is up, so the chunk
+ * being rendered stops as a Ctrl-C stops a render (within about a tile's row: docs/
+ * reliability.md), however slow one chunk of the design is. A band of a naive design took
+ * minutes, and --seconds 4 ran 15.9 s on an ordinary one, 120 s and more on that. */
+typedef struct deadline {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;       /* the samples ended first */
+    struct timespec at; /* CLOCK_MONOTONIC */
+    pthread_t th;
+    bool started;
+} deadline;
+
+static void *
+deadline_main(void *arg)
+{
+    deadline *dl = arg;
+    pthread_mutex_lock(&dl->mu);
+    int rc = 0;
+    while (!dl->done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&dl->cv, &dl->mu, &dl->at);
+    if (!dl->done)
+        g_halt = 1;
+    pthread_mutex_unlock(&dl->mu);
+    return NULL;
+}
+
+/* Arm g_halt `secs` from now (best effort: without the thread, chunks end the sampling as
+ * before). */
+static void
+deadline_start(deadline *dl, double secs)
+{
+    pthread_condattr_t ca;
+    pthread_mutex_init(&dl->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&dl->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    clock_gettime(CLOCK_MONOTONIC, &dl->at);
+    double end = (double)dl->at.tv_nsec * 1e-9 + secs;
+    dl->at.tv_sec += (time_t)end;
+    dl->at.tv_nsec = (long)((end - floor(end)) * 1e9);
+    sigset_t all, old; /* signals stay with the threads that handle them */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    dl->started = pthread_create(&dl->th, NULL, deadline_main, dl) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Disarm it; g_halt is clear again unless a signal set it (g_stop). */
+static void
+deadline_end(deadline *dl)
+{
+    pthread_mutex_lock(&dl->mu);
+    dl->done = true;
+    pthread_cond_signal(&dl->cv);
+    pthread_mutex_unlock(&dl->mu);
+    if (dl->started)
+        pthread_join(dl->th, NULL);
+    pthread_cond_destroy(&dl->cv);
+    pthread_mutex_destroy(&dl->mu);
+    g_halt = g_stop != 0;
+}
+
+/* No chunk of rows finished before --seconds ran out: what can be said is a bound. */
+static int
+print_unfinished(const args *a, const tsr_design *d, const profile_sum *p, FILE *f)
+{
+    double bound = p->cut_secs > 0 ? (double)p->cut_bytes / p->cut_secs : 0;
+    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    char rb[48], tb[32], pb[32];
+    fmt_rate(rb, sizeof rb, bound);
+    tsr_human_bytes(tb, sizeof tb, (double)p->cut_bytes);
+    fmt_sig(pb, sizeof pb, bound > 0 ? total / bound : 0);
+    if (a->json) {
+        fprintf(f, "{\"design\":");
+        json_str(f, a->design);
+        fprintf(f, ",\"finished\":false,\"bytes\":0,\"seconds\":%.6f,"
+                   "\"mb_per_s_below\":%.6f,\"projected_seconds_above\":%.3f}\n",
+                p->cut_secs, bound / 1e6, bound > 0 ? total / bound : 0.0);
+        return 0;
+    }
+    fprintf(f, "design      %s\n", a->design);
+    char all[32];
+    tsr_human_bytes(all, sizeof all, total);
+    fprintf(f, "unfinished  no chunk of rows (%s) finished in --seconds %g: the design renders "
+            "slower than %s; the whole of it (%s) would take more than %s s\n", tb, p->budget,
+            rb, all, pb);
+    return 0;
+}
+
 static int
 cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
 {
@@ -1260,9 +1546,17 @@ cmd_profile(args *a, tsr_engine *e, const tsr_design *d)
     /* what the cores gave, beside the wall clock: on a shared, loaded machine the wall rate
      * understates the renderer, MB per CPU-second much less */
     double cpu0 = cpu_s();
-    if (take_samples(a, e, d, &p, now_s(), &err) != TSR_OK)
+    deadline dl = {0};
+    if (!a->have_region) /* a region is rendered whole, as the user asked */
+        deadline_start(&dl, p.budget);
+    tsr_status st = take_samples(a, e, d, &p, now_s(), &err);
+    if (!a->have_region)
+        deadline_end(&dl);
+    if (st != TSR_OK)
         return fail(&err);
     p.cpu = cpu_s() - cpu0;
+    if (p.ns == 0)
+        return print_unfinished(a, d, &p, stdout);
     summarize(a, e, d, &p);
     if (p.st.dev_arena > 0) { /* the link the GPU's samples cross: the ceiling they sit under */
         int dev = a->eo.gpu_device;
@@ -1373,6 +1667,12 @@ own_thread_stacks(size_t bytes)
     pthread_attr_destroy(&at);
 }
 
+/* An engine and design a stopped command leaves to the exit (run). */
+static struct {
+    tsr_engine *e;
+    tsr_design *d;
+} g_left;
+
 /* Load, plan and run a command on the engine (render, preview, profile, check). */
 static int
 run(args *a)
@@ -1395,6 +1695,14 @@ run(args *a)
         return fail(&err);
     }
     own_thread_stacks(tsr_engine_thread_stack(e));
+    const tsr_plan *pl = tsr_engine_plan(e);
+    if (pl->threads < pl->cores && strcmp(a->cmd, "check") != 0) { /* check prints the plan */
+        char have[32];
+        tsr_human_bytes(have, sizeof have, (double)pl->budget);
+        fprintf(stderr, "tessera: --memory %s fits %lld threads, not one per core (%lld): "
+                "running %lld\n", have, (long long)pl->threads, (long long)pl->cores,
+                (long long)pl->threads);
+    }
     if (strcmp(a->cmd, "render") == 0)
         rc = cmd_render(a, e);
     else if (strcmp(a->cmd, "preview") == 0)
@@ -1407,6 +1715,17 @@ run(args *a)
     } else {
         tsr_engine_print_check(e, stdout, a->tree);
         rc = stdout_done(0);
+    }
+    if (g_stop && tsr_dist_ranks() <= 1) {
+        /* A stop ends the process now: what the engine holds (its tile cache may be millions
+         * of tiny tiles, each its own block: freeing them one by one kept a stopped process
+         * 2.7-26.6 s after its resume line) is given back by the exit, all at once. Kept
+         * reachable, so a leak checker does not call it lost. The library frees everything
+         * (tsr_engine_free, tsr_job_close): only the command, which exits next, skips it.
+         * Under mpirun the ranks' shutdown goes through the backend's close, as before. */
+        g_left.e = e;
+        g_left.d = d;
+        return rc;
     }
     tsr_engine_free(e);
     tsr_design_free(d);
@@ -1451,7 +1770,7 @@ main(int argc, char **argv)
     /* From here on SIGINT/SIGTERM stop cleanly (a stop during loading ends the render
      * before its first byte, still with the resume message). */
     install_stop(0);
-    a.eo.stop = &g_stop;
+    a.eo.stop = strcmp(a.cmd, "profile") == 0 ? &g_halt : &g_stop;
     if (strcmp(a.cmd, "controller") == 0)
         return cmd_controller(&a);
     /* kernel benchmarks (scripts/bench-cpu.sh): no period copied, every pixel computed */

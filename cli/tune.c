@@ -35,7 +35,7 @@ tsr_status
 tsr_cli_tune_from_env(tsr_error *err)
 {
     tsr_tune t = tsr_tune_defaults();
-    long long blocks = -1, fault = 0, threads = 0;
+    long long blocks = -1, fault = 0, threads = 0, cores = 0;
     tsr_status st =
         number("TSR_GPU_GRID_BLOCKS", "the blocks of a launch", 0, 1LL << 31, &blocks, err);
     if (st == TSR_OK)
@@ -43,8 +43,11 @@ tsr_cli_tune_from_env(tsr_error *err)
     if (st == TSR_OK)
         st = number("TSR_FRAME_THREADS", "the number of framing threads", 1, 64, &threads,
                     err);
+    if (st == TSR_OK)
+        st = number("TSR_CORES", "the number of cores", 1, 4096, &cores, err);
     if (st != TSR_OK)
         return st;
+    t.cores = (int)cores;
     t.gpu_grid_blocks = blocks;
     t.gpu_fault_band = (uint64_t)fault;
     t.frame_threads = (int)threads;

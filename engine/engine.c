@@ -3,6 +3,7 @@
 #include "designs/designs.h"
 #include "gpu/gpu.h"
 #include "image/image.h"
+#include "tiles/tune.h"
 
 #include <math.h>
 #include <sched.h>
@@ -52,6 +53,8 @@ threads_error(const tsr_engine *e, tsr_error *err)
 static int
 cores(void)
 {
+    if (tsr_tune_get()->cores > 0) /* a many-core host, for tests on a small machine */
+        return tsr_tune_get()->cores;
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
         return CPU_COUNT(&set);
@@ -140,7 +143,8 @@ tsr_engine_new(const tsr_design *d, const tsr_engine_opts *opts, tsr_error *err)
     const tsr_backend_ops *ops = choose_backend(&e->opts, err);
     if (!ops)
         goto fail;
-    e->threads = e->opts.threads > 0 ? e->opts.threads : cores();
+    e->cores = e->opts.threads > 0 ? e->opts.threads : cores();
+    e->threads = e->cores; /* fewer when the plan fits fewer and none were asked (plan.c) */
     e->rows0 = 0;
     e->rows1 = d->root->h;
     if (e->opts.rows[1] != 0) {

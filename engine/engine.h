@@ -22,7 +22,8 @@ typedef struct tsr_engine tsr_engine;
 
 typedef struct tsr_engine_opts {
     const char *backend; /* "cpu", "gpu" or "auto"; NULL = "auto" */
-    int threads;         /* worker threads; 0 = all cores */
+    int threads;         /* worker threads; 0 = one per core, or as many as `memory` fits
+                          * (tsr_plan.threads says how many) */
     int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
@@ -59,6 +60,8 @@ typedef struct tsr_plan {
     int64_t minimum;    /* the smallest --memory that fits (with an empty cache) */
     int64_t band_rows;  /* rows per band */
     int64_t budget;     /* the --memory it was planned for */
+    int64_t cores;      /* the threads a thread per core would be: more than `threads` when
+                         * no thread count was given and the budget fits fewer (plan.c) */
 } tsr_plan;
 
 typedef struct tsr_engine_stats {

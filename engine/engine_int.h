@@ -22,6 +22,7 @@ struct tsr_engine {
     bool *uncached;             /* per node id: read by one pattern edge only (plan.c) */
     double *node_seconds;       /* filled by get_stats */
     int threads;
+    int cores;                  /* the default thread count (one per core) */
     size_t stack;               /* the stack the CPU's workers get (from the design's depth) */
     int64_t nest;               /* nodes on the design's longest chain, the root included */
     int64_t design_bytes;       /* what the loaded design keeps on the heap (plan: fixed) */

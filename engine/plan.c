@@ -314,6 +314,7 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     p->per_thread = sat_add(p->per_thread, tsr_stack_touched(e->nest));
     free(path);
     p->threads = e->threads;
+    p->cores = e->cores;
     /* the design itself (nodes, edges, parameters, small state), the engine's bookkeeping
      * per node, and the sink's own buffers: the writer pool rounded out to 2 MiB huge-page
      * boundaries (up to 8 MiB more) and a deflate stream's buffers (~1 MiB) */
@@ -329,6 +330,26 @@ plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
     p->cache = budget - p->minimum;
     p->cache -= p->cache / 8;
     return TSR_OK;
+}
+
+static tsr_status
+plan_fit(tsr_engine *e, tsr_error *err);
+
+/* The plan of a budget that `fit` threads fit at the most (with one-row bands, the smallest
+ * per-thread figure) and a thread per core do not. As many threads as fit would leave the
+ * tile cache next to nothing and the bands a few rows: every tile is computed again for each
+ * band that reads it (a 64-core plan of --memory 64M had 23 threads, 4-row bands and 0.5 MiB
+ * of cache where 2 cores had 512-row bands and 28 MiB). So the count halves from `fit` until
+ * the cache gets a quarter of the budget, or one thread is left. */
+static tsr_status
+fewer_threads(tsr_engine *e, int64_t fit, tsr_error *err)
+{
+    for (int64_t t = fit;; t /= 2) {
+        e->threads = (int)t;
+        tsr_status st = plan_fit(e, err); /* fits: t <= fit */
+        if (st != TSR_OK || t == 1 || e->plan.cache >= e->plan.budget / 4)
+            return st;
+    }
 }
 
 /* Bands are a root tile tall unless that takes more than a quarter of the budget or does not
@@ -366,6 +387,20 @@ plan_fit(tsr_engine *e, tsr_error *err)
     }
     if (fallback)
         return plan_for(e, fallback, err);
+    /* Nothing fits with a thread per core. Threads the caller did not choose are ours to cut
+     * (fewer_threads), so `--memory 64M` runs on a 64-core host as on 2 cores; only a budget
+     * that one thread does not fit is refused. An explicit --threads is the caller's and
+     * refused as it is (engine.c names how many fit). */
+    int64_t room = p->budget - p->bands - p->fixed;
+    int64_t fit = room > 0 && p->per_thread > 0 ? room / p->per_thread : 0;
+    if (e->opts.threads <= 0 && fit >= 1 && fit < e->threads)
+        return fewer_threads(e, fit, err);
+    if (e->opts.threads <= 0 && e->threads > 1) { /* the minimum named is one thread's */
+        e->threads = 1;
+        tsr_status st = plan_for(e, 1, err);
+        if (st != TSR_OK)
+            return st;
+    }
     char need[32], have[32];
     tsr_human_bytes(need, sizeof need, (double)p->minimum);
     tsr_human_bytes(have, sizeof have, (double)p->budget);

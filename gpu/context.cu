@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int probed = 0; /* 0 unknown, 1 present, -1 absent */
 static char why[256];
@@ -22,8 +23,16 @@ probe(void)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
-        snprintf(why, sizeof why, "no CUDA device: %s",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        /* Without a driver the runtime says "CUDA driver version is insufficient", which
+         * sends a user on a machine with no GPU off to update a driver it does not have:
+         * where no NVIDIA kernel driver is loaded (/proc/driver/nvidia, nvidia(4)), say so */
+        bool driver = access("/proc/driver/nvidia/version", F_OK) == 0;
+        if (!driver && (e == cudaErrorInsufficientDriver || e == cudaErrorNoDevice ||
+                        e == cudaSuccess))
+            snprintf(why, sizeof why, "no GPU found: no NVIDIA driver is loaded");
+        else
+            snprintf(why, sizeof why, "no CUDA device: %s",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "none found");
         probed = -1;
         return;
     }

@@ -377,6 +377,36 @@ decode_scratch(png_structp png, png_infop info, const png_geom *g)
     return rowbytes * (nrows + 2) + ((uint64_t)64 << 10);
 }
 
+/* The most deflate can shrink data: a 258-byte match in two 1-bit codes, 1032:1 (RFC 1951;
+ * zlib's best is below it). */
+#define DEFLATE_MAX_RATIO 1032
+
+/* A header that claims more pixels than the file could hold, read from the header alone: its
+ * samples (w x h x bits, not even the rows' filter bytes) deflated at the best ratio there is
+ * still need more bytes than the whole file has. A header of 1 x 1e9 pixels in a 60-byte file
+ * was otherwise taken at its word, and the memory plan for a 3.7 GiB image refused the run
+ * before the decoder could say the file is not that image. Fails by longjmp, as libpng's own
+ * errors; a file that is not regular (its size unknown) is left to the decoder. */
+static void
+too_few_bytes(struct pngio *io, png_structp png, png_infop info, const png_geom *g)
+{
+    struct stat st;
+    if (fstat(fileno(io->fp), &st) != 0 || !S_ISREG(st.st_mode))
+        return;
+    uint64_t bits = (uint64_t)png_get_channels(png, info) * (uint64_t)g->bd;
+    /* w, h < 2^31 and bits <= 64: w * h < 2^62, times bits may pass 2^64: divide first */
+    uint64_t px = (uint64_t)g->w * (uint64_t)g->h;
+    uint64_t need = px / 8 / DEFLATE_MAX_RATIO * bits;
+    if (need <= (uint64_t)st.st_size)
+        return;
+    io->status = TSR_EINVAL;
+    snprintf(io->msg, sizeof io->msg, "corrupt PNG: its header's %lu x %lu pixels need at "
+             "least %llu bytes of compressed data, the file has %lld",
+             (unsigned long)g->w, (unsigned long)g->h, (unsigned long long)need,
+             (long long)st.st_size);
+    png_longjmp(png, 1);
+}
+
 /* Refuse what cannot be decoded (too large, a palette image without its palette) and set
  * the transforms: 8 or 16 bits a sample, interlace handled by libpng. Fails by longjmp with
  * io's status and message, like libpng's own errors. */
@@ -471,6 +501,7 @@ read_body(struct pngio *io, read_mode mode, png_uint_32 *pw, png_uint_32 *ph, fl
     png_geom g = {.w = png_get_image_width(png, info), .h = png_get_image_height(png, info),
                   .bd = png_get_bit_depth(png, info), .ct = png_get_color_type(png, info)};
     if (mode == READ_HEADER) {
+        too_few_bytes(io, png, info, &g);
         if (scratch)
             *scratch = decode_scratch(png, info, &g);
         png_destroy_read_struct(&png, &info, NULL);
@@ -511,10 +542,32 @@ read_body(struct pngio *io, read_mode mode, png_uint_32 *pw, png_uint_32 *ph, fl
 static tsr_status
 open_png(const char *path, FILE **fp_out, tsr_error *err)
 {
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
+    /* O_NONBLOCK: opening a FIFO nobody writes would block for ever (`check` hung on a
+     * design whose image was one); it is refused below, as every file that is not regular:
+     * an image is read more than once (its header when the design loads, then decoded), and a
+     * FIFO, a device or a socket would give other bytes the second time. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return tsr_fail(err, errno == ENOMEM ? TSR_ENOMEM : TSR_EINVAL, "%s: %s", path,
                         strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return tsr_fail(err, TSR_EIO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode)) { /* a directory: EISDIR below */
+        close(fd);
+        return tsr_fail(err, TSR_EINVAL, "%s: not a regular file (%s): an image must be a file",
+                        path, S_ISFIFO(sb.st_mode) ? "a FIFO"
+                              : S_ISSOCK(sb.st_mode) ? "a socket" : "a device");
+    }
+    FILE *fp = NULL;
+    if (fcntl(fd, F_SETFL, 0) != 0 || !(fp = fdopen(fd, "rb"))) {
+        int e = errno;
+        close(fd);
+        return tsr_fail(err, e == ENOMEM ? TSR_ENOMEM : TSR_EIO, "%s: %s", path, strerror(e));
+    }
     tsr_status st;
     png_byte sig[8];
     errno = 0;

@@ -35,6 +35,10 @@ typedef struct tsr_tune {
     bool no_vmsplice;         /* a raw pipe gets plain write(2), not vmsplice */
     int frame_threads;        /* framing threads of a framed sink; 0: from the cores */
     const char *sink_fault;   /* test hook: the sink's fault spec (stream/fault.c), or NULL */
+    /* the engine */
+    int cores;                /* test hook: 0, or the cores the engine's default thread count
+                               * takes instead of the process's (a many-core host's plan on a
+                               * small machine) */
 } tsr_tune;
 
 /* The knobs in force (the defaults until tsr_tune_set). Any thread. */

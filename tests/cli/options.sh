@@ -2,7 +2,8 @@
 # One option table per subcommand: each command takes exactly the options its usage lists, and
 # the README's command block, tessera.1's synopsis and the bash completion list the same ones;
 # any other option is a usage error naming the option and the command; --help, -h and
-# help [COMMAND] print a command's usage on stdout and exit 0.
+# help [COMMAND] print a command's usage on stdout and exit 0, with each option's description
+# and default, the words of tessera.1's OPTIONS (both from cli/main.c's option table).
 . "${SRC:?}/tests/cli/lib/common.sh"
 cmds="render preview profile check controller"
 none="$tmp/none.yaml" # no such design: an accepted option fails later, never runs a job
@@ -25,7 +26,27 @@ completion_flags() {
         sort -u
 }
 
-all=$(for c in $cmds; do "$TESSERA" "$c" --help; done | flags)
+# the usage lines of a --help (its options' descriptions follow "options:" and name others)
+usage_part() { sed '/^options:$/,$d' "$@"; }
+# the options a --help describes, one a line: "  --name ARG   text" starts each entry
+described() { sed -n '/^options/,$p' "$1" | grep -oE -- '^  (-o|--[a-z][a-z-]*)' | sed 's/^ *//' | sort -u; }
+# one option's description in a --help: its entry's text (from column 25), lines joined
+help_text() {
+    sed -n '/^options:$/,$p' "$1" | awk -v o="$2" '
+        /^  -/ { split($0, f, " "); on = (f[1] == o || f[1] == o ",")
+                 if (on && substr($0, 23, 2) != "  ") next } # a long head has a line alone
+        on { x = substr($0, 25); sub(/^ +/, "", x); if (x != "") t = t (t ? " " : "") x }
+        END { print t }'
+}
+# the man page's paragraph for one option in OPTIONS: the lines after its .B/.BI header, joined
+man_text() {
+    sed -n '/^\.SH OPTIONS/,/^\.SH SIGNALS/p' "$SRC/docs/tessera.1" | awk -v o="$1" '
+        /^\.BI? / { h = $2; gsub(/\\-/, "-", h); on = (h == o); next }
+        /^\./ { on = 0; next }
+        on { t = t (t ? " " : "") $0 }
+        END { gsub(/\\-/, "-", t); print t }'
+}
+all=$(for c in $cmds; do "$TESSERA" "$c" --help | usage_part; done | flags)
 for c in $cmds; do
     "$TESSERA" "$c" --help >"$tmp/help" 2>"$tmp/err"
     rc=$?
@@ -36,7 +57,18 @@ for c in $cmds; do
         bad "$c -h: $(cat "$tmp/h")"
     "$TESSERA" help "$c" >"$tmp/h" 2>&1 && cmp -s "$tmp/h" "$tmp/help" &&
         ok "help $c = $c --help" || bad "help $c: $(cat "$tmp/h")"
-    own=$(flags <"$tmp/help")
+    own=$(usage_part "$tmp/help" | flags)
+    # every option the usage names is described, with nothing else: -h/--help aside
+    [ "$(described "$tmp/help" | grep -vx -- --help)" = "$own" ] &&
+        ok "$c --help: describes each of its options" ||
+        bad "$c --help describes $(described "$tmp/help" | tr '\n' ' ')!= usage $(echo "$own" | tr '\n' ' ')"
+    for o in $own; do
+        [ "$o" = -o ] && continue # each command's -o is its own (tessera.1's COMMANDS)
+        h=$(help_text "$tmp/help" "$o")
+        m=$(man_text "$o")
+        [ -n "$h" ] && [ "$h" = "$m" ] && ok "$c $o: --help and tessera.1 say the same" ||
+            bad "$c $o: --help '$h' != tessera.1 '$m'"
+    done
     [ -n "$own" ] && [ "$(readme_flags "$c")" = "$own" ] && ok "$c: the README lists its usage's options" ||
         bad "$c: README $(readme_flags "$c" | tr '\n' ' ')!= usage $(echo "$own" | tr '\n' ' ')"
     [ "$(man_flags "$c")" = "$own" ] && ok "$c: tessera.1's synopsis lists them" ||
@@ -96,6 +128,8 @@ refuse "tessera check: -o is not an option of check, but of render, preview, pro
 "$TESSERA" help >"$tmp/help" 2>"$tmp/err"
 [ $? -eq 0 ] && [ ! -s "$tmp/err" ] && for c in $cmds help; do grep -q "^  tessera $c " "$tmp/help" || false; done &&
     ok "help: every command's usage, exit 0" || bad "help: $(cat "$tmp/help" "$tmp/err")"
+[ "$(described "$tmp/help")" = "$(echo "$all" | grep -vx -- -o)" ] &&
+    ok "help: describes every long option" || bad "help describes $(described "$tmp/help" | tr '\n' ' ')"
 for h in --help -h; do
     "$TESSERA" $h >"$tmp/h" 2>&1 && cmp -s "$tmp/h" "$tmp/help" && ok "$h = help" || bad "$h: $(cat "$tmp/h")"
 done

@@ -95,14 +95,16 @@ assert mid, "no line before the end: %s" % lines
 assert js[-1]["done"] is True and js[-1]["fraction"] == 1.0 and js[-1]["computed"] == total, js[-1]
 print("%d lines before the end" % len(mid))
 PY
-"$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 --fast --scale 4 -o "$tmp/f.png" --progress json 2>"$tmp/fjson"
+# --backend cpu: the samples' progress as the CPU counts it (under `auto` a GPU host took
+# the samples one by one there)
+"$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 --fast --scale 4 --backend cpu -o "$tmp/f.png" --progress json 2>"$tmp/fjson"
 check "preview --fast --progress json on a short job: the final line, 4 samples a pixel" \
   grep -q '^{"computed":1024,"total":1024,"unit":"px","fraction":1.000000,.*"done":true}$' "$tmp/fjson"
-"$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 -o "$tmp/q.png" 2>"$tmp/pauto"
+"$TESSERA" preview "$tmp/poly.yaml" --region 0,0,64,64 --backend cpu -o "$tmp/q.png" 2>"$tmp/pauto"
 check "preview, auto off a terminal: only the 'wrote' line" \
   grep -xq "tessera: wrote $tmp/q.png (64x64)" "$tmp/pauto"
 if command -v script >/dev/null 2>&1; then
-  script -qec "$TESSERA preview $tmp/poly.yaml --region 0,0,512,128 --scale 8 -o $tmp/t.png --threads 2" \
+  script -qec "$TESSERA preview $tmp/poly.yaml --region 0,0,512,128 --scale 8 -o $tmp/t.png --threads 2 --backend cpu" \
     /dev/null >"$tmp/pbar" 2>&1
   check "preview, auto on a terminal: the bar (percentage, pixels a second, ETA)" \
     grep -aEq $'\r +[0-9]+\\.[0-9]{2}%  [0-9.]+ [kMG]?px / 65.54 kpx  [0-9.]+ [kMG]?px/s  ETA [0-9-]+:[0-9-]+:[0-9-]+' "$tmp/pbar"
