@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 #include "cli/tune.h"
 #include "controller/controller.h"
+#include "designs/designs.h"
 #include "dist/dist.h"
 #include "engine/engine.h"
 #include "engine/version.h"
@@ -54,7 +55,7 @@ static const command commands[] = {
      "                         [--tile T] [--gpu-memory M] [--gpus all|N]\n"
      "                         [-o OUT [--framed] [--deflate]]\n"},
     {"check", C_CHECK, false,
-     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n"},
+     "  tessera check   DESIGN [--tree | --pixels] [--memory M] [--threads N] [--tile T]\n"},
     {"controller", C_CONTROLLER, true,
      "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
      "                         [--stall-timeout S] [--exit-on-abort]\n"},
@@ -98,6 +99,7 @@ typedef struct args {
     tsr_engine_opts eo;
     tsr_rect region;
     bool have_region, json, tree, force, fast;
+    bool pixels; /* check --pixels: the design back with every length in pixels */
     int64_t scale;
     int depth;
     double target; /* bytes/s */
@@ -333,7 +335,8 @@ check_out(const args *a)
 
 enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
        O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN, O_JOBS,
-       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS };
+       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS,
+       O_PIXELS };
 
 /* Every long option and the commands it belongs to: the commands' usage lines, the README's
  * command block, tessera.1 and tessera.bash say the same (tests/cli/options.sh). */
@@ -359,6 +362,7 @@ static const struct {
     {{"json", no_argument, 0, O_JSON}, C_PROFILE},
     {{"seconds", required_argument, 0, O_SECONDS}, C_PROFILE},
     {{"tree", no_argument, 0, O_TREE}, C_CHECK},
+    {{"pixels", no_argument, 0, O_PIXELS}, C_CHECK},
     {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER},
     {{"stall-timeout", required_argument, 0, O_STALL}, C_RENDER | C_CONTROLLER},
     {{"framed", no_argument, 0, O_FRAMED}, C_RENDER | C_PROFILE},
@@ -511,6 +515,7 @@ parse_option(args *a, int opt, const char *val)
         break;
     case O_JSON: a->json = true; break;
     case O_TREE: a->tree = true; break;
+    case O_PIXELS: a->pixels = true; break;
     case O_FORCE: a->force = true; break;
     case O_FAST: a->fast = true; break;
     case O_RATE:
@@ -1404,6 +1409,9 @@ run(args *a)
     else if (g_stop) { /* a stop while loading or planning */
         fprintf(stderr, "tessera: interrupted\n");
         rc = 1;
+    } else if (a->pixels) {
+        tsr_design_write_pixels(d, stdout);
+        rc = stdout_done(0);
     } else {
         tsr_engine_print_check(e, stdout, a->tree);
         rc = stdout_done(0);

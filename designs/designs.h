@@ -103,6 +103,21 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
 void
 tsr_design_dump(const tsr_design *d, FILE *f);
 
+/* Print the design back as a design file that loads to the same parameters, every length in
+ * pixels (docs/units.md): `tessera check --pixels`. Keys at their defaults are left out; every
+ * node but root is a named node (its own name when that is a plain word, else a generated
+ * one) used through `ref:`; image paths are absolute. The pitch (`pixel:`) is kept, in nm.
+ * Loading the printed text gives the same canonical form, so the same samples and fingerprint
+ * (tests/test_units.c). Write errors are left to the caller (ferror(f)). */
+void
+tsr_design_write_pixels(const tsr_design *d, FILE *f);
+
+/* A length of `px` pixels in physical units for people ("12.5 um", "3 mm", "250 nm": the
+ * largest unit that keeps the number >= 1, 6 significant digits) at the design's pitch;
+ * "" when the design states none. */
+void
+tsr_design_length_text(const tsr_design *d, double px, char *buf, size_t size);
+
 /* The canonical form's version: its first line is "tessera-canonical N". Bump it with any
  * change to the form (every fingerprint changes with it, docs/streaming.md §7). */
 #define TSR_CANONICAL_VERSION 1
