@@ -103,10 +103,10 @@ get_int(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, int64_t *o
             tsr_fmt_double(a, sizeof a, approx);
             if (!(fabs(approx) <= (double)TSR_COORD_MAX))
                 return tsr_derr(c, v, p,
-                                "%.64s is %s px at the pixel pitch %s: |v| must be <= 2^40 px",
+                                "%.64s is %s px at the pixel pitch %.64s: |v| must be <= 2^40 px",
                                 v->s, a, c->pitch_text);
             return tsr_derr(c, v, p,
-                            "%.64s is %s px at the pixel pitch %s: must be a whole number of "
+                            "%.64s is %s px at the pixel pitch %.64s: must be a whole number of "
                             "pixels",
                             v->s, a, c->pitch_text);
         }
@@ -132,9 +132,12 @@ get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *ou
     int u = unit_of(c, v, p, pm, &len, &st);
     if (u < 0)
         return st;
-    if (u > 0)
+    if (u > 0) {
         d = tsr_dlen_pixels_real(&len, &c->pitch);
-    else if ((st = tsr_dget_real(c, v, p, &d)) != TSR_OK)
+        if (!isfinite(d))
+            return tsr_derr(c, v, p, "%.64s at the pixel pitch %.64s is out of the range of a double",
+                            v->s, c->pitch_text);
+    } else if ((st = tsr_dget_real(c, v, p, &d)) != TSR_OK)
         return st;
     if (!in_range(pm, d))
         return range_err(c, v, p, pm, d);

@@ -280,6 +280,19 @@ Test(units, a_huge_quotient_is_refused_not_wrapped)
                "|v| must be <= 2^40 px");
 }
 
+Test(units, a_real_length_past_a_double_is_refused)
+{
+    /* a pitch of 10^-400 nm: 1mm is 10^406 px, no double */
+    char pitch[512] = "0.";
+    for (int i = 0; i < 399; i++)
+        strcat(pitch, "0");
+    strcat(pitch, "1nm");
+    char *y = one_node(pitch, "[4, 4]", "[1mm, 1]", "1");
+    ASSERT_MSG(y, "root.source.center[0]: 1mm at the pixel pitch 0.000");
+    ASSERT_MSG(y, "is out of the range of a double");
+    free(y);
+}
+
 /* ---- fingerprint ----------------------------------------------------------------------------- */
 
 Test(units, a_length_in_units_and_in_pixels_have_one_canonical_form)
