@@ -10,8 +10,9 @@
  * Values are compared as keys (nodes/rank_math.h), so each result is one unique child value.
  * The CPU keeps the 2r + 1 child rows of a window in a ring of keys; min and max run van
  * Herk / Gil-Werman passes along each row of the footprint (three comparisons per pixel and
- * footprint row, whatever r) and fold them down the column; the median selects the middle key
- * of each window by quickselect. */
+ * footprint row, whatever r) and fold them down the column (a square's passes are all of one
+ * width: each child row's is made once and kept in a second ring); the median selects the
+ * middle key of each window by quickselect. */
 #include "nodes/params.h"
 #include "nodes/rank_math.h"
 
@@ -241,6 +242,20 @@ select_kth(uint32_t *a, int64_t n, int64_t k)
     return a[k];
 }
 
+/* Child row y into its ring slot, and with `sep` its pass along x (width 2r + 1) into hring's. */
+static bool
+load_row(const source *s, int64_t y, int64_t x0, int64_t W, int op, int64_t r, bool sep,
+         uint32_t *ring, uint32_t *hring, uint32_t *g, uint32_t *h, int64_t cw)
+{
+    int64_t nrow = 2 * r + 1;
+    uint32_t *row = ring + tsr_floor_mod(y, nrow) * W;
+    if (!fetch_keys(s, y, x0, W, row))
+        return false;
+    if (sep)
+        run_extreme(op, row, W, nrow, g, h, hring + tsr_floor_mod(y, nrow) * cw);
+    return true;
+}
+
 static tsr_status
 rank_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews, float *L,
            uint8_t *cov, tsr_error *err)
@@ -261,21 +276,27 @@ rank_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
         half[dy + r] = tsr_rank_half(r, disc, dy);
     /* the ring of 2r + 1 key rows, then g, h, a pass's output and the accumulator (or the
      * median's window) */
+    /* a square's min or max is separable: each child row's pass along x is made once, when
+     * the row enters the ring, into a second ring, and only the fold down runs per output */
+    const bool sep = !disc && p->op != TSR_RANK_MEDIAN;
     size_t ring = (size_t)(nrow * W), extra = p->op == TSR_RANK_MEDIAN ? (size_t)n : 0;
+    if (sep)
+        extra = (size_t)(nrow * cr.w);
     uint32_t *mem = malloc((ring + 4 * (size_t)W + extra) * sizeof *mem);
     if (!mem)
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (rank scratch for %lld x %lld)", where,
                         (long long)cr.w, (long long)cr.h);
     uint32_t *g = mem + ring, *h = g + W, *pass = h + W, *acc = pass + W, *win = acc + W;
+    uint32_t *hring = win; /* sep: row cy's pass along x at slot floor_mod(cy, nrow) */
     source s = {views, nviews, e->child->w, e->child->h, p->edge};
     tsr_status st = TSR_OK;
     int64_t ox = cr.x + e->offset[0] - pr.x, oy = cr.y + e->offset[1] - pr.y;
     /* row cy + dy of the child lives in ring slot floor_mod(cy + dy, nrow) */
     for (int64_t y = cr.y - r; y < cr.y + r && st == TSR_OK; y++)
-        if (!fetch_keys(&s, y, cr.x - r, W, mem + tsr_floor_mod(y, nrow) * W))
+        if (!load_row(&s, y, cr.x - r, W, p->op, r, sep, mem, hring, g, h, cr.w))
             st = TSR_EINTERNAL;
     for (int64_t y = cr.y; y < cr.y + cr.h && st == TSR_OK; y++) {
-        if (!fetch_keys(&s, y + r, cr.x - r, W, mem + tsr_floor_mod(y + r, nrow) * W)) {
+        if (!load_row(&s, y + r, cr.x - r, W, p->op, r, sep, mem, hring, g, h, cr.w)) {
             st = TSR_EINTERNAL;
             break;
         }
@@ -294,6 +315,17 @@ rank_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
                 }
                 out[x] = tsr_rank_unkey(select_kth(win, n, n / 2));
             }
+            continue;
+        }
+        if (sep) {
+            memcpy(acc, hring + tsr_floor_mod(y - r, nrow) * cr.w, (size_t)cr.w * sizeof *acc);
+            for (int64_t dy = -r + 1; dy <= r; dy++) {
+                const uint32_t *hr = hring + tsr_floor_mod(y + dy, nrow) * cr.w;
+                for (int64_t x = 0; x < cr.w; x++)
+                    acc[x] = pick(p->op, acc[x], hr[x]);
+            }
+            for (int64_t x = 0; x < cr.w; x++)
+                out[x] = tsr_rank_unkey(acc[x]);
             continue;
         }
         for (int64_t dy = -r; dy <= r; dy++) {
@@ -323,14 +355,15 @@ rank_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nviews,
     return TSR_OK;
 }
 
-/* the ring, four rows and the median's window, for a parent tile of tw x th */
+/* the ring, four rows and the median's window or the square's second ring, for a parent tile of
+ * tw x th */
 static size_t
 rank_scratch(const tsr_edge *e, int64_t tw, int64_t th)
 {
     (void)th;
     const tsr_rank_params *p = e->params;
     int64_t r = p->radius, W = tw + 2 * r;
-    int64_t n = p->op == TSR_RANK_MEDIAN ? (2 * r + 1) * (2 * r + 1) : 0;
+    int64_t n = p->op == TSR_RANK_MEDIAN ? (2 * r + 1) * (2 * r + 1) : (2 * r + 1) * tw;
     return (size_t)((2 * r + 1) * W + 4 * W + n) * sizeof(uint32_t);
 }
 
