@@ -35,7 +35,10 @@
  *   Inline nodes are named by their key path; paths longer than 240 characters are shortened
  *   in the middle ("...") in names, wheres and messages.
  * - At most TSR_DESIGN_MAX_DEPTH nested node levels and TSR_DESIGN_MAX_YAML_DEPTH nested
- *   collections. */
+ *   collections.
+ * - With `pixel: P` (a pitch with a unit), lengths may be written with units (docs/units.md):
+ *   converted to pixels on the decimal text, exactly for whole-pixel kinds (else an error with
+ *   the value in pixels), rounded once for real ones; design->pixel_nm keeps the pitch. */
 #ifndef TSR_DESIGNS_H
 #define TSR_DESIGNS_H
 
