@@ -2,6 +2,7 @@
 #include "cli/progress.h"
 #include "cli/tune.h"
 #include "controller/controller.h"
+#include "designs/designs.h"
 #include "dist/dist.h"
 #include "engine/engine.h"
 #include "engine/version.h"
@@ -60,7 +61,8 @@ static const command commands[] = {
      "also stream as many rows as the samples into OUT (a new path, null, a device or "
      "tcp://HOST:PORT) and print that stream's rate; an existing file is refused; default: none"},
     {"check", C_CHECK, false,
-     "  tessera check   DESIGN [--tree] [--memory M] [--threads N] [--tile T]\n", NULL},
+     "  tessera check   DESIGN [--tree | --pixels] [--memory M] [--threads N] [--tile T]
+", NULL},
     {"controller", C_CONTROLLER, true,
      "  tessera controller --listen 127.0.0.1:PORT [--rate R] [-o FILE] [--jobs N]\n"
      "                         [--stall-timeout S] [--exit-on-abort]\n",
@@ -112,6 +114,7 @@ typedef struct args {
     tsr_engine_opts eo;
     tsr_rect region;
     bool have_region, json, tree, force, fast;
+    bool pixels; /* check --pixels: the design back with every length in pixels */
     int64_t scale;
     int depth;
     double target; /* bytes/s */
@@ -351,7 +354,8 @@ check_out(const args *a)
 
 enum { O_BACKEND = 256, O_MEMORY, O_THREADS, O_ROWS, O_TILE, O_REGION, O_SCALE, O_DEPTH,
        O_TARGET, O_JSON, O_RATE, O_FRAMED, O_DEFLATE, O_RESUME, O_PROGRESS, O_LISTEN, O_JOBS,
-       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS };
+       O_STALL, O_GPU_MEMORY, O_EXIT_ON_ABORT, O_SECONDS, O_TREE, O_FORCE, O_FAST, O_GPUS,
+       O_PIXELS };
 
 /* Every long option: the commands it belongs to, its value's name, what it does and its
  * default. The one place they are written: --help prints them (print_options) and tessera.1's
@@ -415,6 +419,8 @@ static const struct {
      "which no chunk finished gets a bound; -o OUT's stream comes after", "4"},
     {{"tree", no_argument, 0, O_TREE}, C_CHECK, NULL,
      "add the node table and the full canonical design", NULL},
+    {{"pixels", no_argument, 0, O_PIXELS}, C_CHECK, NULL,
+     "print the design back, loadable, with every length in pixels", NULL},
     {{"rate", required_argument, 0, O_RATE}, C_RENDER | C_CONTROLLER, "R",
      "pace the stream at R bytes per second (like 10MB/s); underruns are counted and reported",
      "unpaced"},
@@ -640,6 +646,7 @@ parse_option(args *a, int opt, const char *val)
         break;
     case O_JSON: a->json = true; break;
     case O_TREE: a->tree = true; break;
+    case O_PIXELS: a->pixels = true; break;
     case O_FORCE: a->force = true; break;
     case O_FAST: a->fast = true; break;
     case O_RATE:
@@ -1712,6 +1719,9 @@ run(args *a)
     else if (g_stop) { /* a stop while loading or planning */
         fprintf(stderr, "tessera: interrupted\n");
         rc = 1;
+    } else if (a->pixels) {
+        tsr_design_write_pixels(d, stdout);
+        rc = stdout_done(0);
     } else {
         tsr_engine_print_check(e, stdout, a->tree);
         rc = stdout_done(0);

@@ -40,7 +40,7 @@ _tessera()
                        --tile --gpu-memory --help" ;;
         profile) opts="--region --seconds --backend --target --json --memory --threads --tile
                        --gpu-memory --gpus -o --framed --deflate --help" ;;
-        check) opts="--tree --memory --threads --tile --help" ;;
+        check) opts="--tree --pixels --memory --threads --tile --help" ;;
         controller) opts="--listen --rate -o --jobs --stall-timeout --exit-on-abort --help" ;;
         *) return ;;
     esac

@@ -3,7 +3,8 @@
  * change its layout freely. Like the dump it walks the parameter tables of nodes/ (docs/architecture.md, house style:
  * one table drives parsing, validation and printing), so a new trait or key is in the form
  * without code here. Reals are their IEEE bit patterns, which neither printf nor the locale can
- * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres. */
+ * change. Whatever does not change a sample is left out: names, tiles, file paths, wheres, and
+ * the pixel pitch (docs/units.md §4): lengths are here in pixels, however they were written. */
 #include "designs/designs_int.h"
 #include "nodes/vector.h"
 #include "nodes/expr.h"

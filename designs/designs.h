@@ -35,7 +35,10 @@
  *   Inline nodes are named by their key path; paths longer than 240 characters are shortened
  *   in the middle ("...") in names, wheres and messages.
  * - At most TSR_DESIGN_MAX_DEPTH nested node levels and TSR_DESIGN_MAX_YAML_DEPTH nested
- *   collections. */
+ *   collections.
+ * - With `pixel: P` (a pitch with a unit), lengths may be written with units (docs/units.md):
+ *   converted to pixels on the decimal text, exactly for whole-pixel kinds (else an error with
+ *   the value in pixels), rounded once for real ones; design->pixel_nm keeps the pitch. */
 #ifndef TSR_DESIGNS_H
 #define TSR_DESIGNS_H
 
@@ -102,6 +105,21 @@ tsr_design_load_string(const char *text, size_t len, const char *name, const cha
  * Used by `tessera check`. Write errors are left to the caller (ferror(f)). */
 void
 tsr_design_dump(const tsr_design *d, FILE *f);
+
+/* Print the design back as a design file that loads to the same parameters, every length in
+ * pixels (docs/units.md): `tessera check --pixels`. Keys at their defaults are left out; every
+ * node but root is a named node (its own name when that is a plain word, else a generated
+ * one) used through `ref:`; image paths are absolute. The pitch (`pixel:`) is kept, in nm.
+ * Loading the printed text gives the same canonical form, so the same samples and fingerprint
+ * (tests/test_units.c). Write errors are left to the caller (ferror(f)). */
+void
+tsr_design_write_pixels(const tsr_design *d, FILE *f);
+
+/* A length of `px` pixels in physical units for people ("12.5 um", "3 mm", "250 nm": the
+ * largest unit that keeps the number >= 1, 6 significant digits) at the design's pitch;
+ * "" when the design states none. */
+void
+tsr_design_length_text(const tsr_design *d, double px, char *buf, size_t size);
 
 /* The canonical form's version: its first line is "tessera-canonical N". Bump it with any
  * change to the form (every fingerprint changes with it, docs/streaming.md §7). */

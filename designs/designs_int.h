@@ -96,6 +96,36 @@ tsr_kpath_format(const kpath *p, char *buf, size_t size);
 
 typedef struct named named;
 
+/* A length as written with a unit: (neg ? -1 : 1) * m * 10^e nanometres, m < 10^19 with no
+ * trailing zeros (m == 0: zero). Kept as decimal text so conversions to whole pixels are
+ * exact: 0.1um at a 100nm pitch is 1 px, not 0.9999999999999999. */
+typedef struct tsr_dlen {
+    uint64_t m;
+    int e;
+    bool neg;
+} tsr_dlen;
+
+/* 1: `s` is a decimal number -?(digits[.digits]|.digits) directly followed by one of nm, um,
+ * µm, mm, parsed into *out; 0: `s` ends in no unit (a plain number, or anything else); -1:
+ * it ends in a unit but what precedes it is no such number, or has more than 19 significant
+ * digits. */
+int
+tsr_dlen_parse(const char *s, tsr_dlen *out);
+
+/* v / pitch in pixels. Exact: true with *px set when the quotient is a whole number of
+ * magnitude <= 2^40; false otherwise (*approx then holds it rounded, +-inf if huge). */
+bool
+tsr_dlen_pixels_int(const tsr_dlen *v, const tsr_dlen *pitch, int64_t *px, double *approx);
+
+/* v / pitch in pixels, correctly rounded to double (the quotient of the two decimals, rounded
+ * once). */
+double
+tsr_dlen_pixels_real(const tsr_dlen *v, const tsr_dlen *pitch);
+
+/* v in nm, rounded once to double. */
+double
+tsr_dlen_nm(const tsr_dlen *v);
+
 typedef struct dctx {
     const char *file;           /* for messages */
     const char *base_dir;       /* image paths start here; NULL = cwd */
@@ -110,6 +140,9 @@ typedef struct dctx {
     size_t depth;               /* node nesting of the current recursion */
     const named **stack;        /* named nodes being loaded, for the cycle message */
     size_t nstack;
+    bool has_pitch;             /* the design states `pixel:` */
+    tsr_dlen pitch;             /* ... as written, > 0 */
+    const char *pitch_text;     /* ... its text, for messages (borrowed from the tree) */
 } dctx;
 
 /* Fill c->err with "FILE:LINE:COL: path: what" (no path part when p is NULL or empty) and

@@ -7,7 +7,10 @@
 
 #include <ctype.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Names and paths print bare when that cannot be misread, else double-quoted with escapes. */
@@ -262,4 +265,183 @@ tsr_design_dump(const tsr_design *d, FILE *f)
             put_edge(f, &n->edges[k]);
     }
     fprintf(f, "root: %zu\n", d->root ? d->root->id : (size_t)0);
+}
+
+/* ---- the design back as a design, every length in pixels ------------------------------------ */
+
+/* Whether a parameter differs from its default: only those are written, so a key whose
+ * default means "absent" (blur's sigma 0, an empty kernel) is left out as the author left it
+ * out. */
+static bool
+differs(const tsr_param *pm, const void *field, const void *dflt)
+{
+    size_t n = 0;
+    switch (pm->type) {
+    case TSR_P_INT: n = sizeof(int64_t); break;
+    case TSR_P_INT2: n = 2 * sizeof(int64_t); break;
+    case TSR_P_INT4: n = 4 * sizeof(int64_t); break;
+    case TSR_P_F32: n = sizeof(float); break;
+    case TSR_P_F32_2: n = 2 * sizeof(float); break;
+    case TSR_P_F64: n = sizeof(double); break;
+    case TSR_P_F64_2: n = 2 * sizeof(double); break;
+    case TSR_P_F64_4: n = 4 * sizeof(double); break;
+    case TSR_P_ENUM: n = sizeof(int); break;
+    case TSR_P_BOOL: n = sizeof(bool); break;
+    case TSR_P_POINTS: return ((const tsr_points *)field)->n != 0;
+    case TSR_P_KERNEL: return ((const tsr_kernel *)field)->w != 0;
+    case TSR_P_PROFILE: {
+        const tsr_profile *a = field, *b = dflt;
+        return a->kind != b->kind || a->kind == TSR_PROFILE_GAUSSIAN ||
+               a->kind == TSR_PROFILE_POINTS;
+    }
+    case TSR_P_PATH: return false; /* the source's own path is its discriminator's value */
+    }
+    return memcmp(field, dflt, n) != 0;
+}
+
+static void
+put_changed(FILE *f, int indent, const tsr_param *params, size_t n, const void *st,
+            const void *dflt)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *a = (const char *)st + params[i].offset;
+        const char *b = (const char *)dflt + params[i].offset;
+        if (!(params[i].flags & TSR_PF_REQUIRED) && !differs(&params[i], a, b))
+            continue;
+        fprintf(f, "%*s%s: ", indent, "", params[i].key);
+        put_value(f, &params[i], a);
+        fputc('\n', f);
+    }
+}
+
+/* A name that reads back as itself as a plain YAML key. */
+static bool
+simple_name(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return false;
+    for (const char *q = s; *q; q++)
+        if (!(isalnum((unsigned char)*q) || *q == '_' || *q == '-'))
+            return false;
+    return strcmp(s, "true") != 0 && strcmp(s, "false") != 0 && strcmp(s, "null") != 0 &&
+           strcmp(s, "Null") != 0 && strcmp(s, "NULL") != 0;
+}
+
+/* The key node n is written under: its own name when that is simple, else prefix + id. */
+static void
+node_key(FILE *f, const tsr_node *n, const char *prefix)
+{
+    if (simple_name(n->name))
+        fputs(n->name, f);
+    else
+        fprintf(f, "%s%zu", prefix, n->id);
+}
+
+static void
+put_node_body(FILE *f, const tsr_design *d, const tsr_node *n, int ind, const char *prefix)
+{
+    fprintf(f, "%*ssize: [%" PRId64 ", %" PRId64 "]\n", ind, "", n->w, n->h);
+    if (n->tile != d->tile)
+        fprintf(f, "%*stile: %" PRId64 "\n", ind, "", n->tile);
+    if (n->fill != 0.0f || signbit(n->fill)) {
+        fprintf(f, "%*sfill: ", ind, "");
+        put_f32(f, n->fill);
+        fputc('\n', f);
+    }
+    const tsr_source *s = n->source;
+    const tsr_source_desc *desc = s ? tsr_dsource_desc(s->kind) : NULL;
+    if (desc) {
+        tsr_source dflt;
+        tsr_source_defaults(&dflt, s->kind);
+        fprintf(f, "%*ssource:\n%*s%s: ", ind, "", ind + 2, "", desc->disc_key);
+        if (desc->disc_value) {
+            fputs(desc->disc_value, f);
+        } else {
+            /* the loader resolved it against the design's folder: absolute, so the printed
+             * design reads the same file wherever it is saved */
+            char *abs = s->path ? realpath(s->path, NULL) : NULL;
+            put_str(f, abs ? abs : s->path ? s->path : "");
+            free(abs);
+        }
+        fputc('\n', f);
+        put_changed(f, ind + 2, desc->params, desc->nparams, s, &dflt);
+        tsr_source_free(&dflt);
+    }
+    if (!n->nedges)
+        return;
+    fprintf(f, "%*schildren:\n", ind, "");
+    for (size_t k = 0; k < n->nedges; k++) {
+        const tsr_edge *e = &n->edges[k];
+        const tsr_trait *t = e->trait;
+        fprintf(f, "%*s- trait: %s\n%*sref: ", ind + 2, "", t->name, ind + 4, "");
+        node_key(f, e->child, prefix);
+        fputc('\n', f);
+        if (e->blend != TSR_BLEND_OVER)
+            fprintf(f, "%*sblend: %s\n", ind + 4, "", name_of(tsr_blend_names, (int)e->blend));
+        if (e->offset[0] || e->offset[1])
+            fprintf(f, "%*soffset: [%" PRId64 ", %" PRId64 "]\n", ind + 4, "", e->offset[0],
+                    e->offset[1]);
+        if (e->mask)
+            fprintf(f, "%*smask: %s\n", ind + 4, "", name_of(tsr_mask_names, e->mask));
+        void *dflt = calloc(1, t->params_size ? t->params_size : 1);
+        if (dflt && t->defaults)
+            t->defaults(dflt);
+        if (dflt) {
+            put_changed(f, ind + 4, t->params, t->nparams, e->params, dflt);
+            tsr_params_free(t->params, t->nparams, dflt);
+        } else {
+            put_params(f, ind + 4, t->params, t->nparams, e->params); /* out of memory: all */
+        }
+        free(dflt);
+    }
+}
+
+void
+tsr_design_write_pixels(const tsr_design *d, FILE *f)
+{
+    /* generated keys for nodes without a simple name: a prefix no simple name starts with */
+    char prefix[64] = "node";
+    for (bool clash = true; clash && strlen(prefix) + 2 < sizeof prefix;) {
+        clash = false;
+        for (size_t i = 0; i < d->nnodes && !clash; i++)
+            clash = simple_name(d->nodes[i]->name) &&
+                    strncmp(d->nodes[i]->name, prefix, strlen(prefix)) == 0;
+        if (clash)
+            strcat(prefix, "_");
+    }
+    fprintf(f, "# %s with every length in pixels (tessera check --pixels)\n", d->path);
+    fputs("tessera: 1\n", f);
+    if (d->name) {
+        fputs("name: ", f);
+        put_str(f, d->name);
+        fputc('\n', f);
+    }
+    fprintf(f, "tile: %" PRId64 "\n", d->tile);
+    if (d->pixel_nm > 0) {
+        fputs("pixel: ", f);
+        put_f64(f, d->pixel_nm);
+        fputs("nm\n", f);
+    }
+    tsr_output dout = {8, {0.0, 1.0}, {NULL, 0}, TSR_ORDER_RASTER, 0, false, TSR_TOP_LEFT};
+    fputs("output:\n", f);
+    fprintf(f, "  depth: %" PRId64 "\n", d->out.depth);
+    put_changed(f, 2, tsr_dtab_output + 1, tsr_dtab_noutput - 1, &d->out, &dout);
+    if (d->out.order == TSR_ORDER_SWATH) {
+        fputs("  swath:\n", f);
+        put_params(f, 4, tsr_dtab_swath, tsr_dtab_nswath, &d->out);
+    }
+    if (d->nnodes > 1)
+        fputs("nodes:\n", f);
+    for (size_t i = 0; i < d->nnodes; i++) {
+        const tsr_node *n = d->nodes[i];
+        if (n == d->root)
+            continue;
+        fputs("  ", f);
+        node_key(f, n, prefix);
+        fputs(":\n", f);
+        put_node_body(f, d, n, 4, prefix);
+    }
+    fputs("root:\n", f);
+    if (d->root)
+        put_node_body(f, d, d->root, 2, prefix);
 }

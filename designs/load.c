@@ -33,7 +33,8 @@ struct named {
 
 /* ---- tables: the loader's own keys, walked by the same generic code as trait parameters ------ */
 
-#define TILE_RANGE TSR_PF_RANGE, 1, TSR_TILE_MAX
+/* a tile is a unit of work, not a length of the design: never in physical units */
+#define TILE_RANGE TSR_PF_RANGE | TSR_PF_UNITLESS, 1, TSR_TILE_MAX
 
 typedef struct dtop {
     int64_t tessera;
@@ -41,21 +42,23 @@ typedef struct dtop {
 } dtop;
 
 static const tsr_param top_params[] = {
-    {"tessera", TSR_P_INT, offsetof(dtop, tessera), TSR_PF_REQUIRED, 0, 0, 0, NULL,
+    {"tessera", TSR_P_INT, offsetof(dtop, tessera), TSR_PF_REQUIRED | TSR_PF_UNITLESS, 0, 0, 0, NULL,
      "format version, 1"},
     {"tile", TSR_P_INT, offsetof(dtop, tile), TILE_RANGE, 0, NULL, "default tile edge, px"},
 };
-static const char *const top_keys[] = {"tessera", "name", "tile", "output", "nodes", "root", NULL};
+static const char *const top_keys[] = {"tessera", "name", "tile", "pixel", "output", "nodes", "root",
+                                       NULL};
 
 static const char *const order_names[] = {"raster", "swath", NULL};
 static const char *const corner_names[] = {"top-left", "top-right", "bottom-left", "bottom-right",
                                            NULL};
 
 const tsr_param tsr_dtab_output[] = {
-    {"depth", TSR_P_INT, offsetof(tsr_output, depth), 0, 0, 0, 0, NULL, "8 | 16 bit samples"},
-    {"range", TSR_P_F64_2, offsetof(tsr_output, range), 0, 0, 0, 0, NULL,
+    {"depth", TSR_P_INT, offsetof(tsr_output, depth), TSR_PF_UNITLESS, 0, 0, 0, NULL,
+     "8 | 16 bit samples"},
+    {"range", TSR_P_F64_2, offsetof(tsr_output, range), TSR_PF_UNITLESS, 0, 0, 0, NULL,
      "[lo, hi]: values mapped to sample 0 .. max"},
-    {"calibration", TSR_P_POINTS, offsetof(tsr_output, calibration), 0, 0, 0, 2, NULL,
+    {"calibration", TSR_P_POINTS, offsetof(tsr_output, calibration), TSR_PF_UNITLESS, 0, 0, 2, NULL,
      "[[t, c], ...]: piecewise-linear map after range"},
     {"order", TSR_P_ENUM, offsetof(tsr_output, order), 0, 0, 0, 0, order_names, "raster | swath"},
 };
@@ -928,6 +931,28 @@ check_depth(dctx *c, tsr_node **order, size_t n)
     return st;
 }
 
+/* `pixel: 0.5um`: the pitch every length with a unit is divided by (docs/units.md). Read
+ * before anything that holds a length. */
+static tsr_status
+parse_pitch(dctx *c, const ynode *v, tsr_design *d)
+{
+    kpath kp = KP_KEY(NULL, "pixel");
+    const char *s;
+    tsr_status st = tsr_dget_str(c, v, &kp, &s);
+    if (st != TSR_OK)
+        return st;
+    int k = v->plain ? tsr_dlen_parse(s, &c->pitch) : -1;
+    if (k == 0 || k < 0)
+        return tsr_derr(c, v, &kp,
+                        "expected a length with a unit (nm, um or mm), e.g. 0.5um, got '%.64s'", s);
+    if (c->pitch.neg || c->pitch.m == 0)
+        return tsr_derr(c, v, &kp, "must be > 0, got %.64s", s);
+    c->has_pitch = true;
+    c->pitch_text = s;
+    d->pixel_nm = tsr_dlen_nm(&c->pitch);
+    return TSR_OK;
+}
+
 static tsr_status
 load_tree(dctx *c, const ynode *top, tsr_design *d, tsr_node **root)
 {
@@ -952,6 +977,8 @@ load_tree(dctx *c, const ynode *top, tsr_design *d, tsr_node **root)
     }
     c->tile = d->tile = t.tile;
     const ynode *v;
+    if ((v = tsr_ymap_get(top, "pixel")) && (st = parse_pitch(c, v, d)) != TSR_OK)
+        return st;
     if ((v = tsr_ymap_get(top, "name"))) {
         kpath kp = KP_KEY(NULL, "name");
         const char *name;

@@ -43,39 +43,105 @@ range_text(const tsr_param *pm, char *buf, size_t size)
         snprintf(buf, size, "must be a number");
 }
 
+/* `got 500`, or for a length written with a unit `got 3mm (6000 px)`: ranges are in pixels. */
 static tsr_status
-range_err(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm)
+range_err(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double px)
 {
-    char what[128];
+    char what[128], pxs[40];
+    tsr_dlen d;
     range_text(pm, what, sizeof what);
+    if (v->kind == Y_SCALAR && tsr_dlen_parse(v->s, &d) == 1) {
+        tsr_fmt_double(pxs, sizeof pxs, px);
+        return tsr_derr(c, v, p, "%s px, got %.64s (%s px)", what, v->s, pxs);
+    }
     return tsr_derr(c, v, p, "%s, got %s", what, v->s);
 }
 
-/* Every integer parameter is a placement value: docs/format.md §2 bounds all of them by 2^40. */
+/* Whether v is written with a unit (docs/units.md): 1 with *d filled; 0 when it is not (the
+ * plain-number parsers take it from there); -1 with *st set when the unit is not allowed
+ * here (not a length, no pitch) or the number before it is malformed. */
+static int
+unit_of(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, tsr_dlen *d,
+        tsr_status *st)
+{
+    if (v->kind != Y_SCALAR || !v->plain || tsr_ynull(v))
+        return 0;
+    int k = tsr_dlen_parse(v->s, d);
+    if (k == 0)
+        return 0;
+    if (!tsr_param_is_length(pm))
+        *st = tsr_derr(c, v, p, "'%.64s': not a length, so it takes no unit", v->s);
+    else if (k < 0)
+        *st = tsr_derr(c, v, p,
+                       "expected a decimal number before the unit (at most 19 digits), got "
+                       "'%.64s'",
+                       v->s);
+    else if (!c->has_pitch)
+        *st = tsr_derr(c, v, p,
+                       "'%.64s' has a unit, but the design states no pixel pitch (add e.g. "
+                       "'pixel: 1um' at the top)",
+                       v->s);
+    else
+        return 1;
+    return -1;
+}
+
+/* Every integer parameter is a placement value: docs/format.md §2 bounds all of them by 2^40.
+ * A length may be written with a unit; it must come to a whole number of pixels. */
 static tsr_status
 get_int(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, int64_t *out)
 {
     int64_t x;
-    tsr_status st = tsr_dget_int(c, v, p, &x);
-    if (st != TSR_OK)
+    tsr_dlen d;
+    tsr_status st = TSR_OK;
+    int u = unit_of(c, v, p, pm, &d, &st);
+    if (u < 0)
         return st;
-    if (x > TSR_COORD_MAX || x < -TSR_COORD_MAX)
-        return tsr_derr(c, v, p, "|%s| must be <= 2^40 (1099511627776)", v->s);
+    if (u > 0) {
+        double approx;
+        char a[40];
+        if (!tsr_dlen_pixels_int(&d, &c->pitch, &x, &approx)) {
+            tsr_fmt_double(a, sizeof a, approx);
+            if (!(fabs(approx) <= (double)TSR_COORD_MAX))
+                return tsr_derr(c, v, p,
+                                "%.64s is %s px at the pixel pitch %.64s: |v| must be <= 2^40 px",
+                                v->s, a, c->pitch_text);
+            return tsr_derr(c, v, p,
+                            "%.64s is %s px at the pixel pitch %.64s: must be a whole number of "
+                            "pixels",
+                            v->s, a, c->pitch_text);
+        }
+    } else {
+        if ((st = tsr_dget_int(c, v, p, &x)) != TSR_OK)
+            return st;
+        if (x > TSR_COORD_MAX || x < -TSR_COORD_MAX)
+            return tsr_derr(c, v, p, "|%s| must be <= 2^40 (1099511627776)", v->s);
+    }
     if (!in_range(pm, (double)x))
-        return range_err(c, v, p, pm);
+        return range_err(c, v, p, pm, (double)x);
     *out = x;
     return TSR_OK;
 }
 
+/* A real length with a unit is the quotient rounded once to double. */
 static tsr_status
 get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *out)
 {
     double d;
-    tsr_status st = tsr_dget_real(c, v, p, &d);
-    if (st != TSR_OK)
+    tsr_dlen len;
+    tsr_status st = TSR_OK;
+    int u = unit_of(c, v, p, pm, &len, &st);
+    if (u < 0)
+        return st;
+    if (u > 0) {
+        d = tsr_dlen_pixels_real(&len, &c->pitch);
+        if (!isfinite(d))
+            return tsr_derr(c, v, p, "%.64s at the pixel pitch %.64s is out of the range of a double",
+                            v->s, c->pitch_text);
+    } else if ((st = tsr_dget_real(c, v, p, &d)) != TSR_OK)
         return st;
     if (!in_range(pm, d))
-        return range_err(c, v, p, pm);
+        return range_err(c, v, p, pm, d);
     *out = d;
     return TSR_OK;
 }
@@ -114,10 +180,11 @@ FIXED_LIST(get_int, int64_t)
 FIXED_LIST(get_f64, double)
 FIXED_LIST(get_f32, float)
 
-/* [[a, b], ...] with at least min_count pairs; each number checked against pm's range. */
+/* [[a, b], ...] with at least min_count pairs; a checked against pa, b against pb (range and
+ * whether it is a length). */
 static tsr_status
-get_points(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, size_t min_count,
-           tsr_points *out)
+get_points(dctx *c, const ynode *v, const kpath *p, const tsr_param *pa, const tsr_param *pb,
+           size_t min_count, tsr_points *out)
 {
     double(*pts)[2] = NULL;
     tsr_status st = tsr_dwant_seq(c, v, p, (size_t)-1);
@@ -130,8 +197,13 @@ get_points(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, size_t 
         return tsr_doom(c);
     for (size_t i = 0; i < v->n; i++) {
         kpath kp = KP_INDEX(p, i);
-        if ((st = get_f64_n(c, v->kids[i], &kp, pm, pts[i], 2)) != TSR_OK)
+        if ((st = tsr_dwant_seq(c, v->kids[i], &kp, 2)) != TSR_OK)
             goto fail;
+        for (size_t j = 0; j < 2; j++) {
+            kpath kj = KP_INDEX(&kp, j);
+            if ((st = get_f64(c, v->kids[i]->kids[j], &kj, j ? pb : pa, &pts[i][j])) != TSR_OK)
+                goto fail;
+        }
     }
     out->p = pts;
     out->n = v->n;
@@ -150,7 +222,9 @@ get_profile(dctx *c, const ynode *v, const kpath *p, tsr_profile *out)
 {
     tsr_profile pr = {0};
     tsr_status st;
+    /* s and the distances d are lengths, the heights z are not */
     static const tsr_param any = {"", TSR_P_F64, 0, 0, 0, 0, 0, NULL, NULL};
+    static const tsr_param height = {"", TSR_P_F64, 0, TSR_PF_UNITLESS, 0, 0, 0, NULL, NULL};
     static const tsr_param positive = {
         "", TSR_P_F64, 0, TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, NULL};
     if (v->kind == Y_SCALAR) {
@@ -179,7 +253,7 @@ get_profile(dctx *c, const ynode *v, const kpath *p, tsr_profile *out)
         return TSR_OK;
     }
     pr.kind = TSR_PROFILE_POINTS;
-    if ((st = get_points(c, val, &kp, &any, 1, &pr.pts)) != TSR_OK)
+    if ((st = get_points(c, val, &kp, &any, &height, 1, &pr.pts)) != TSR_OK)
         return st;
     for (size_t i = 0; i < pr.pts.n; i++) {
         kpath ki = KP_INDEX(&kp, i), kd = KP_INDEX(&ki, 0);
@@ -480,7 +554,7 @@ parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *fi
     case TSR_P_F64_4: return get_f64_n(c, v, p, pm, field, 4);
     case TSR_P_POINTS: {
         tsr_points pts;
-        tsr_status st = get_points(c, v, p, pm, pm->min_count, &pts);
+        tsr_status st = get_points(c, v, p, pm, pm, pm->min_count, &pts);
         if (st == TSR_OK) {
             free(((tsr_points *)field)->p);
             *(tsr_points *)field = pts;

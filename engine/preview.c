@@ -346,6 +346,13 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
             d->name ? d->name : d->path, (long long)d->root->w, (long long)d->root->h,
             d->nnodes, (long long)d->out.depth,
             d->out.order == TSR_ORDER_SWATH ? "swath" : "raster");
+    if (d->pixel_nm > 0) { /* docs/units.md: sizes in physical units beside the pixels */
+        char pp[48], pw[48], ph[48];
+        tsr_design_length_text(d, 1.0, pp, sizeof pp);
+        tsr_design_length_text(d, (double)d->root->w, pw, sizeof pw);
+        tsr_design_length_text(d, (double)d->root->h, ph, sizeof ph);
+        fprintf(f, "pixel: %s; root %s x %s\n", pp, pw, ph);
+    }
     fprintf(f, "stream: %llu bytes (%s); `tessera profile` measures the compute rate\n",
             (unsigned long long)bytes, sb);
     tsr_human_bytes(a, sizeof a, (double)p->bands);
@@ -378,6 +385,12 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
         fprintf(f, "  %-32s %lld x %lld px, tile %lld, %lld x %lld tiles, %s as float32", lb,
                 (long long)n->w, (long long)n->h, (long long)g->t, (long long)g->nx,
                 (long long)g->ny, b);
+        if (d->pixel_nm > 0) {
+            char pw[48], ph[48];
+            tsr_design_length_text(d, (double)n->w, pw, sizeof pw);
+            tsr_design_length_text(d, (double)n->h, ph, sizeof ph);
+            fprintf(f, "; %s x %s", pw, ph);
+        }
         int64_t per[2];
         tsr_rect in;
         if (tsr_engine_period(e, n, per, &in) && in.w == n->w && in.h == n->h)

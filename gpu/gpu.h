@@ -180,6 +180,7 @@ TSR_GPU_FAMILY(pattern)
 TSR_GPU_FAMILY(repeat)
 TSR_GPU_FAMILY(distance)
 TSR_GPU_FAMILY(blur)
+TSR_GPU_FAMILY(rank)
 #undef TSR_GPU_FAMILY
 
 /* The trait table's GPU column (gpu/traits.c): per trait id its launcher and `_can`, both NULL

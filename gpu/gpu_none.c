@@ -165,6 +165,7 @@ EDGE_STUB(tsr_gpu_pattern)
 EDGE_STUB(tsr_gpu_repeat)
 EDGE_STUB(tsr_gpu_distance)
 EDGE_STUB(tsr_gpu_blur)
+EDGE_STUB(tsr_gpu_rank)
 
 #define CAN_STUB(name)                                                                          \
     bool name(const tsr_edge *e)                                                                \
@@ -176,6 +177,7 @@ CAN_STUB(tsr_gpu_pattern_can)
 CAN_STUB(tsr_gpu_repeat_can)
 CAN_STUB(tsr_gpu_distance_can)
 CAN_STUB(tsr_gpu_blur_can)
+CAN_STUB(tsr_gpu_rank_can)
 
 #define SRC_STUB(fam)                                                                           \
     tsr_status tsr_gpu_src_##fam(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out,               \

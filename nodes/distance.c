@@ -59,10 +59,12 @@ static const tsr_param params[] = {
              "default linear"},
     {.key = "scale",
      .type = TSR_P_F64,
+     .flags = TSR_PF_UNITLESS,
      .offset = offsetof(tsr_distance_params, scale),
      .help = "k in bias + k * f(d), default 1"},
     {.key = "bias",
      .type = TSR_P_F64,
+     .flags = TSR_PF_UNITLESS,
      .offset = offsetof(tsr_distance_params, bias),
      .help = "b in b + scale * f(d), default 0"},
 };

@@ -50,8 +50,9 @@ enum {
     TSR_PF_MIN_OPEN = 1u << 1, /* value > min rather than >= min */
     TSR_PF_MAX_OPEN = 1u << 2, /* value < max rather than <= max */
     TSR_PF_RANGE = 1u << 3,    /* check every number against [min, max] */
-    TSR_PF_RECT = 1u << 4      /* TSR_P_INT4 [x, y, w, h]: w and h must be > 0 where the key
+    TSR_PF_RECT = 1u << 4,     /* TSR_P_INT4 [x, y, w, h]: w and h must be > 0 where the key
                                 * is given (an all-zero default can still mean "none") */
+    TSR_PF_UNITLESS = 1u << 5  /* not a length: takes no physical unit (see below) */
 };
 
 /* One key of a parameter struct. A static array of these is the only description of a
@@ -67,6 +68,30 @@ typedef struct tsr_param {
     const char *const *names; /* TSR_P_ENUM: NULL-terminated value names */
     const char *help;         /* one line for `tessera check` and error hints */
 } tsr_param;
+
+/* Lengths (docs/units.md): every TSR_P_INT, _INT2, _INT4 parameter is a length in whole
+ * pixels and every TSR_P_F64, _F64_2, _F64_4 and _POINTS parameter a length in pixels, unless
+ * its table marks it TSR_PF_UNITLESS (a count, a factor, a value range). With a `pixel:` pitch
+ * in the design, a length may be written with a unit (`12.5um`, `3mm`, `250nm`): the loader
+ * converts it to pixels, exactly for the integer kinds (an error when it is not a whole
+ * number of pixels), rounded once to double for the real ones. float32 parameters (values,
+ * fills, kernel weights) are never lengths. Parameter structs always hold pixels. */
+static inline bool
+tsr_param_is_length(const tsr_param *pm)
+{
+    if (pm->flags & TSR_PF_UNITLESS)
+        return false;
+    switch (pm->type) {
+    case TSR_P_INT:
+    case TSR_P_INT2:
+    case TSR_P_INT4:
+    case TSR_P_F64:
+    case TSR_P_F64_2:
+    case TSR_P_F64_4:
+    case TSR_P_POINTS: return true;
+    default: return false;
+    }
+}
 
 /* A list of [a, b] pairs (polygon points, profile points, calibration). Owned by its struct. */
 typedef struct tsr_points {
@@ -373,6 +398,8 @@ typedef struct tsr_design {
     tsr_node **nodes;  /* every node once, children before parents; owned */
     size_t nnodes;
     tsr_node *root;    /* == nodes[nnodes - 1] */
+    double pixel_nm;   /* the pixel pitch `pixel:` states, in nm; 0 when the design gives none
+                        * (lengths are then plain pixels only). Changes no sample. */
 } tsr_design;
 
 /* Free a design and everything it owns (nodes, params, states, images). NULL is fine. */

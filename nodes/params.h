@@ -75,4 +75,18 @@ typedef struct tsr_blur_params {
     int edge;          /* tsr_edge_mode, default zero */
 } tsr_blur_params;
 
+/* rank: the minimum, maximum or median of the child over a square or disc of radius r around
+ * each pixel (nodes/rank.c, docs/format.md §5.6). */
+typedef enum tsr_rank_op { TSR_RANK_MIN, TSR_RANK_MAX, TSR_RANK_MEDIAN } tsr_rank_op;
+extern const char *const tsr_rank_op_names[];   /* "min", "max", "median", NULL */
+typedef enum tsr_rank_shape { TSR_RANK_SQUARE, TSR_RANK_DISC } tsr_rank_shape;
+extern const char *const tsr_rank_shape_names[]; /* "square", "disc", NULL */
+
+typedef struct tsr_rank_params {
+    int op;         /* tsr_rank_op, required */
+    int64_t radius; /* r, 1..64 px: the footprint and the tile halo */
+    int footprint;  /* tsr_rank_shape, default square */
+    int edge;       /* tsr_edge_mode, default clamp */
+} tsr_rank_params;
+
 #endif

@@ -17,7 +17,8 @@
 #define OFF(f) offsetof(tsr_source, f)
 #define COORD2(k, f) {k, TSR_P_F64_2, OFF(f), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[x, y], px"}
 #define VALUE {"value", TSR_P_F32, OFF(value), 0, 0, 0, 0, NULL, "value where covered, default 1"}
-#define AA {"aa", TSR_P_INT, OFF(aa), TSR_PF_RANGE, 1, 16, 0, NULL, "n x n sub-samples, 1..16"}
+#define AA {"aa", TSR_P_INT, OFF(aa), TSR_PF_RANGE | TSR_PF_UNITLESS, 1, 16, 0, NULL, \
+            "n x n sub-samples, 1..16"}
 #define POSITIVE(k, t, f, h) {k, t, OFF(f), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, h}
 
 static const tsr_param circle_params[] = {
