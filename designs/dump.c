@@ -294,7 +294,10 @@ differs(const tsr_param *pm, const void *field, const void *dflt)
         return a->kind != b->kind || a->kind == TSR_PROFILE_GAUSSIAN ||
                a->kind == TSR_PROFILE_POINTS;
     }
-    case TSR_P_PATH: return false; /* the source's own path is its discriminator's value */
+    case TSR_P_PATH: /* a text's font; else the source's own path, its discriminator's value */
+    case TSR_P_NAME: return *(char *const *)field != NULL;
+    case TSR_P_LAYERS: return ((const tsr_layer_map *)field)->n != 0;
+    case TSR_P_EXPR: return *(void *const *)field != NULL;
     }
     return memcmp(field, dflt, n) != 0;
 }
@@ -356,6 +359,8 @@ put_node_body(FILE *f, const tsr_design *d, const tsr_node *n, int ind, const ch
         fprintf(f, "%*ssource:\n%*s%s: ", ind, "", ind + 2, "", desc->disc_key);
         if (desc->disc_value) {
             fputs(desc->disc_value, f);
+        } else if (s->kind == TSR_SRC_TEXT) {
+            put_str(f, s->text ? s->text : "");
         } else {
             /* the loader resolved it against the design's folder: absolute, so the printed
              * design reads the same file wherever it is saved */
