@@ -25,7 +25,7 @@
 /* ---- parameter tables ------------------------------------------------------ */
 
 typedef enum tsr_ptype {
-    TSR_P_INT,     /* int64_t */
+    TSR_P_INT,     /* int64_t; with `names`, also one of those words, stored as -1 - index */
     TSR_P_INT2,    /* int64_t[2] */
     TSR_P_INT4,    /* int64_t[4] */
     TSR_P_F32,     /* float: parsed as double, rounded once to float32 */
@@ -142,6 +142,10 @@ enum {
                                    * fingerprint, its decoded pixels counted by the plan */
 };
 
+/* `aa: exact`: a shape's exact area coverage (geom/, docs/coverage.md §shapes) instead of
+ * n x n sub-samples. */
+#define TSR_AA_EXACT ((int64_t)-1)
+
 /* One struct for every source kind; a kind's table names the fields it uses. */
 typedef struct tsr_source {
     tsr_source_kind kind;
@@ -153,7 +157,7 @@ typedef struct tsr_source {
     double from[2], to[2];
     float values[2];     /* gradients: a, b */
     float value;         /* shapes: default 1 */
-    int64_t aa;          /* 0 = off, else 1..16 */
+    int64_t aa;          /* 0 = off, 1..16 sub-samples, or TSR_AA_EXACT */
     char *path;          /* image: absolute or relative to the cwd (the loader resolved it) */
     /* decoded image, filled by the engine before rendering (the image owner is the source) */
     float *img;          /* iw*ih values in [0, 1]; NULL until decoded (tsr_design_build) */
