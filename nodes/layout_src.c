@@ -263,6 +263,22 @@ visit(void *ctx, const tsr_lay_item *it)
             g->buf[i].x = (it->pts[i][0] - ls->x0) * ls->k;
             g->buf[i].y = (ls->y1 - it->pts[i][1]) * ls->k;
         }
+        /* Every shape fills its own outline whichever way it is wound (a mirrored placement
+         * turns it over), and the layer is the union of the shapes: wound alike (positive
+         * area, as circles are), two overlapping shapes never cancel under the nonzero rule.
+         * A self-crossing polygon keeps its lobes as they come (docs/layouts.md §8). */
+        double a2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            const tsr_geom_pt *u = &g->buf[i], *v = &g->buf[i + 1 == n ? 0 : i + 1];
+            a2 += (u->x - g->buf[0].x) * (v->y - g->buf[0].y) -
+                  (v->x - g->buf[0].x) * (u->y - g->buf[0].y);
+        }
+        if (a2 < 0)
+            for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+                tsr_geom_pt t = g->buf[i];
+                g->buf[i] = g->buf[j];
+                g->buf[j] = t;
+            }
     }
     for (size_t e = 0; e < g->s->layers.n; e++) {
         if (!entry_matches(ls, e, it->layer, it->datatype))

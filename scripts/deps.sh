@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdeflate-dev libpng-dev libtiff-dev libssl-dev
       libcriterion-dev libopenmpi-dev openmpi-bin python3-numpy python3-scipy python3-yaml
       libpolyclipping-dev python3-shapely python3-tifffile python3-pil)
+# the layout oracle (tests/cli/layout_oracle.sh): gdspy writes, KLayout converts, ezdxf writes DXF
+pkgs+=(python3-gdspy python3-ezdxf klayout)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
 # Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).
 [ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev)
