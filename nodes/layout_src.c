@@ -85,6 +85,15 @@ pitch_m(const tsr_source *s)
     return s->pitch > 0 ? s->pitch * 1e-6 : s->pitch_nm * 1e-9;
 }
 
+/* A size in pixels rounded up; within 1e-9 of a whole number it is that number: a window of
+ * 82000 um at 25 um is 3280 px, though um -> database units -> pixels rounds on the way. */
+static double
+px_up(double v)
+{
+    double r = nearbyint(v);
+    return fabs(v - r) <= 1e-9 * fmax(1.0, fabs(v)) ? r : ceil(v);
+}
+
 tsr_status
 tsr_src_layout_open(tsr_source *s, tsr_error *err)
 {
@@ -120,7 +129,7 @@ tsr_src_layout_open(tsr_source *s, tsr_error *err)
     }
     ls->x0 = ls->win[0];
     ls->y1 = ls->win[3];
-    double pw = ceil((ls->win[2] - ls->win[0]) * ls->k), ph = ceil((ls->win[3] - ls->win[1]) * ls->k);
+    double pw = px_up((ls->win[2] - ls->win[0]) * ls->k), ph = px_up((ls->win[3] - ls->win[1]) * ls->k);
     if (!(pw >= 1 && ph >= 1 && pw <= (double)TSR_COORD_MAX && ph <= (double)TSR_COORD_MAX)) {
         st = tsr_fail(err, TSR_EINVAL,
                       "%s: the window is %.17g x %.17g px at this pitch: must be 1..2^40 each way",
