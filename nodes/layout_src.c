@@ -330,10 +330,15 @@ tsr_src_layout_polys(const tsr_source *s, tsr_rect r, tsr_geom_polys *polys, tsr
                      ls->y1 - (double)(reach.y + reach.h) / ls->k - slack,
                      ls->x0 + (double)(reach.x + reach.w) / ls->k + slack,
                      ls->y1 - (double)reach.y / ls->k + slack};
-    gather g = {s, ls, polys, NULL, 0, TSR_OK, err};
+    /* the visitor's own failure, kept apart: the query reports "stopped by its visitor" */
+    tsr_error gerr = {TSR_OK, ""};
+    gather g = {s, ls, polys, NULL, 0, TSR_OK, &gerr};
     tsr_status st = tsr_layout_query(ls->l, ls->cell, win, want, &g, visit, &g, err);
-    if (st == TSR_EINTR && g.st != TSR_OK)
+    if (g.st != TSR_OK) {
         st = g.st;
+        if (err)
+            *err = gerr;
+    }
     free(g.buf);
     return st;
 }

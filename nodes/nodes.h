@@ -243,6 +243,12 @@ tsr_source_render(const tsr_source *s, tsr_rect r, float *px);
 void
 tsr_source_free(tsr_source *s);
 
+/* tsr_source_render with a status: the sources that allocate while drawing (layouts, `aa:
+ * exact` shapes) return TSR_ENOMEM (or TSR_EINTR on a stop request) instead of leaving the rect
+ * as it was with a warning; px is unfinished then. The CPU evaluator calls this. */
+tsr_status
+tsr_source_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err);
+
 /* Bytes tsr_source_render allocates for a while drawing s over a rect at most w px wide: a
  * polygon's edge and crossing lists (and per-pixel counts with aa); 0 for the other sources. */
 size_t
@@ -480,5 +486,9 @@ tsr_blend_apply(tsr_blend b, int mask_nonzero, float *P, const float *L, const u
 /* Compute node pixels that need no child: fill then source, over rect r (rows of r.w). */
 void
 tsr_node_base(const tsr_node *n, tsr_rect r, float *px);
+
+/* The same with a status (tsr_source_draw): TSR_ENOMEM or TSR_EINTR, px unfinished then. */
+tsr_status
+tsr_node_base_draw(const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
 
 #endif

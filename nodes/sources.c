@@ -893,6 +893,19 @@ tsr_src_image_render(const tsr_source *s, tsr_rect r, float *px)
     }
 }
 
+tsr_status
+tsr_source_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err)
+{
+    /* the sources that allocate while they draw (Clipper's unions, coverage buffers) report
+     * failure; every other one cannot fail */
+    if (s->kind == TSR_SRC_LAYOUT)
+        return tsr_src_layout_draw(s, r, px, err);
+    if (s->aa == TSR_AA_EXACT && tsr_source_has(s, TSR_SRC_CAP_BOXED))
+        return tsr_src_shape_exact(s, tsr_source_box(s, r), r, px, err);
+    tsr_source_render(s, r, px);
+    return TSR_OK;
+}
+
 void
 tsr_source_render(const tsr_source *s, tsr_rect r, float *px)
 {

@@ -157,17 +157,22 @@ png = os.path.join(tmp, "klayout.png")
 with open(script, "w") as f:
     f.write("""import pya, time
 t = time.time()
+c0 = time.process_time()
 lv = pya.LayoutView()
 lv.load_layout(%r, True)
 lv.max_hier()
 t1 = time.time()
+c1 = time.process_time()
 lv.save_image_with_options(%r, %d, %d, 0, 3, 0, pya.DBox(0, 0, %r, %r), True)
-print("load %%.2f s, image %%.2f s" %% (t1 - t, time.time() - t1))
+print("load %%.2f s, image %%.2f s, image cpu %%.2f s" %% (t1 - t, time.time() - t1,
+      time.process_time() - c1))
 """ % (flat, png, K, K, K * pitch, K * pitch))
 wall, mb, out, _ = timed(["klayout", "-b", "-r", script])
 parts = re.findall(r"([0-9.]+) s", out)
 img = float(parts[1]) if len(parts) > 1 else wall
+icpu = float(parts[2]) if len(parts) > 2 else img
 print("| KLayout 0.28 save_image_with_options, oversampling 3, monochrome | %d x %d px window "
       "of the same layout at %g um (a screen picture, not exact areas) | %.1f MB/s of 8-bit "
-      "pixels (%.2f s for the image; load %s s; peak RSS %.0f MB) |"
-      % (K, K, pitch, K * K / img / 1e6, img, parts[0] if parts else "?", mb))
+      "pixels (%.1f MB per CPU-second; %.2f s for the image; load %s s; peak RSS %.0f MB) |"
+      % (K, K, pitch, K * K / img / 1e6, K * K / icpu / 1e6, img, parts[0] if parts else "?",
+         mb))
