@@ -436,7 +436,7 @@ tsr_cpu_compute_direct(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, ts
     uint8_t *cov = NULL;
     tsr_status st = TSR_OK;
     if (n->nedges == 0) {
-        tsr_node_base(n, r, px);
+        st = tsr_node_base_draw(n, r, px, err);
         goto done;
     }
     L = malloc(count * sizeof *L);
@@ -456,15 +456,15 @@ tsr_cpu_compute_direct(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, ts
         if (st != TSR_OK)
             goto done;
         if (nothing) {
-            tsr_node_base(n, r, px);
+            st = tsr_node_base_draw(n, r, px, err);
         } else if (!all_set(cov, count)) {
-            tsr_node_base(n, r, L);
-            for (size_t i = 0; i < count; i++)
+            st = tsr_node_base_draw(n, r, L, err);
+            for (size_t i = 0; i < count && st == TSR_OK; i++)
                 px[i] = cov[i] ? px[i] : L[i];
         }
         k = 1;
     } else {
-        tsr_node_base(n, r, px);
+        st = tsr_node_base_draw(n, r, px, err);
     }
     range g = {false, 0, 0, false};
     for (; k < n->nedges && st == TSR_OK; k++) {

@@ -93,6 +93,11 @@ emit_value(cform *w, const tsr_param *pm, const void *field)
     const float *fv = field;
     switch (pm->type) {
     case TSR_P_INT:
+        if (pm->names && iv[0] < 0) { /* a word (aa: exact) */
+            emit_name(w, pm->names, (int)(-1 - iv[0]));
+            break;
+        }
+        /* fall through */
     case TSR_P_INT2:
     case TSR_P_INT4:
         for (int i = 0; i < (pm->type == TSR_P_INT ? 1 : pm->type == TSR_P_INT2 ? 2 : 4); i++)

@@ -83,7 +83,12 @@ put_value(FILE *f, const tsr_param *pm, const void *field)
     const double *dv = field;
     const float *fv = field;
     switch (pm->type) {
-    case TSR_P_INT: fprintf(f, "%" PRId64, iv[0]); break;
+    case TSR_P_INT:
+        if (pm->names && iv[0] < 0) /* a word (aa: exact) */
+            fputs(name_of(pm->names, (int)(-1 - iv[0])), f);
+        else
+            fprintf(f, "%" PRId64, iv[0]);
+        break;
     case TSR_P_INT2: fprintf(f, "[%" PRId64 ", %" PRId64 "]", iv[0], iv[1]); break;
     case TSR_P_INT4:
         fprintf(f, "[%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", iv[0], iv[1], iv[2],

@@ -538,7 +538,15 @@ static tsr_status
 parse_one(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, void *field)
 {
     switch (pm->type) {
-    case TSR_P_INT: return get_int(c, v, p, pm, field);
+    case TSR_P_INT:
+        /* an integer, or one of the key's words (aa: exact), stored as -1 - its index */
+        if (pm->names && v->kind == Y_SCALAR && !tsr_ynull(v))
+            for (int k = 0; pm->names[k]; k++)
+                if (strcmp(v->s, pm->names[k]) == 0) {
+                    *(int64_t *)field = -1 - k;
+                    return TSR_OK;
+                }
+        return get_int(c, v, p, pm, field);
     case TSR_P_INT2: return get_int_n(c, v, p, pm, field, 2);
     case TSR_P_INT4: {
         tsr_status st = get_int_n(c, v, p, pm, field, 4);

@@ -81,7 +81,9 @@ tsr_clip_execute(int op, const tsr_clip_set *a, const tsr_clip_set *b, tsr_clip_
         if (b)
             c.AddPaths(to_paths(b), ClipperLib::ptClip, true);
         ClipperLib::Paths res;
-        if (!c.Execute(types[op & 3], res, ClipperLib::pftNonZero, ClipperLib::pftNonZero)) {
+        /* op 4: a union under the even-odd rule */
+        ClipperLib::PolyFillType ft = (op & 4) ? ClipperLib::pftEvenOdd : ClipperLib::pftNonZero;
+        if (!c.Execute(types[op & 3], res, ft, ft)) {
             snprintf(msg, msgn, "clipper: execute failed");
             return TSR_CLIP_FAILED;
         }

@@ -18,7 +18,7 @@ typedef struct tsr_clip_set {
 enum { TSR_CLIP_OK = 0, TSR_CLIP_NOMEM = -1, TSR_CLIP_FAILED = -2 };
 
 /* out (malloc'd arrays, tsr_clip_set_free) = a op b (0 union, 1 intersection, 2 difference,
- * 3 xor), both under the nonzero rule; b may be NULL. TSR_CLIP_FAILED puts Clipper's reason in
+ * 3 xor), both under the nonzero rule (op | 4: the even-odd rule); b may be NULL. TSR_CLIP_FAILED puts Clipper's reason in
  * msg (a coordinate beyond its range). out is empty on failure. */
 int
 tsr_clip_execute(int op, const tsr_clip_set *a, const tsr_clip_set *b, tsr_clip_set *out,

@@ -99,7 +99,9 @@ typedef enum tsr_geom_op {
     TSR_GEOM_UNION,
     TSR_GEOM_INTERSECTION,
     TSR_GEOM_DIFFERENCE, /* a less b */
-    TSR_GEOM_XOR
+    TSR_GEOM_XOR,
+    TSR_GEOM_UNION_EVENODD = 4 /* the union of a and b, each read with the even-odd rule (a
+                                * self-crossing polygon as the sampled fill reads it) */
 } tsr_geom_op;
 
 /* `out` (replaced; must be neither a nor b) = a op b, each set read with the nonzero rule.

@@ -190,8 +190,18 @@ launch(tsr_gpu *g, const base_args &a, tsr_error *err)
 extern "C" bool
 tsr_gpu_src_shape_can(const tsr_source *s)
 {
-    return s->kind != TSR_SRC_POLYGON || s->points.n <= DEVICE_POLYGON_MAX;
+    /* exact coverage: the device only accumulates what the host's union gives */
+    return s->aa == TSR_AA_EXACT || s->kind != TSR_SRC_POLYGON ||
+           s->points.n <= DEVICE_POLYGON_MAX;
 }
+
+typedef tsr_status (*sets_fn)(const tsr_source *s, tsr_rect r, tsr_geom_polys *sets,
+                              tsr_error *err);
+static tsr_status draw_sets(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out,
+                            const tsr_gpu_out *to, size_t nsets, sets_fn make,
+                            const float *values, tsr_error *err);
+static tsr_status shape_sets(const tsr_source *s, tsr_rect r, tsr_geom_polys *sets,
+                             tsr_error *err);
 
 extern "C" tsr_status
 tsr_gpu_src_shape(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
@@ -199,6 +209,8 @@ tsr_gpu_src_shape(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_
 {
     base_args a;
     const tsr_source *s = n->source;
+    if (s->aa == TSR_AA_EXACT)
+        return draw_sets(g, n, out, to, 1, shape_sets, &s->value, err);
     tsr_status st = base_common(g, n, out, to, &a, err);
     if (st != TSR_OK)
         return st;
@@ -335,40 +347,42 @@ lsrc_coverage(tsr_gpu *g, const tsr_geom_polys *p, tsr_rect r, int64_t *acc, flo
     return st;
 }
 
-extern "C" tsr_status
-tsr_gpu_src_layout(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
-                   tsr_error *err)
+/* The node's fill, then each of the nsets polygon sets made by make() (host) drawn over it with
+ * its exact coverage and value; samples to `to` at the end when given. */
+
+static tsr_status
+draw_sets(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to, size_t nsets,
+          sets_fn make, const float *values, tsr_error *err)
 {
     base_args a;
     const tsr_source *s = n->source;
     tsr_status st = base_common(g, n, out, to, &a, err);
     if (st != TSR_OK)
         return st;
-    size_t ne = s->layers.n, npx = (size_t)out.r.w * (size_t)out.r.h;
+    size_t npx = (size_t)out.r.w * (size_t)out.r.h;
     size_t mark = tsr_gpu_mark(g);
     /* a root chunk's node without edges has no float buffer (samples only): one of our own */
     float *px = out.px ? out.px : (float *)tsr_gpu_alloc(g, npx * sizeof *px, err);
-    tsr_geom_polys *polys = (tsr_geom_polys *)calloc(ne ? ne : 1, sizeof *polys);
+    tsr_geom_polys *polys = (tsr_geom_polys *)calloc(nsets ? nsets : 1, sizeof *polys);
     int64_t *acc = px && polys ? (int64_t *)tsr_gpu_alloc(g, npx * sizeof *acc, err) : NULL;
     float *cov = acc ? (float *)tsr_gpu_alloc(g, npx * sizeof *cov, err) : NULL;
     if (!polys)
-        st = tsr_fail(err, TSR_ENOMEM, "gpu: layout: out of host memory");
+        st = tsr_fail(err, TSR_ENOMEM, "gpu: out of host memory for polygons");
     else if (!cov)
         st = TSR_ENOMEM;
     a.out = px;
     base_args fill = a;
-    fill.to.dst = NULL; /* the fill into px; the samples go out after the layers */
+    fill.to.dst = NULL; /* the fill into px; the samples go out after the sets */
     if (st == TSR_OK)
         st = launch<B_FILL>(g, fill, err);
     if (st == TSR_OK)
-        st = tsr_src_layout_polys(s, out.r, polys, err);
-    for (size_t e = 0; e < ne && st == TSR_OK; e++) {
+        st = make(s, out.r, polys, err);
+    for (size_t e = 0; e < nsets && st == TSR_OK; e++) {
         if (polys[e].nring == 0)
             continue;
         if ((st = lsrc_coverage(g, &polys[e], out.r, acc, cov, err)) != TSR_OK)
             break;
-        lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx,
-                                                                 s->layers.e[e].value);
+        lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx, values[e]);
         TSR_LAUNCHED("lsrc_mix_k", err);
     }
     if (st == TSR_OK && a.to.dst) {
@@ -376,15 +390,50 @@ tsr_gpu_src_layout(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu
         TSR_LAUNCHED("lsrc_put_k", err);
     }
     tsr_gpu_reset(g, mark);
-    for (size_t e = 0; polys && e < ne; e++)
+    for (size_t e = 0; polys && e < nsets; e++)
         tsr_geom_polys_free(&polys[e]);
     free(polys);
     return st;
 }
 
-/* ---- vector sources (text, booleans: nodes/vector.h): the host picks the rings a chunk needs
- * and unites them per block, the device accumulates and blends, as for one layer of a
- * layout. ------------------------------------------------------------------------------------- */
+static tsr_status
+layout_sets(const tsr_source *s, tsr_rect r, tsr_geom_polys *sets, tsr_error *err)
+{
+    return tsr_src_layout_polys(s, r, sets, err);
+}
+
+/* An exact shape's one set: the whole shape (its coverage outside the shape's box is 0, so the
+ * pixels the CPU leaves alone stay the fill here too). */
+static tsr_status
+shape_sets(const tsr_source *s, tsr_rect r, tsr_geom_polys *sets, tsr_error *err)
+{
+    (void)r;
+    return tsr_src_shape_polys(s, &sets[0], err);
+}
+
+extern "C" tsr_status
+tsr_gpu_src_layout(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
+                   tsr_error *err)
+{
+    const tsr_source *s = n->source;
+    float *values = (float *)malloc((s->layers.n ? s->layers.n : 1) * sizeof *values);
+    if (!values)
+        return tsr_fail(err, TSR_ENOMEM, "gpu: layout: out of host memory");
+    for (size_t i = 0; i < s->layers.n; i++)
+        values[i] = s->layers.e[i].value;
+    tsr_status st = draw_sets(g, n, out, to, s->layers.n, layout_sets, values, err);
+    free(values);
+    return st;
+}
+
+/* ---- vector sources (text, booleans: nodes/vector.h): their outlines for the chunk, one set,
+ * drawn as a layout's layer is. -------------------------------------------------------------- */
+
+static tsr_status
+vector_sets(const tsr_source *s, tsr_rect r, tsr_geom_polys *sets, tsr_error *err)
+{
+    return tsr_vec_select((const tsr_vec *)s->vec, r, &sets[0], err);
+}
 
 extern "C" bool
 tsr_gpu_src_vector_can(const tsr_source *s)
@@ -394,41 +443,9 @@ tsr_gpu_src_vector_can(const tsr_source *s)
 
 extern "C" tsr_status
 tsr_gpu_src_vector(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
-                 tsr_error *err)
+                   tsr_error *err)
 {
-    base_args a;
-    const tsr_source *s = n->source;
-    tsr_status st = base_common(g, n, out, to, &a, err);
-    if (st != TSR_OK)
-        return st;
-    size_t npx = (size_t)out.r.w * (size_t)out.r.h;
-    size_t mark = tsr_gpu_mark(g);
-    float *px = out.px ? out.px : (float *)tsr_gpu_alloc(g, npx * sizeof *px, err);
-    int64_t *acc = px ? (int64_t *)tsr_gpu_alloc(g, npx * sizeof *acc, err) : NULL;
-    float *cov = acc ? (float *)tsr_gpu_alloc(g, npx * sizeof *cov, err) : NULL;
-    if (!cov)
-        st = TSR_ENOMEM;
-    tsr_geom_polys polys;
-    tsr_geom_polys_init(&polys);
-    a.out = px;
-    base_args fill = a;
-    fill.to.dst = NULL; /* the fill into px; the samples go out after the outlines */
-    if (st == TSR_OK)
-        st = launch<B_FILL>(g, fill, err);
-    if (st == TSR_OK)
-        st = tsr_vec_select((const tsr_vec *)s->vec, out.r, &polys, err);
-    if (st == TSR_OK && polys.nring > 0 &&
-        (st = lsrc_coverage(g, &polys, out.r, acc, cov, err)) == TSR_OK) {
-        lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx, s->value);
-        TSR_LAUNCHED("vector mix", err);
-    }
-    if (st == TSR_OK && a.to.dst) {
-        lsrc_put_k<<<tsr_grid2(a.r.w, a.r.h), 256, 0, g->compute>>>(a);
-        TSR_LAUNCHED("vector put", err);
-    }
-    tsr_gpu_reset(g, mark);
-    tsr_geom_polys_free(&polys);
-    return st;
+    return draw_sets(g, n, out, to, 1, vector_sets, &n->source->value, err);
 }
 
 /* The node's base: its fill alone, or its source's family launcher (the table's gpu column,

@@ -85,6 +85,15 @@ pitch_m(const tsr_source *s)
     return s->pitch > 0 ? s->pitch * 1e-6 : s->pitch_nm * 1e-9;
 }
 
+/* A size in pixels rounded up; within 1e-9 of a whole number it is that number: a window of
+ * 82000 um at 25 um is 3280 px, though um -> database units -> pixels rounds on the way. */
+static double
+px_up(double v)
+{
+    double r = nearbyint(v);
+    return fabs(v - r) <= 1e-9 * fmax(1.0, fabs(v)) ? r : ceil(v);
+}
+
 tsr_status
 tsr_src_layout_open(tsr_source *s, tsr_error *err)
 {
@@ -120,7 +129,7 @@ tsr_src_layout_open(tsr_source *s, tsr_error *err)
     }
     ls->x0 = ls->win[0];
     ls->y1 = ls->win[3];
-    double pw = ceil((ls->win[2] - ls->win[0]) * ls->k), ph = ceil((ls->win[3] - ls->win[1]) * ls->k);
+    double pw = px_up((ls->win[2] - ls->win[0]) * ls->k), ph = px_up((ls->win[3] - ls->win[1]) * ls->k);
     if (!(pw >= 1 && ph >= 1 && pw <= (double)TSR_COORD_MAX && ph <= (double)TSR_COORD_MAX)) {
         st = tsr_fail(err, TSR_EINVAL,
                       "%s: the window is %.17g x %.17g px at this pitch: must be 1..2^40 each way",
@@ -263,6 +272,22 @@ visit(void *ctx, const tsr_lay_item *it)
             g->buf[i].x = (it->pts[i][0] - ls->x0) * ls->k;
             g->buf[i].y = (ls->y1 - it->pts[i][1]) * ls->k;
         }
+        /* Every shape fills its own outline whichever way it is wound (a mirrored placement
+         * turns it over), and the layer is the union of the shapes: wound alike (positive
+         * area, as circles are), two overlapping shapes never cancel under the nonzero rule.
+         * A self-crossing polygon keeps its lobes as they come (docs/layouts.md §8). */
+        double a2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            const tsr_geom_pt *u = &g->buf[i], *v = &g->buf[i + 1 == n ? 0 : i + 1];
+            a2 += (u->x - g->buf[0].x) * (v->y - g->buf[0].y) -
+                  (v->x - g->buf[0].x) * (u->y - g->buf[0].y);
+        }
+        if (a2 < 0)
+            for (size_t i = 0, j = n - 1; i < j; i++, j--) {
+                tsr_geom_pt t = g->buf[i];
+                g->buf[i] = g->buf[j];
+                g->buf[j] = t;
+            }
     }
     for (size_t e = 0; e < g->s->layers.n; e++) {
         if (!entry_matches(ls, e, it->layer, it->datatype))
@@ -305,10 +330,15 @@ tsr_src_layout_polys(const tsr_source *s, tsr_rect r, tsr_geom_polys *polys, tsr
                      ls->y1 - (double)(reach.y + reach.h) / ls->k - slack,
                      ls->x0 + (double)(reach.x + reach.w) / ls->k + slack,
                      ls->y1 - (double)reach.y / ls->k + slack};
-    gather g = {s, ls, polys, NULL, 0, TSR_OK, err};
+    /* the visitor's own failure, kept apart: the query reports "stopped by its visitor" */
+    tsr_error gerr = {TSR_OK, ""};
+    gather g = {s, ls, polys, NULL, 0, TSR_OK, &gerr};
     tsr_status st = tsr_layout_query(ls->l, ls->cell, win, want, &g, visit, &g, err);
-    if (st == TSR_EINTR && g.st != TSR_OK)
+    if (g.st != TSR_OK) {
         st = g.st;
+        if (err)
+            *err = gerr;
+    }
     free(g.buf);
     return st;
 }

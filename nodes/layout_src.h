@@ -15,6 +15,18 @@
 tsr_status
 tsr_src_layout_polys(const tsr_source *s, tsr_rect r, tsr_geom_polys *polys, tsr_error *err);
 
+/* `aa: exact` shapes (nodes/exact.c). polys: shape s (rect, polygon, circle, ellipse, ring)
+ * as rings in pixels (replacing out's), a polygon already united under its even-odd rule.
+ * exact: s drawn over the pixels of `box` (inside r, px holding r) with its exact coverage.
+ * exact_fits: whether a shape whose bounds are [x0, x1] x [y0, y1] px is in the range that
+ * exact coverage takes (the loader refuses it otherwise). TSR_ENOMEM. */
+tsr_status
+tsr_src_shape_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err);
+tsr_status
+tsr_src_shape_exact(const tsr_source *s, tsr_rect box, tsr_rect r, float *px, tsr_error *err);
+bool
+tsr_src_shape_exact_fits(const tsr_source *s, double x0, double y0, double x1, double y1);
+
 /* P drawn over by value v with coverage c in [0, 1]: P (1 - c) + v c in double, rounded once;
  * P itself where c is 0. */
 TSR_HD static inline float

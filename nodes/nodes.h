@@ -25,7 +25,7 @@
 /* ---- parameter tables ------------------------------------------------------ */
 
 typedef enum tsr_ptype {
-    TSR_P_INT,     /* int64_t */
+    TSR_P_INT,     /* int64_t; with `names`, also one of those words, stored as -1 - index */
     TSR_P_INT2,    /* int64_t[2] */
     TSR_P_INT4,    /* int64_t[4] */
     TSR_P_F32,     /* float: parsed as double, rounded once to float32 */
@@ -169,6 +169,10 @@ enum {
                                    * fingerprint, its decoded pixels counted by the plan */
 };
 
+/* `aa: exact`: a shape's exact area coverage (geom/, docs/coverage.md §shapes) instead of
+ * n x n sub-samples. */
+#define TSR_AA_EXACT ((int64_t)-1)
+
 /* One struct for every source kind; a kind's table names the fields it uses. */
 typedef struct tsr_source {
     tsr_source_kind kind;
@@ -180,7 +184,7 @@ typedef struct tsr_source {
     double from[2], to[2];
     float values[2];     /* gradients: a, b */
     float value;         /* shapes: default 1 */
-    int64_t aa;          /* 0 = off, else 1..16 */
+    int64_t aa;          /* 0 = off, 1..16 sub-samples, or TSR_AA_EXACT */
     char *path;          /* image: absolute or relative to the cwd (the loader resolved it) */
     /* decoded image, filled by the engine before rendering (the image owner is the source) */
     float *img;          /* iw*ih values in [0, 1]; NULL until decoded (tsr_design_build) */
@@ -296,6 +300,12 @@ tsr_source_render(const tsr_source *s, tsr_rect r, float *px);
 
 void
 tsr_source_free(tsr_source *s);
+
+/* tsr_source_render with a status: the sources that allocate while drawing (layouts, `aa:
+ * exact` shapes) return TSR_ENOMEM (or TSR_EINTR on a stop request) instead of leaving the rect
+ * as it was with a warning; px is unfinished then. The CPU evaluator calls this. */
+tsr_status
+tsr_source_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err);
 
 /* Bytes tsr_source_render allocates for a while drawing s over a rect at most w px wide: a
  * polygon's edge and crossing lists (and per-pixel counts with aa); 0 for the other sources. */
@@ -536,5 +546,9 @@ tsr_blend_apply(tsr_blend b, int mask_nonzero, float *P, const float *L, const u
 /* Compute node pixels that need no child: fill then source, over rect r (rows of r.w). */
 void
 tsr_node_base(const tsr_node *n, tsr_rect r, float *px);
+
+/* The same with a status (tsr_source_draw): TSR_ENOMEM or TSR_EINTR, px unfinished then. */
+tsr_status
+tsr_node_base_draw(const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
 
 #endif

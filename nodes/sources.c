@@ -4,6 +4,7 @@
  * once to float32, so every backend gets the same bits. Shapes only visit the rows and
  * columns of their (conservatively grown) bounding box: a circle on a 200000 px node costs
  * its own area, not the node's. */
+#include "nodes/layout_src.h"
 #include "nodes/nodes.h"
 #include "nodes/pointwise.h"
 
@@ -11,14 +12,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define OFF(f) offsetof(tsr_source, f)
 #define COORD2(k, f) {k, TSR_P_F64_2, OFF(f), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[x, y], px"}
 #define VALUE {"value", TSR_P_F32, OFF(value), 0, 0, 0, 0, NULL, "value where covered, default 1"}
-#define AA {"aa", TSR_P_INT, OFF(aa), TSR_PF_RANGE | TSR_PF_UNITLESS, 1, 16, 0, NULL, \
-            "n x n sub-samples, 1..16"}
+static const char *const aa_words[] = {"exact", NULL}; /* -1: TSR_AA_EXACT */
+#define AA {"aa", TSR_P_INT, OFF(aa), TSR_PF_RANGE | TSR_PF_UNITLESS, 1, 16, 0, aa_words, \
+            "n x n sub-samples, 1..16, or exact"}
 #define POSITIVE(k, t, f, h) {k, t, OFF(f), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, h}
 
 static const tsr_param circle_params[] = {
@@ -149,9 +152,17 @@ tsr_source_check(const tsr_source *s, tsr_check *c)
     return d->check ? d->check(s, c) : TSR_OK;
 }
 
+static void shape_bounds(const tsr_source *s, double *x0, double *y0, double *x1, double *y1);
+
 tsr_status
 tsr_src_shape_check(const tsr_source *s, tsr_check *c)
 {
+    if (s->aa == TSR_AA_EXACT) {
+        double x0, y0, x1, y1;
+        shape_bounds(s, &x0, &y0, &x1, &y1);
+        if (!tsr_src_shape_exact_fits(s, x0, y0, x1, y1))
+            return tsr_check_failf(c, "aa", "exact: the shape must lie within +-2^36 px");
+    }
     if (s->kind == TSR_SRC_RING && !(s->radii[0] < s->radii[1]))
         return tsr_check_failf(c, "radii", "r_in must be < r_out");
     if (s->kind == TSR_SRC_RECT && !(s->rect[2] > 0 && s->rect[3] > 0))
@@ -606,6 +617,9 @@ tsr_src_image_scratch(const tsr_source *s, int64_t w)
 size_t
 tsr_src_shape_scratch(const tsr_source *s, int64_t w)
 {
+    if (s->aa == TSR_AA_EXACT) /* coverage floats and accumulators a block row high, rings */
+        return (size_t)(w > 0 ? w : 0) * TSR_GEOM_BLOCK * (sizeof(float) + sizeof(int64_t)) +
+               (s->points.n + 64) * 4 * sizeof(double);
     if (s->kind != TSR_SRC_POLYGON)
         return 0;
     /* the box drawn is at most the polygon's own (grown) box wide */
@@ -859,6 +873,15 @@ tsr_src_shape_render(const tsr_source *s, tsr_rect r, float *px)
     tsr_rect box = tsr_source_box(s, r);
     if (box.w == 0 || box.h == 0)
         return;
+    if (s->aa == TSR_AA_EXACT) {
+        /* the table's render cannot fail: out of memory leaves the rect as it was, with a
+         * warning (the bounds were checked at load) */
+        tsr_error err = {TSR_OK, ""};
+        tsr_status st = tsr_src_shape_exact(s, box, r, px, &err);
+        if (st != TSR_OK && st != TSR_EINTR)
+            fprintf(stderr, "tessera: %s: %s\n", s->where ? s->where : "shape", err.msg);
+        return;
+    }
     if (s->kind != TSR_SRC_POLYGON) {
         render_ivals(s, r, box, px);
         return;
@@ -909,6 +932,19 @@ tsr_src_image_render(const tsr_source *s, tsr_rect r, float *px)
         for (int64_t x = 0; x < r.w; x++)
             row[x] = src[x];
     }
+}
+
+tsr_status
+tsr_source_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err)
+{
+    /* the sources that allocate while they draw (Clipper's unions, coverage buffers) report
+     * failure; every other one cannot fail */
+    if (s->kind == TSR_SRC_LAYOUT)
+        return tsr_src_layout_draw(s, r, px, err);
+    if (s->aa == TSR_AA_EXACT && tsr_source_has(s, TSR_SRC_CAP_BOXED))
+        return tsr_src_shape_exact(s, tsr_source_box(s, r), r, px, err);
+    tsr_source_render(s, r, px);
+    return TSR_OK;
 }
 
 void

@@ -238,6 +238,19 @@ tsr_node_base(const tsr_node *n, tsr_rect r, float *px)
 }
 
 tsr_status
+tsr_node_base_draw(const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+{
+    size_t count = (size_t)r.w * (size_t)r.h;
+    const tsr_source *s = n->source;
+    bool covers = s && tsr_source_has(s, TSR_SRC_CAP_COVERS) &&
+                  (!tsr_source_has(s, TSR_SRC_CAP_FILE) || s->img);
+    float f = n->fill;
+    for (size_t i = 0; i < count && !covers; i++)
+        px[i] = f;
+    return s ? tsr_source_draw(s, r, px, err) : TSR_OK;
+}
+
+tsr_status
 tsr_design_images(tsr_design *d,
                   tsr_status (*read_image)(const char *path, int64_t *w, int64_t *h, float **px,
                                            tsr_error *err),

@@ -8,6 +8,8 @@ pkgs=(build-essential cmake pkg-config libyaml-dev uthash-dev zlib1g-dev libdefl
 # text/: FreeType for outline fonts, DejaVu for the tests, FreeType's Python binding for the
 # outline oracle
 pkgs+=(libfreetype-dev fonts-dejavu-core python3-freetype)
+# the layout oracle (tests/cli/layout_oracle.sh): gdspy writes, KLayout converts, ezdxf writes DXF
+pkgs+=(python3-gdspy python3-ezdxf klayout)
 [ "${TSR_DEPS_EXTRA:-}" ] && pkgs+=($TSR_DEPS_EXTRA)
 # Optional, only for `make fuzz`: clang with libFuzzer (compiler-rt).
 [ "${TSR_DEPS_FUZZ:-}" ] && pkgs+=(clang libclang-rt-dev)
