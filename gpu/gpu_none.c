@@ -192,6 +192,8 @@ CAN_STUB(tsr_gpu_blur_can)
 SRC_STUB(shape)
 SRC_STUB(gradient)
 SRC_STUB(image)
+SRC_STUB(surface)
+SRC_STUB(noise)
 
 bool
 tsr_gpu_built(void)

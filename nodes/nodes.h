@@ -107,6 +107,8 @@ tsr_check_failf(tsr_check *c, const char *key, const char *fmt, ...)
 
 /* ---- sources (docs/format.md §4) ------------------------------------------------ */
 
+#include "nodes/optics.h" /* tsr_optic: surface and noise keys (docs/optics.md) */
+
 /* Source kinds, in the order of nodes/sources.def. */
 typedef enum tsr_source_kind {
 #define X(ID, params, key, value, family, gpu, caps) TSR_SRC_##ID,
@@ -144,6 +146,7 @@ typedef struct tsr_source {
     int64_t scratch;     /* bytes decoding it takes beyond the iw*ih floats (rows, zlib) */
     char *where;         /* "file:line:col: key.path" of the source, for late errors (of its
                           * `image:` value when decoding is left for later) */
+    tsr_optic optic;     /* surface and noise keys (nodes/optics.h); terms in `points` */
 } tsr_source;
 
 /* A row of the source table (nodes/sources.def): how a source mapping is recognised
