@@ -20,6 +20,7 @@ typedef struct tsr_noise {
     int kind;          /* TSR_NZ_* */
     uint64_t seed;
     double cell;       /* value noise: lattice cell, px */
+    double inv_cell;   /* value noise: 1 / cell, rounded once */
     int64_t block;     /* gaussian: block edge, px (1: per pixel) */
     int octaves;       /* value noise: 1..16 */
     double scale;      /* amplitude or sigma */
@@ -122,23 +123,30 @@ tsr_nz_floor_div(int64_t a, int64_t b)
     return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
+/* The quintic fade 6t^5 - 15t^4 + 10t^3, as t^3 (t (6t - 15) + 10). */
+TSR_HD static inline double
+tsr_nz_fade(double t)
+{
+    return t * t * t * (t * (t * 6.0 - 15.0) + 10.0);
+}
+
 /* Value noise at pixel (x, y): per octave o (cell / 2^o, weight 2^-o), the pixel centre's
- * lattice cell (i, j) = floor(p / cell_o), the hashes of its four corners under seed + o G as
+ * lattice cell (i, j) = floor(p * inv_o), inv_o = 2^o (1 / cell) (1 / cell rounded once, the
+ * powers of two exact), the hashes of its four corners under seed + o G as
  * values in [0, 1), blended by the quintic fade 6t^5 - 15t^4 + 10t^3 of the fractions; the
  * octaves' weighted sum over the sum of the weights. */
 TSR_HD static inline double
 tsr_nz_value(const tsr_noise *n, int64_t x, int64_t y)
 {
-    double px = (double)x + 0.5, py = (double)y + 0.5, cell = n->cell, w = 1.0;
+    double px = (double)x + 0.5, py = (double)y + 0.5, inv = n->inv_cell, w = 1.0;
     double sum = 0.0, wsum = 0.0;
     for (int o = 0; o < n->octaves; o++) {
         uint64_t seed = n->seed + (uint64_t)o * TSR_NZ_GAMMA;
-        double fx = px / cell, fy = py / cell;
+        double fx = px * inv, fy = py * inv;
         double ix = floor(fx), iy = floor(fy);
         double tx = fx - ix, ty = fy - iy;
         int64_t i = (int64_t)ix, j = (int64_t)iy;
-        double ux = tx * tx * tx * (tx * (tx * 6.0 - 15.0) + 10.0);
-        double uy = ty * ty * ty * (ty * (ty * 6.0 - 15.0) + 10.0);
+        double ux = tsr_nz_fade(tx), uy = tsr_nz_fade(ty);
         double v00 = tsr_nz_unit(tsr_nz_hash(seed, i, j));
         double v10 = tsr_nz_unit(tsr_nz_hash(seed, i + 1, j));
         double v01 = tsr_nz_unit(tsr_nz_hash(seed, i, j + 1));
@@ -147,7 +155,7 @@ tsr_nz_value(const tsr_noise *n, int64_t x, int64_t y)
         sum += w * (a + uy * (b - a));
         wsum += w;
         w *= 0.5;
-        cell *= 0.5;
+        inv *= 2.0;
     }
     return sum / wsum;
 }

@@ -60,17 +60,42 @@ tsr_surf_make(const struct tsr_source *src, tsr_surf *s);
 #define TSR_SF_PI_2 1.5707963267948966
 #define TSR_SF_2PI 6.283185307179586
 
-/* atan(a) for 0 <= a <= 1: two halvings, atan(a) = 2 atan(a / (1 + sqrt(1 + a^2))), bring a
- * below tan(pi/16) < 0.2, where 13 terms of the Taylor series reach 2^-56. */
+/* atan(a) for 0 <= a <= 1, after fdlibm's s_atan.c (Sun Microsystems, 1993: "Permission to
+ * use, copy, modify, and distribute this software is freely granted, provided that this notice
+ * is preserved"): a reduced to |t| < 7/16 around atan(1/2) or atan(1), whose values come in
+ * two parts, then an odd polynomial of degree 23 split into two Horner chains. One division, no
+ * root: the vortex's cost is this function. */
 TSR_HD static inline double
 tsr_sf_atan01(double a)
 {
-    a = a / (1.0 + sqrt(1.0 + a * a));
-    a = a / (1.0 + sqrt(1.0 + a * a));
-    double a2 = a * a, s = 0.0;
-    for (int n = 12; n >= 0; n--)
-        s = (n % 2 ? -1.0 : 1.0) / (double)(2 * n + 1) + a2 * s;
-    return 4.0 * (a * s);
+    const double hi0 = 4.63647609000806093515e-01, lo0 = 2.26987774529616870924e-17;
+    const double hi1 = 7.85398163397448278999e-01, lo1 = 3.06161699786838301793e-17;
+    int id = -1;
+    double x = a;
+    if (a >= 0.4375) {
+        if (a < 0.6875) {
+            id = 0;
+            x = (2.0 * a - 1.0) / (2.0 + a);
+        } else {
+            id = 1;
+            x = (a - 1.0) / (a + 1.0);
+        }
+    }
+    double z = x * x, w = z * z;
+    double s1 = z * (3.33333333333329318027e-01 +
+                     w * (1.42857142725034663711e-01 +
+                          w * (9.09088713343650656196e-02 +
+                               w * (6.66107313738753120669e-02 +
+                                    w * (4.97687799461593236017e-02 +
+                                         w * 1.62858201153657823623e-02)))));
+    double s2 = w * (-1.99999999998764832476e-01 +
+                     w * (-1.11111104054623557880e-01 +
+                          w * (-7.69187620504482999495e-02 +
+                               w * (-5.83357013379057348645e-02 +
+                                    w * -3.65315727442169155270e-02))));
+    if (id < 0)
+        return x - x * (s1 + s2);
+    return id == 0 ? hi0 - ((x * (s1 + s2) - lo0) - x) : hi1 - ((x * (s1 + s2) - lo1) - x);
 }
 
 /* atan2(y, x) in (-pi, pi]; 0 for (0, 0). */

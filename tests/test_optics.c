@@ -289,6 +289,35 @@ Test(optics, gaussian_noise_has_its_mean_and_sigma_and_value_noise_its_range)
     tsr_design_free(d);
 }
 
+/* nodes/noise.c draws value noise a row at a time, reusing corner hashes: every pixel must
+ * still be the per-pixel function (what the GPU computes), bit for bit. */
+Test(optics, value_noise_rows_are_the_per_pixel_function)
+{
+    double cells[] = {0.7, 1.0, 3.3, 40.0, 1000.5};
+    for (size_t c = 0; c < 5; c++) {
+        tsr_source s;
+        tsr_source_defaults(&s, TSR_SRC_VALUE_NOISE);
+        s.optic.seed = -77 + (int64_t)c;
+        s.optic.cell = cells[c];
+        s.optic.octaves = (int64_t)c + 1;
+        s.optic.amplitude = 1.7;
+        s.optic.mean = -0.2;
+        tsr_rect r = tsr_rect_make(-1000 + 13 * (int64_t)c, 77, 700, 5);
+        float *px = malloc(700 * 5 * sizeof *px);
+        tsr_source_render(&s, r, px);
+        tsr_noise n;
+        tsr_noise_make(&s, &n);
+        for (int64_t y = 0; y < r.h; y++)
+            for (int64_t x = 0; x < r.w; x++) {
+                float want = tsr_nz_pixel(&n, r.x + x, r.y + y), got = px[y * r.w + x];
+                cr_assert(memcmp(&got, &want, sizeof got) == 0, "cell %g: pixel (%lld, %lld): %a, "
+                          "the function %a", cells[c], (long long)(r.x + x), (long long)(r.y + y),
+                          (double)got, (double)want);
+            }
+        free(px);
+    }
+}
+
 Test(optics, a_different_seed_gives_different_noise)
 {
     tsr_design *a = th_design("tessera: 1\nroot:\n  size: [64, 64]\n  source: {noise: value, "
