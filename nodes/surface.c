@@ -201,8 +201,10 @@ tsr_surf_make(const tsr_source *src, tsr_surf *s)
     s->wrap = o->wrap;
     s->levels = o->levels;
     s->aa = o->aa;
-    if (src->kind == TSR_SRC_VORTEX || src->kind == TSR_SRC_GRATING)
-        s->wrap = o->height; /* their ramps are wrapped by definition */
+    if (src->kind == TSR_SRC_VORTEX || src->kind == TSR_SRC_GRATING) {
+        s->wrap = 0.0; /* their ramps wrap themselves (tsr_sf_ramp) */
+        s->step = o->levels > 0 ? o->height / (double)o->levels : 0.0;
+    }
     if (src->kind == TSR_SRC_TOROID) {
         s->c = o->roc2[0] != 0 ? 1.0 / o->roc2[0] : 0.0;
         s->c2 = o->roc2[1] != 0 ? 1.0 / o->roc2[1] : 0.0;

@@ -31,6 +31,7 @@ typedef struct tsr_surf {
     double slope;         /* axicon */
     double height;        /* vortex, grating */
     double inv_period;    /* grating: 1 / period */
+    double step;          /* vortex, grating with levels: height / N */
     double charge;        /* vortex */
     int cap;              /* relief cap: zrim - z */
     double zrim;          /* z at the aperture (cap) */
@@ -59,6 +60,7 @@ tsr_surf_make(const struct tsr_source *src, tsr_surf *s);
 #define TSR_SF_PI 3.141592653589793
 #define TSR_SF_PI_2 1.5707963267948966
 #define TSR_SF_2PI 6.283185307179586
+#define TSR_SF_INV_2PI 0.15915494309189535 /* 1 / (2 pi), rounded */
 
 /* atan(a) for 0 <= a <= 1, after fdlibm's s_atan.c (Sun Microsystems, 1993: "Permission to
  * use, copy, modify, and distribute this software is freely granted, provided that this notice
@@ -259,7 +261,8 @@ tsr_sf_zernike(const tsr_surf *s, double X, double Y)
 }
 
 /* The unwrapped height at offset (dx, dy) from the centre (grating: from the origin), for a
- * pixel inside the aperture. Vortex and grating give their ramp (wrapped later by their height). */
+ * pixel inside the aperture. Vortex and grating give their ramp t in turns (periods), which
+ * tsr_sf_ramp wraps and scales by their height. */
 TSR_HD static inline double
 tsr_sf_height(const tsr_surf *s, double dx, double dy)
 {
@@ -277,13 +280,12 @@ tsr_sf_height(const tsr_surf *s, double dx, double dy)
     }
     case TSR_SURF_VORTEX: {
         double x = dx * s->ca + dy * s->sa, y = dy * s->ca - dx * s->sa;
-        double u = tsr_sf_atan2(y, x) / TSR_SF_2PI;
+        double u = tsr_sf_atan2(y, x) * TSR_SF_INV_2PI;
         if (u < 0)
             u += 1.0;
-        return s->height * (s->charge * u);
+        return s->charge * u;
     }
-    case TSR_SURF_GRATING:
-        return s->height * ((dx * s->ca + dy * s->sa) * s->inv_period);
+    case TSR_SURF_GRATING: return (dx * s->ca + dy * s->sa) * s->inv_period;
     case TSR_SURF_ZERNIKE: return tsr_sf_zernike(s, dx * s->inv_r, dy * s->inv_r);
     default: return tsr_sf_radial(s, dx * dx + dy * dy);
     }
@@ -312,6 +314,21 @@ tsr_sf_wrap(const tsr_surf *s, double z, int64_t *key)
     }
     *key = kj;
     return w;
+}
+
+/* A vortex's or grating's value from its ramp t (in turns): w = t - floor(t), then height w, or
+ * with levels (height / N) min(floor(w N), N - 1). No division per pixel: this is most of a
+ * spiral phase plate's cost after the arc tangent. */
+TSR_HD static inline double
+tsr_sf_ramp(const tsr_surf *s, double t)
+{
+    double w = t - floor(t);
+    if (s->levels > 0) {
+        double N = (double)s->levels, q = floor(w * N);
+        q = q < 0 ? 0 : (q > N - 1 ? N - 1 : q);
+        return s->step * q;
+    }
+    return s->height * w;
 }
 
 /* The level of zone key k (k = j N + q, 0 <= q < N): q = k mod N, floored. */
@@ -398,6 +415,8 @@ tsr_sf_pixel(const tsr_surf *s, int64_t x, int64_t y, float P)
         if (rlo < rhi)
             return (float)tsr_sf_zone_mix(s, x0, y0, rlo, rhi, z);
     }
+    if (s->kind == TSR_SURF_VORTEX || s->kind == TSR_SURF_GRATING)
+        return (float)tsr_sf_ramp(s, z);
     int64_t k;
     return (float)tsr_sf_wrap(s, z, &k);
 }
