@@ -123,6 +123,18 @@ tsr_src_noise_render(const tsr_source *src, tsr_rect r, float *px)
             value_row(&n, r.x, r.w, r.y + y, row);
             continue;
         }
+        if (n.block > 1) { /* one draw per block: reuse it along the row (the same bits) */
+            int64_t last = 0;
+            float v = 0.0f;
+            for (int64_t x = 0; x < r.w; x++) {
+                int64_t i = tsr_nz_floor_div(r.x + x, n.block);
+                if (x == 0 || i != last)
+                    v = tsr_nz_pixel(&n, r.x + x, r.y + y);
+                last = i;
+                row[x] = v;
+            }
+            continue;
+        }
         for (int64_t x = 0; x < r.w; x++)
             row[x] = tsr_nz_pixel(&n, r.x + x, r.y + y);
     }

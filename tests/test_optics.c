@@ -318,6 +318,31 @@ Test(optics, value_noise_rows_are_the_per_pixel_function)
     }
 }
 
+/* Gaussian blocks are drawn once per block along a row: still the per-pixel function. */
+Test(optics, gaussian_blocks_are_the_per_pixel_function)
+{
+    int64_t cells[] = {1, 2, 3, 64};
+    for (size_t c = 0; c < 4; c++) {
+        tsr_source s;
+        tsr_source_defaults(&s, TSR_SRC_GAUSSIAN_NOISE);
+        s.optic.seed = 5 + (int64_t)c;
+        s.optic.cell = (double)cells[c];
+        s.optic.sigma = 0.7;
+        tsr_rect r = tsr_rect_make(-301 + 7 * (int64_t)c, -3, 500, 7);
+        float *px = malloc(500 * 7 * sizeof *px);
+        tsr_source_render(&s, r, px);
+        tsr_noise n;
+        tsr_noise_make(&s, &n);
+        for (int64_t y = 0; y < r.h; y++)
+            for (int64_t x = 0; x < r.w; x++) {
+                float want = tsr_nz_pixel(&n, r.x + x, r.y + y), got = px[y * r.w + x];
+                cr_assert(memcmp(&got, &want, sizeof got) == 0, "cell %lld: pixel (%lld, %lld)",
+                          (long long)cells[c], (long long)(r.x + x), (long long)(r.y + y));
+            }
+        free(px);
+    }
+}
+
 Test(optics, a_different_seed_gives_different_noise)
 {
     tsr_design *a = th_design("tessera: 1\nroot:\n  size: [64, 64]\n  source: {noise: value, "
