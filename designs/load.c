@@ -185,6 +185,19 @@ disc_keys(const char **out)
     out[n] = NULL;
 }
 
+/* "'shape', 'gradient', ... or 'noise'": the discriminators, for messages. */
+static void
+disc_list(const char *const *discs, char *buf, size_t n)
+{
+    size_t k = 0, used = 0;
+    while (discs[k])
+        k++;
+    buf[0] = 0;
+    for (size_t i = 0; i < k && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s'%s'",
+                                 i == 0 ? "" : i + 1 == k ? " or " : ", ", discs[i]);
+}
+
 /* Read the image's header with opts->read_size, or decode it with opts->read_image; the
  * reader's message gets our position. */
 static tsr_status
@@ -350,10 +363,10 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
         if (found != (size_t)-1) {
             size_t later = at > found ? at : found, earlier = at > found ? found : at;
             kpath kp = KP_KEY(p, ymap_key(m, later)->s);
-            return tsr_derr(c, ymap_key(m, later), &kp,
-                            "a source has one of 'shape', 'gradient', 'image', 'layout', "
-                            "'text' or 'boolean'; '%s' already given",
-                            ymap_key(m, earlier)->s);
+            char list[256];
+            disc_list(discs, list, sizeof list);
+            return tsr_derr(c, ymap_key(m, later), &kp, "a source has one of %s; '%s' already "
+                            "given", list, ymap_key(m, earlier)->s);
         }
         found = at;
     }
@@ -367,8 +380,9 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
                                 ymap_key(m, i)->s, dym);
             }
         }
-        return tsr_derr(c, m, p, "a source needs one of 'shape', 'gradient', 'image', 'layout', "
-                              "'text' or 'boolean'");
+        char list[256];
+        disc_list(discs, list, sizeof list);
+        return tsr_derr(c, m, p, "a source needs one of %s", list);
     }
     const char *disc = ymap_key(m, found)->s;
     const ynode *dv = ymap_val(m, found);

@@ -196,6 +196,8 @@ SRC_STUB(gradient)
 SRC_STUB(image)
 SRC_STUB(layout)
 SRC_STUB(vector)
+SRC_STUB(surface)
+SRC_STUB(noise)
 
 bool
 tsr_gpu_built(void)

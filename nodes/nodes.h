@@ -151,6 +151,8 @@ tsr_check_failf(tsr_check *c, const char *key, const char *fmt, ...)
 
 /* ---- sources (docs/format.md §4) ------------------------------------------------ */
 
+#include "nodes/optics.h" /* tsr_optic: surface and noise keys (docs/optics.md) */
+
 /* Source kinds, in the order of nodes/sources.def. */
 typedef enum tsr_source_kind {
 #define X(ID, params, key, value, family, gpu, caps) TSR_SRC_##ID,
@@ -211,6 +213,7 @@ typedef struct tsr_source {
     /* booleans (nodes/boolean_src.c): a op b of the operands' outlines, then grown by offset */
     double offset;        /* px, > 0 grows, < 0 shrinks */
     int join;             /* tsr_geom_join: round, square, miter */
+    tsr_optic optic;     /* surface and noise keys (nodes/optics.h); terms in `points` */
 } tsr_source;
 
 /* A row of the source table (nodes/sources.def): how a source mapping is recognised

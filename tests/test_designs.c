@@ -319,10 +319,10 @@ check_structure(const tsr_design *d)
     X(source_disc_typo, TSR_EINVAL, \
       "5:5: root.source.shap: unknown key 'shap' (did you mean 'shape'?)") \
     X(source_no_discriminator, TSR_EINVAL, \
-      "5:5: root.source: a source needs one of 'shape', 'gradient', 'image', 'layout', 'text' or 'boolean'") \
+      "5:5: root.source: a source needs one of 'shape', 'gradient', 'image', 'layout', 'text', 'boolean', 'surface' or 'noise'") \
     X(source_not_map, TSR_EINVAL, "4:11: root.source: expected a mapping, got a scalar") \
     X(source_two_discriminators, TSR_EINVAL, \
-      "6:5: root.source.gradient: a source has one of 'shape', 'gradient', 'image', 'layout', 'text' or 'boolean'; 'shape'") \
+      "6:5: root.source.gradient: a source has one of 'shape', 'gradient', 'image', 'layout', 'text', 'boolean', 'surface' or 'noise'; 'shape'") \
     X(swath_serpentine_yes, TSR_EINVAL, \
       "4:33: output.swath.serpentine: expected true or false, got 'yes'") \
     X(swath_start_bad, TSR_EINVAL, \
