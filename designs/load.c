@@ -7,6 +7,7 @@
  * order (children first, root last) without recursion; named nodes never referenced were
  * validated like the rest and are dropped. */
 #include "designs/designs_int.h"
+#include "nodes/dither.h"
 #include "nodes/params.h"
 
 #include <errno.h>
@@ -51,7 +52,7 @@ static const char *const corner_names[] = {"top-left", "top-right", "bottom-left
                                            NULL};
 
 const tsr_param tsr_dtab_output[] = {
-    {"depth", TSR_P_INT, offsetof(tsr_output, depth), 0, 0, 0, 0, NULL, "8 | 16 bit samples"},
+    {"depth", TSR_P_INT, offsetof(tsr_output, depth), 0, 0, 0, 0, NULL, "1 | 2 | 4 (dithered) | 8 | 16 bits a pixel"},
     {"range", TSR_P_F64_2, offsetof(tsr_output, range), 0, 0, 0, 0, NULL,
      "[lo, hi]: values mapped to sample 0 .. max"},
     {"calibration", TSR_P_POINTS, offsetof(tsr_output, calibration), 0, 0, 0, 2, NULL,
@@ -634,7 +635,8 @@ parse_node(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node *
 static tsr_status
 parse_output(dctx *c, const ynode *m, tsr_output *out)
 {
-    static const char *const out_keys[] = {"depth", "range", "calibration", "order", "swath", NULL};
+    static const char *const out_keys[] = {"depth", "range", "calibration", "order", "swath",
+                                           "dither", NULL};
     const char **keys = NULL;
     kpath p = KP_KEY(NULL, "output");
     tsr_status st;
@@ -645,9 +647,30 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
     if ((st = tsr_dparse_params(c, m, &p, tsr_dtab_output, tsr_dtab_noutput, out)) != TSR_OK)
         return st;
     const ynode *v;
+    if ((v = tsr_ymap_get(m, "depth")) && (out->depth == 1 || out->depth == 2 ||
+                                           out->depth == 4)) {
+        /* dithered from 8-bit samples (docs/outputs.md) */
+        out->bits = (int)out->depth;
+        out->depth = 8;
+        out->dither = TSR_DITHER_BAYER;
+        out->dither_size = 8;
+    }
     if ((v = tsr_ymap_get(m, "depth")) && out->depth != 8 && out->depth != 16) {
         kpath kp = KP_KEY(&p, "depth");
-        return tsr_derr(c, v, &kp, "must be 8 or 16, got %s", v->s);
+        return tsr_derr(c, v, &kp, "must be 1, 2, 4, 8 or 16, got %s", v->s);
+    }
+    if ((v = tsr_ymap_get(m, "dither"))) {
+        kpath kp = KP_KEY(&p, "dither");
+        tsr_dither_kind kind = TSR_DITHER_BAYER;
+        tsr_error de;
+        if (!out->bits)
+            return tsr_derr(c, v, &kp, "only with depth 1, 2 or 4");
+        if (v->kind != Y_SCALAR)
+            return tsr_derr(c, v, &kp, "expected threshold, bayerN or blueN");
+        if (tsr_dither_spec(v->s, &kind, &out->dither_size, &de) != TSR_OK)
+            return tsr_derr(c, v, &kp, "%s",
+                            strncmp(de.msg, "dither: ", 8) == 0 ? de.msg + 8 : de.msg);
+        out->dither = (int)kind;
     }
     if ((v = tsr_ymap_get(m, "range")) && out->range[0] == out->range[1]) {
         kpath kp = KP_KEY(&p, "range");

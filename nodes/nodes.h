@@ -258,7 +258,21 @@ typedef struct tsr_output {
     int64_t swath_width;    /* swath order only */
     bool serpentine;
     int start;              /* tsr_corner */
+    /* `depth: 1 | 2 | 4` (docs/outputs.md): depth is then 8 (the samples the backends
+     * compute, as for depth 8) and the engine dithers them to `bits` per pixel, rows packed
+     * MSB-first and padded to whole bytes; 0 for a depth 8 or 16 output */
+    int bits;
+    int dither;             /* tsr_dither_kind (nodes/dither.h), with bits only */
+    int dither_size;        /* the threshold array's edge N */
 } tsr_output;
+
+/* Bits a pixel has in the stream: bits, else depth. */
+int
+tsr_output_bits(const tsr_output *o);
+
+/* Stream bytes of one row of w pixels ((w * bits + 7) / 8; w * depth / 8 at depth 8, 16). */
+uint64_t
+tsr_output_row_bytes(const tsr_output *o, int64_t w);
 
 /* The output conversion (docs/format.md §7) as thresholds, for kernels that would otherwise
  * spend their time on its double division (gpu/): where the sample is monotone in the value,

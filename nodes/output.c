@@ -1,6 +1,7 @@
 /* nodes: the output conversion as a threshold table (nodes.h, tsr_sample_table). */
 #include "nodes/nodes.h"
 #include "nodes/pointwise.h"
+#include "nodes/dither.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -105,4 +106,35 @@ tsr_sample_table_free(tsr_sample_table *t)
 {
     free(t->thr);
     memset(t, 0, sizeof *t);
+}
+
+int
+tsr_output_bits(const tsr_output *o)
+{
+    return o->bits ? o->bits : (int)o->depth;
+}
+
+uint64_t
+tsr_output_row_bytes(const tsr_output *o, int64_t w)
+{
+    return ((uint64_t)w * (uint64_t)tsr_output_bits(o) + 7u) / 8u;
+}
+
+/* In place: packed row i starts at i * rb <= i * w * bps, where row i's samples start, and
+ * ends before row i + 1's samples; each row is dithered whole into tmp first (its samples
+ * read before any of its packed bytes is stored), so no sample is overwritten unread. */
+tsr_status
+tsr_output_pack(const tsr_output *o, const tsr_dither *d, uint8_t *buf, int64_t x, int64_t w,
+                int64_t y, int64_t h, bool up, uint8_t *tmp, tsr_error *err)
+{
+    size_t bps = o->depth == 16 ? 2 : 1, rb = (size_t)tsr_output_row_bytes(o, w);
+    for (int64_t i = 0; i < h; i++) {
+        int64_t row = up ? y + h - 1 - i : y + i;
+        tsr_status st = tsr_dither_piece(d, buf + (size_t)i * (size_t)w * bps, (int)o->depth, x,
+                                         (size_t)w, row, o->bits, tmp, err);
+        if (st != TSR_OK)
+            return st;
+        memcpy(buf + (size_t)i * rb, tmp, rb);
+    }
+    return TSR_OK;
 }

@@ -91,9 +91,9 @@ tsr_sink_image_check(const char *spec, const tsr_sink_opts *o, bool framed, tsr_
             return tsr_fail(err, TSR_EINVAL, "%s: a %s starts at the top-left corner", spec,
                             what);
     }
-    if (im->depth != 1 && im->depth != 8 && im->depth != 16)
-        return tsr_fail(err, TSR_EINVAL, "%s: depth %d: a %s output takes 1, 8 or 16 bits", spec,
-                        im->depth, what);
+    if (im->depth != 1 && im->depth != 2 && im->depth != 4 && im->depth != 8 && im->depth != 16)
+        return tsr_fail(err, TSR_EINVAL, "%s: depth %d: a %s output takes 1, 2, 4, 8 or 16 bits",
+                        spec, im->depth, what);
     if (im->width < 1 || im->height < 1 || im->width > INT64_MAX / 16 ||
         im->height > INT64_MAX / 16)
         return tsr_fail(err, TSR_EINVAL, "%s: size %llu x %llu: out of range", spec,
