@@ -344,8 +344,17 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
     /* the summary first: a design of thousands of nodes must not push it off the screen */
     fprintf(f, "design: %s, %lld x %lld px, %zu nodes, depth %lld, %s order\n",
             d->name ? d->name : d->path, (long long)d->root->w, (long long)d->root->h,
-            d->nnodes, (long long)d->out.depth,
+            d->nnodes, (long long)tsr_output_bits(&d->out),
             d->out.order == TSR_ORDER_SWATH ? "swath" : "raster");
+    if (d->out.bits) { /* docs/outputs.md */
+        char dn[32];
+        fprintf(f, "output: %d bit%s a pixel, dithered from 8-bit samples against %s; rows "
+                "packed MSB-first, padded to whole bytes (%llu bytes a row%s); header "
+                "version 2\n", d->out.bits, d->out.bits > 1 ? "s" : "",
+                tsr_output_dither_name(&d->out, dn, sizeof dn),
+                (unsigned long long)tsr_output_row_bytes(&d->out, tsr_band_width(d)),
+                d->out.order == TSR_ORDER_SWATH ? " of a full swath" : "");
+    }
     fprintf(f, "stream: %llu bytes (%s); `tessera profile` measures the compute rate\n",
             (unsigned long long)bytes, sb);
     tsr_human_bytes(a, sizeof a, (double)p->bands);

@@ -274,6 +274,10 @@ tsr_output_bits(const tsr_output *o);
 uint64_t
 tsr_output_row_bytes(const tsr_output *o, int64_t w);
 
+/* The dither array's spelling ("blue64", "bayer8", "threshold") into buf; "" without bits. */
+const char *
+tsr_output_dither_name(const tsr_output *o, char *buf, size_t n);
+
 /* The output conversion (docs/format.md §7) as thresholds, for kernels that would otherwise
  * spend their time on its double division (gpu/): where the sample is monotone in the value,
  * w = dir * v (dir = +1 or -1) and thr[i] is the least float w whose sample is at least

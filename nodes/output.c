@@ -4,6 +4,7 @@
 #include "nodes/dither.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,4 +138,17 @@ tsr_output_pack(const tsr_output *o, const tsr_dither *d, uint8_t *buf, int64_t 
         memcpy(buf + (size_t)i * rb, tmp, rb);
     }
     return TSR_OK;
+}
+
+const char *
+tsr_output_dither_name(const tsr_output *o, char *buf, size_t n)
+{
+    if (!o->bits)
+        snprintf(buf, n, "%s", "");
+    else if (o->dither == TSR_DITHER_THRESHOLD)
+        snprintf(buf, n, "threshold");
+    else
+        snprintf(buf, n, "%s%d", o->dither == TSR_DITHER_BAYER ? "bayer" : "blue",
+                 o->dither_size);
+    return buf;
 }
