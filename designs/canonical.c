@@ -188,6 +188,8 @@ tsr_design_canonical(const tsr_design *d, tsr_canonical_put put, void *ctx)
      * whose form (and fingerprint) stays as it was */
     if (d->out.bits)
         emit(&w, " bits %d dither %d %d", d->out.bits, d->out.dither, d->out.dither_size);
+    if (d->out.bidir || d->out.mirror_x || d->out.y_up)
+        emit(&w, " stage %d %d %d", d->out.bidir, d->out.mirror_x ? 1 : 0, d->out.y_up ? 1 : 0);
     /* the loader refuses swath keys without order: swath, so raster has nothing more */
     if (d->out.order == TSR_ORDER_SWATH) {
         emit(&w, " swath");

@@ -636,7 +636,7 @@ static tsr_status
 parse_output(dctx *c, const ynode *m, tsr_output *out)
 {
     static const char *const out_keys[] = {"depth", "range", "calibration", "order", "swath",
-                                           "dither", NULL};
+                                           "dither", "stage", NULL};
     const char **keys = NULL;
     kpath p = KP_KEY(NULL, "output");
     tsr_status st;
@@ -694,6 +694,36 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
                                 pt->kids[0]->s);
             if (!(cv >= 0 && cv <= 1))
                 return tsr_derr(c, pt->kids[1], &kc, "c must be in 0..1, got %s", pt->kids[1]->s);
+        }
+    }
+    const ynode *stg = tsr_ymap_get(m, "stage");
+    if (stg) { /* the machine's scan (docs/outputs.md §7) */
+        static const char *const bidir_names[] = {"none", "rows", "swaths", NULL};
+        static const tsr_param stage_params[] = {
+            {"bidirectional", TSR_P_ENUM, offsetof(tsr_output, bidir), 0, 0, 0, 0, bidir_names,
+             "none | rows | swaths: every other row, or swath, right to left"},
+            {"mirror-x", TSR_P_BOOL, offsetof(tsr_output, mirror_x), 0, 0, 0, 0, NULL,
+             "the machine's x runs the other way"},
+            {"y-up", TSR_P_BOOL, offsetof(tsr_output, y_up), 0, 0, 0, 0, NULL,
+             "the machine's y runs upwards"},
+        };
+        const size_t nstage = sizeof stage_params / sizeof stage_params[0];
+        kpath kg = KP_KEY(&p, "stage");
+        if ((st = tsr_dwant_map(c, stg, &kg)) != TSR_OK)
+            return st;
+        if (!(keys = table_keys(stage_params, nstage)))
+            return tsr_doom(c);
+        st = tsr_dcheck_keys(c, stg, &kg, keys, NULL, NULL);
+        free(keys);
+        keys = NULL;
+        if (st != TSR_OK)
+            return st;
+        if ((st = tsr_dparse_params(c, stg, &kg, stage_params, nstage, out)) != TSR_OK)
+            return st;
+        const ynode *bv = tsr_ymap_get(stg, "bidirectional");
+        if (bv && out->bidir == 2 && out->order != TSR_ORDER_SWATH) {
+            kpath kb = KP_KEY(&kg, "bidirectional");
+            return tsr_derr(c, bv, &kb, "swaths: only with order: swath (use rows)");
         }
     }
     const ynode *sw = tsr_ymap_get(m, "swath");

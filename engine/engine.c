@@ -301,7 +301,7 @@ void
 tsr_swath_cols(const tsr_design *d, int64_t sw, int64_t k, int64_t *x, int64_t *w)
 {
     int64_t W = d->root->w;
-    int start = d->out.start;
+    int start = tsr_output_start(&d->out); /* the stage's axes applied */
     bool right = start == TSR_TOP_RIGHT || start == TSR_BOTTOM_RIGHT;
     int64_t a = k * sw, b = a + sw < W ? a + sw : W;
     if (right) {
@@ -385,6 +385,7 @@ typedef struct pipe_slot {
     uint64_t skip, len; /* bytes before the resume offset, bytes of the band */
     int64_t x, w, y, h; /* the band (root columns and rows): where its pixels are dithered */
     bool up;
+    int64_t k;          /* its swath, counted in stream order (the stage's alternation) */
 } pipe_slot;
 
 typedef struct pipeline {
@@ -399,7 +400,8 @@ typedef struct pipeline {
     void *ctx;
     _Atomic uint64_t *computed; /* tsr_stream_opts.computed */
     tsr_dither *dither;         /* depth 1, 2, 4: the array the samples are dithered against */
-    uint8_t *row;               /* ... and one packed row (tsr_output_pack) */
+    uint8_t *row;               /* ... and one packed row (tsr_output_row) */
+    int64_t swath;              /* the swath of the bands pushed now */
 } pipeline;
 
 /* *c = max(*c, v): the pipeline's own accounting never takes back what rects added. */
@@ -464,9 +466,20 @@ pipe_pop(pipeline *p, tsr_error *err)
     pipe_slot s = p->q[p->head];
     p->head = (p->head + 1) % PIPE_MAX;
     p->n--;
-    if (st == TSR_OK && p->dither)
-        st = tsr_output_pack(&p->e->d->out, p->dither, s.buf, s.x, s.w, s.y, s.h, s.up, p->row,
-                             err);
+    const tsr_output *o = &p->e->d->out;
+    if (st == TSR_OK && (p->dither || o->mirror_x || o->bidir)) {
+        /* row by row in place: a packed row i starts at i * rb <= i * w * bps, where row i's
+         * samples start, and is made in p->row before it is stored */
+        size_t bps = o->depth == 16 ? 2 : 1, rb = (size_t)tsr_output_row_bytes(o, s.w);
+        for (int64_t i = 0; i < s.h && st == TSR_OK; i++) {
+            int64_t r = s.up ? s.y + s.h - 1 - i : s.y + i;
+            int64_t si = s.up ? p->e->rows1 - 1 - r : r - p->e->rows0; /* in its swath */
+            st = tsr_output_row(o, p->dither, s.buf + (size_t)i * (size_t)s.w * bps, s.x, s.w, r,
+                                tsr_output_reversed(o, s.k, si), p->row, err);
+            if (st == TSR_OK && p->dither)
+                memcpy(s.buf + (size_t)i * rb, p->row, rb);
+        }
+    }
     if (st != TSR_OK)
         return st;
     if (s.skip)
@@ -509,7 +522,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     tsr_status st = p->e->ops->submit(p->e->bk, &j, err);
     if (st != TSR_OK)
         return st;
-    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len, x, w, y, h, up};
+    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len, x, w, y, h, up, p->swath};
     p->n++;
     return TSR_OK;
 }
@@ -571,10 +584,12 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     p.ctx = so->ctx;
     p.computed = so->computed;
     p.total = total;
-    bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT, stopped = false;
+    int corner = tsr_output_start(o);
+    bool bottom = corner == TSR_BOTTOM_LEFT || corner == TSR_BOTTOM_RIGHT, stopped = false;
     for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
         int64_t x, w;
         tsr_swath_cols(e->d, sw, k, &x, &w);
+        p.swath = k;
         bool up = bottom;
         if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
             up = !up;
@@ -667,7 +682,9 @@ tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header 
 {
     const tsr_output *o = &d->out;
     tsr_header h = {0};
-    h.version = o->bits ? 2 : 1; /* version 1 for every stream it can describe */
+    h.stage = (uint8_t)((o->bidir == 1 ? 1 : 0) | (o->bidir == 2 ? 2 : 0) |
+                        (o->mirror_x ? 4 : 0) | (o->y_up ? 8 : 0));
+    h.version = o->bits || h.stage ? 2 : 1; /* version 1 for every stream it can describe */
     h.depth = (uint16_t)tsr_output_bits(o);
     if (o->bits) {
         h.dither = (uint8_t)(o->dither + 1);
@@ -678,7 +695,7 @@ tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header 
     h.height = (uint64_t)(rows1 - rows0);
     h.order = o->order == TSR_ORDER_SWATH ? 1 : 0;
     h.serpentine = h.order && o->serpentine ? 1 : 0;
-    h.start = h.order ? (uint8_t)o->start : 0;
+    h.start = h.order ? (uint8_t)tsr_output_start(o) : 0;
     h.swath_width = h.order && (uint64_t)o->swath_width < h.width ? (uint64_t)o->swath_width
                                                                   : h.width;
     h.total = design_stream_bytes(d, rows1 - rows0);

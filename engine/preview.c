@@ -355,6 +355,15 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
                 (unsigned long long)tsr_output_row_bytes(&d->out, tsr_band_width(d)),
                 d->out.order == TSR_ORDER_SWATH ? " of a full swath" : "");
     }
+    if (d->out.bidir || d->out.mirror_x || d->out.y_up) { /* docs/outputs.md §7 */
+        static const char *const corner[] = {"top-left", "top-right", "bottom-left",
+                                             "bottom-right"};
+        fprintf(f, "stage: %s%s%s; the stream starts at the %s corner\n",
+                d->out.bidir == 1 ? "every other row right to left"
+                : d->out.bidir == 2 ? "every other swath's rows right to left" : "rows as ordered",
+                d->out.mirror_x ? ", x mirrored (every row right to left)" : "",
+                d->out.y_up ? ", y up" : "", corner[tsr_output_start(&d->out) & 3]);
+    }
     fprintf(f, "stream: %llu bytes (%s); `tessera profile` measures the compute rate\n",
             (unsigned long long)bytes, sb);
     tsr_human_bytes(a, sizeof a, (double)p->bands);

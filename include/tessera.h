@@ -102,6 +102,9 @@ typedef struct tsr_header {
                               * 1 threshold, 2 Bayer, 3 blue noise */
     uint8_t dither_log2;     /* its edge is 2^dither_log2 */
     uint8_t flags;           /* version 2: TSR_HEADER_PROFILE */
+    uint8_t stage;           /* version 2: the machine's scan (docs/streaming.md §2): bit 0
+                              * every other row reversed, bit 1 every other swath's rows,
+                              * bit 2 x mirrored, bit 3 y up */
 } tsr_header;
 
 /* The header as it goes on the wire: magic "TSRA" then the fields, little-endian, packed

@@ -89,14 +89,15 @@ tsr_dither_piece(const tsr_dither *d, const void *samples, int depth, int64_t x,
 tsr_status
 tsr_dither_spec(const char *spec, tsr_dither_kind *kind, int *size, tsr_error *err);
 
-/* An output of depth 1, 2 or 4 (nodes.h: tsr_output.bits): a band of h rows of w 8/16-bit
- * samples at buf (root columns x.., root rows y.., bottom row first when `up`) dithered
- * against d and packed in place, row after row at tsr_output_row_bytes(o, w) bytes. tmp
- * holds one packed row. TSR_EINVAL as tsr_dither_row. */
 struct tsr_output;
+
+/* One row of a band as the stream carries it (docs/outputs.md §5, §7): its 8/16-bit samples
+ * (pixels of root columns x .. x + w - 1, row y) reversed in place when `rev`; at depth 1, 2, 4
+ * then dithered at each pixel's root column and packed into `out`
+ * (tsr_output_row_bytes(o, w) bytes; d unused otherwise). TSR_EINVAL as tsr_dither_row. */
 tsr_status
-tsr_output_pack(const struct tsr_output *o, const tsr_dither *d, uint8_t *buf, int64_t x,
-                int64_t w, int64_t y, int64_t h, bool up, uint8_t *tmp, tsr_error *err);
+tsr_output_row(const struct tsr_output *o, const tsr_dither *d, uint8_t *samples, int64_t x,
+               int64_t w, int64_t y, bool rev, uint8_t *out, tsr_error *err);
 
 /* ---- bit planes ----------------------------------------------------------------------- */
 

@@ -264,7 +264,22 @@ typedef struct tsr_output {
     int bits;
     int dither;             /* tsr_dither_kind (nodes/dither.h), with bits only */
     int dither_size;        /* the threshold array's edge N */
+    /* `stage:` (docs/outputs.md §7): the machine's scan, which changes only the order of the
+     * samples. bidir: 0 none, 1 every other row of a swath reversed (right to left), 2 every
+     * other swath's rows reversed; mirror_x, y_up: the machine's axes point the other way */
+    int bidir;
+    bool mirror_x, y_up;
 } tsr_output;
+
+/* The corner the stream starts from, the stage's axes applied (mirror_x swaps left and right,
+ * y_up top and bottom): a tsr_corner. */
+int
+tsr_output_start(const tsr_output *o);
+
+/* Whether a row streamed as row `i` of swath `k` (both counted in stream order from 0) runs
+ * right to left: mirror_x, xor bidir's alternation. */
+bool
+tsr_output_reversed(const tsr_output *o, int64_t k, int64_t i);
 
 /* Bits a pixel has in the stream: bits, else depth. */
 int

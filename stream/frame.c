@@ -93,7 +93,7 @@ tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *e
     v.swath_width = tsr_get_le64(in + 27);
     memcpy(v.fingerprint, in + 35, 32);
     v.total = tsr_get_le64(in + 67);
-    v.dither = v.dither_log2 = v.flags = 0; /* version 2: tsr_header_decode_ext */
+    v.dither = v.dither_log2 = v.flags = v.stage = 0; /* version 2: tsr_header_decode_ext */
     if (v.version != 1 && v.version != 2)
         return tsr_fail(err, TSR_EINVAL, "header: version %u: only versions 1 and 2 are known",
                         (unsigned)v.version);
@@ -139,12 +139,13 @@ tsr_header_encode_ext(const tsr_header *h, uint8_t out[TSR_HEADER_EXT])
     out[0] = h->dither;
     out[1] = h->dither_log2;
     out[2] = h->flags;
+    out[3] = h->stage;
 }
 
 tsr_status
 tsr_header_decode_ext(const uint8_t in[TSR_HEADER_EXT], tsr_header *h, tsr_error *err)
 {
-    uint8_t kind = in[0], k = in[1], flags = in[2];
+    uint8_t kind = in[0], k = in[1], flags = in[2], stage = in[3];
     static const uint8_t lo[] = {0, 0, 1, 4}, hi[] = {0, 0, 8, 7};
     if (h->version != 2)
         return tsr_fail(err, TSR_EINVAL, "header: version %u has no extension",
@@ -157,13 +158,17 @@ tsr_header_decode_ext(const uint8_t in[TSR_HEADER_EXT], tsr_header *h, tsr_error
                         (unsigned)k, (unsigned)lo[kind], (unsigned)hi[kind]);
     if (flags & ~TSR_HEADER_PROFILE)
         return tsr_fail(err, TSR_EINVAL, "header: unknown flags 0x%x", (unsigned)flags);
-    for (int i = 3; i < TSR_HEADER_EXT; i++)
+    if ((stage & ~15u) || (stage & 3) == 3)
+        return tsr_fail(err, TSR_EINVAL, "header: stage 0x%x: bits 0..3, not both 0 and 1",
+                        (unsigned)stage);
+    for (int i = 4; i < TSR_HEADER_EXT; i++)
         if (in[i])
             return tsr_fail(err, TSR_EINVAL, "header: byte %d: reserved, must be 0",
                             TSR_HEADER_SIZE + i);
     h->dither = kind;
     h->dither_log2 = k;
     h->flags = flags;
+    h->stage = stage;
     return TSR_OK;
 }
 

@@ -1,8 +1,8 @@
 /* depth 1, 2, 4 through the engine (docs/outputs.md): a packed stream is the 8-bit stream of
  * the same design dithered row by row by tsr_dither_row (itself checked against numpy in
  * test_dither), whatever the tile size, threads, backend (the GPU skipped without a device),
- * order and resume offset; header version 2 and its extension; a job refuses what it cannot
- * read; tsr_dither_piece against tsr_dither_row. */
+ * order and resume offset; header version 2 and its extension (the stage's bits included); a
+ * job refuses what it cannot read; tsr_dither_piece against tsr_dither_row. */
 #include "gpu/gpu.h"
 #include "helpers/helpers.h"
 #include "nodes/dither.h"
@@ -200,6 +200,15 @@ Test(depth, header_version_2_carries_depth_array_and_packed_total)
     tsr_header h2;
     cr_assert_eq(tsr_design_header(d2, 0, H, &h2, &err), TSR_OK, "%s", err.msg);
     cr_assert(memcmp(h2.fingerprint, h.fingerprint, 32) != 0, "the array is in the fingerprint");
+    /* the stage: version 2 at 8 bits too, its bits and the corner it starts from */
+    tsr_design *ds = lenses(8, NULL, "  stage: {bidirectional: rows, mirror-x: true}\n");
+    tsr_header hs;
+    cr_assert_eq(tsr_design_header(ds, 0, H, &hs, &err), TSR_OK, "%s", err.msg);
+    cr_assert_eq(hs.version, 2);
+    cr_assert_eq(hs.stage, 1 | 4);
+    cr_assert_eq(hs.dither, 0);
+    cr_assert(memcmp(hs.fingerprint, g.fingerprint, 32) != 0, "the stage is in the fingerprint");
+    tsr_design_free(ds);
     tsr_design_free(d2);
     tsr_design_free(d8);
     tsr_design_free(d);
@@ -237,6 +246,9 @@ Test(depth, header_decode_names_each_bad_field_of_version_2)
     ext_fails(&g, 0, 4, "header: dither 4: must be 1..3");
     ext_fails(&g, 1, 9, "header: dither size 2^9: must be 2^1 .. 2^8");
     ext_fails(&g, 2, 2, "header: unknown flags 0x2");
+    ext_fails(&g, 3, 3, "header: stage 0x3: bits 0..3, not both 0 and 1");
+    ext_fails(&g, 3, 16, "header: stage 0x10");
+    ext_fails(&g, 4, 1, "header: byte 79: reserved, must be 0");
     ext_fails(&g, 31, 1, "header: byte 106: reserved, must be 0");
     /* depth 2 at version 1 is refused; a total that is not the packed rows' is too */
     h.version = 1;
@@ -269,6 +281,11 @@ Test(depth, a_job_refuses_a_packed_design_with_a_reason)
     cr_assert_eq(err.status, TSR_EINVAL);
     cr_assert(strstr(err.msg, "depth 1 (dithered) is not read through a job yet"), "%s",
               err.msg);
+    const char *y2 = "tessera: 1\noutput: {stage: {mirror-x: true}}\nroot: {size: [16, 16]}\n";
+    j = tsr_job_open_yaml(y2, strlen(y2), "m.yaml", NULL, &err);
+    cr_assert(j == NULL);
+    cr_assert_eq(err.status, TSR_EINVAL);
+    cr_assert(strstr(err.msg, "stage options is not read through a job yet"), "%s", err.msg);
 }
 
 Test(depth, a_piece_is_the_rows_bits_from_its_first_pixel)

@@ -52,8 +52,10 @@ design "$tmp/s.yaml" 1 bayer8 "order: swath" "swath: {width: 300, serpentine: tr
 "$NP" "$PACKED" expect "$FULL" $W $H 1 bayer8 "$tmp/want_s.raw" --swath 300 --serpentine \
   --start bottom-right
 "$TESSERA" render "$tmp/s.yaml" -o "$tmp/got_s.raw" --progress none --tile 64 2>"$tmp/err"
-check "swath order (300 px swaths = 37.5 bytes, padded to 38): the numpy reordering" \
-  cmp -s "$tmp/got_s.raw" "$tmp/want_s.raw"
+check "swath order (300 px swaths = 37.5 bytes, padded to 38): exit 0 ($(head -c 200 "$tmp/err"))" test $? -eq 0
+check "swath order: the numpy reordering" cmp -s "$tmp/got_s.raw" "$tmp/want_s.raw"
+check "swath order: the sidecar counts the padded rows" \
+  grep -q "\"bytes\": $(stat -c %s "$tmp/want_s.raw")," "$tmp/got_s.raw.json"
 design "$tmp/s2.yaml" 2 blue16 "order: swath" "swath: {width: 333, start: top-right}"
 "$NP" "$PACKED" expect "$FULL" $W $H 2 blue16 "$tmp/want_s2.raw" --swath 333 --start top-right
 "$TESSERA" render "$tmp/s2.yaml" -o "$tmp/got_s2.raw" --progress none --threads 1 2>"$tmp/err"
@@ -146,6 +148,49 @@ check "its state is the partial job's" cmp -s "$tmp/part.raw.tsrstate" "$tmp/pst
 kill "$ctl" 2>/dev/null
 reap "$ctl"
 
+# ---- stage options: only the order changes --------------------------------------------------
+# stage TAG DEPTH DITHER "OUTPUT LINES" "RENDER ARGS" "PACKED.PY ARGS": the render against numpy
+stage() {
+  local tag=$1 bits=$2 arr=$3 lines=$4 rargs=$5 pargs=$6 src=$FULL h=$H y0=0
+  IFS='|' read -ra L <<<"$lines"
+  design "$tmp/st.yaml" "$bits" "$arr" "${L[@]}"
+  [ "$bits" = 8 ] && sed -i '/dither:/d' "$tmp/st.yaml"
+  if [ -n "${7:-}" ]; then # a --rows crop Y0:Y1
+    y0=${7%:*}
+    h=$((${7#*:} - y0))
+    head -c $((${7#*:} * W)) "$FULL" | tail -c $((h * W)) >"$tmp/stsrc.raw"
+    src="$tmp/stsrc.raw"
+    rargs="$rargs --rows $7"
+  fi
+  "$NP" "$PACKED" expect "$src" $W $h "$bits" "${arr:-x}" "$tmp/st_want.raw" --y0 $y0 $pargs
+  rm -f "$tmp/st_got.raw"
+  "$TESSERA" render "$tmp/st.yaml" -o "$tmp/st_got.raw" --progress none $rargs 2>"$tmp/err"
+  check "stage: $tag: exit 0 ($(head -c 200 "$tmp/err"))" test $? -eq 0
+  check "stage: $tag: the numpy reordering of the samples" cmp -s "$tmp/st_got.raw" "$tmp/st_want.raw"
+}
+stage "8 bit, bidirectional rows, mirrored, y up" 8 "" "stage: {bidirectional: rows, mirror-x: true, y-up: true}" \
+  "--tile 7 --threads 2" "--bidirectional rows --mirror-x --y-up"
+stage "8 bit, bidirectional rows from an odd crop row" 8 "" "stage: {bidirectional: rows}" \
+  "--threads 1" "--bidirectional rows" 101:700
+stage "depth 1, swaths of 301 from the top-right, serpentine, every other swath reversed, mirrored" 1 blue16 \
+  "order: swath|swath: {width: 301, serpentine: true, start: top-right}|stage: {bidirectional: swaths, mirror-x: true}" \
+  "--tile 7" "--swath 301 --serpentine --start top-right --bidirectional swaths --mirror-x"
+stage "depth 2, bidirectional rows, y up, a crop" 2 bayer8 "stage: {bidirectional: rows, y-up: true}" \
+  "--tile 64 --threads 2" "--bidirectional rows --y-up" 33:1000
+stage "depth 4, swaths, mirrored" 4 blue32 "order: swath|swath: {width: 512}|stage: {mirror-x: true}" \
+  "" "--swath 512 --mirror-x"
+cp "$tmp/st_want.raw" "$tmp/st_full.raw"
+n=$(stat -c %s "$tmp/st_full.raw")
+head -c 77777 "$tmp/st_full.raw" >"$tmp/st_res.raw"
+"$TESSERA" render "$tmp/st.yaml" -o "$tmp/st_res.raw" --resume-at 77777 --progress none 2>"$tmp/err"
+check "stage: resumed at byte 77777 of $n: the whole stream" cmp -s "$tmp/st_res.raw" "$tmp/st_full.raw"
+"$TESSERA" render "$tmp/st.yaml" -o "$tmp/st.tsr" --framed --progress none
+"$PY" "$PROTO" decode "$tmp/st.tsr" >"$tmp/st.json"
+sv=$("$PY" -c 'import json,sys; h=json.load(open(sys.argv[1]))["header"]; print(h["version"], h["depth"], h["stage"], h["start"])' "$tmp/st.json")
+check "stage: the header says it: version 2, depth 4, stage 4 (mirrored), from the top-right ($sv)" test "$sv" = "2 4 4 1"
+"$TESSERA" check "$tmp/st.yaml" >"$tmp/check.txt" 2>&1
+check "check prints the stage" grep -q "stage: rows as ordered, x mirrored (every row right to left); the stream starts at the top-right corner" "$tmp/check.txt"
+
 # ---- refused -------------------------------------------------------------------------------
 refuse() { # what, message, yaml output line
   printf 'tessera: 1\noutput: %s\nroot: {size: [16, 16]}\n' "$3" >"$tmp/bad.yaml"
@@ -160,6 +205,9 @@ refuse "an unknown array" "output.dither: dither 'floyd': expected threshold, ba
 refuse "a blue-noise size out of range" "output.dither: blue size 8: must be 16, 32, 64 or 128" "{depth: 1, dither: blue8}"
 refuse "a dither that is not a name" "output.dither: expected threshold, bayerN or blueN" "{depth: 1, dither: [8]}"
 refuse "depth 3" "output.depth: must be 1, 2, 4, 8 or 16, got 3" "{depth: 3}"
+refuse "bidirectional swaths in raster order" "output.stage.bidirectional: swaths: only with order: swath (use rows)" "{stage: {bidirectional: swaths}}"
+refuse "an unknown stage key" "output.stage.overscan: unknown key 'overscan'" "{stage: {overscan: 4}}"
+refuse "an unknown bidirectional" "output.stage.bidirectional" "{stage: {bidirectional: diagonal}}"
 design "$tmp/r2.yaml" 2 bayer8
 "$TESSERA" render "$tmp/r2.yaml" -o "$tmp/x.bmp" --progress none 2>"$tmp/err"
 rc=$?

@@ -5,9 +5,9 @@ numpy reordering into the stream's order (docs/format.md §7: swaths from the st
 second one reversed when serpentine, rows of a swath top down or bottom up).
 
   packed.py expect SAMPLES W H BITS ARRAY OUT [--y0 Y] [--swath SW] [--serpentine]
-            [--start CORNER]
+            [--start CORNER] [--mirror-x] [--y-up] [--bidirectional rows|swaths]
       SAMPLES: H rows of W 8-bit samples of root rows Y.. (a --rows crop starts at Y);
-      writes the stream's bytes to OUT.
+      writes the stream's bytes to OUT (BITS 8: the samples reordered, ARRAY ignored).
   packed.py density PACKED W H BITS GRAY N
       PACKED: a raster stream of a flat design of 8-bit sample GRAY dithered against an
       N x N array, W and H multiples of N: exit 0 when its mean level is within 1 / (2 N^2)
@@ -27,12 +27,20 @@ def levels(samples, bits, array, y0):
     return dither.reference(dither.ranks(array), samples, 8, bits, 0, y0)
 
 
-def stream(lv, bits, sw, serp, start):
+def pack(block, bits):
+    return block.astype(np.uint8).tobytes() if bits == 8 else dither.pack(block, bits).tobytes()
+
+
+def stream(lv, bits, sw, serp, start, mirror=False, yup=False, bidir="none"):
+    """The stream's bytes (docs/format.md §7.2, docs/outputs.md §7): the machine's axes flip
+    the start corner (mirror: left and right, y up: top and bottom); a swath's rows run from
+    its start edge; a row runs right to left when mirrored, xor (bidirectional) its index in
+    the swath, or its swath's, is odd. The levels keep their own pixels' thresholds."""
     h, w = lv.shape
     if sw is None or sw >= w:
         sw = w
-    right = start in ("top-right", "bottom-right")
-    bottom = start.startswith("bottom")
+    right = (start in ("top-right", "bottom-right")) != mirror
+    bottom = start.startswith("bottom") != yup
     parts = []
     for k in range(-(-w // sw)):
         a, b = k * sw, min(k * sw + sw, w)
@@ -40,7 +48,12 @@ def stream(lv, bits, sw, serp, start):
         block = lv[:, x0:x1]
         if bottom != (serp and k % 2 == 1):
             block = block[::-1]
-        parts.append(dither.pack(block, bits).tobytes())
+        block = block.copy()
+        for i in range(h):
+            rev = mirror != ((bidir == "rows" and i % 2 == 1) or (bidir == "swaths" and k % 2 == 1))
+            if rev:
+                block[i] = block[i, ::-1]
+        parts.append(pack(block, bits))
     return b"".join(parts)
 
 
@@ -55,12 +68,12 @@ def unpack(raw, w, h, bits):
 
 
 def main(argv):
-    opts = {"--y0": "0", "--swath": None, "--start": "top-left"}
+    opts = {"--y0": "0", "--swath": None, "--start": "top-left", "--bidirectional": "none"}
     flags = set()
     pos = []
     i = 0
     while i < len(argv):
-        if argv[i] == "--serpentine":
+        if argv[i] in ("--serpentine", "--mirror-x", "--y-up"):
             flags.add(argv[i])
             i += 1
         elif argv[i].startswith("--"):
@@ -72,10 +85,11 @@ def main(argv):
     if pos and pos[0] == "expect":
         src, w, h, bits, array, out = pos[1], int(pos[2]), int(pos[3]), int(pos[4]), pos[5], pos[6]
         s = np.fromfile(src, dtype=np.uint8).reshape(h, w)
-        lv = levels(s, bits, array, int(opts["--y0"]))
+        lv = s if bits == 8 else levels(s, bits, array, int(opts["--y0"]))
         sw = int(opts["--swath"]) if opts["--swath"] else None
         with open(out, "wb") as f:
-            f.write(stream(lv, bits, sw, "--serpentine" in flags, opts["--start"]))
+            f.write(stream(lv, bits, sw, "--serpentine" in flags, opts["--start"],
+                           "--mirror-x" in flags, "--y-up" in flags, opts["--bidirectional"]))
         return 0
     if pos and pos[0] == "density":
         w, h, bits, gray, n = (int(v) for v in pos[2:7])

@@ -77,11 +77,13 @@ def parse_header(b):
 
 
 def parse_ext(h, b):
-    """A version 2 header's extension into h: dither, dither_log2, flags (bit 0: profile)."""
-    kind, k, flags = b[0], b[1], b[2]
-    if kind > 3 or (h["depth"] < 8) != (kind != 0) or flags & ~1 or any(b[3:]):
+    """A version 2 header's extension into h: dither, dither_log2, flags (bit 0: profile),
+    stage (bit 0 rows alternate, 1 swaths alternate, 2 x mirrored, 3 y up)."""
+    kind, k, flags, stage = b[0], b[1], b[2], b[3]
+    if (kind > 3 or (h["depth"] < 8) != (kind != 0) or flags & ~1 or stage & ~15
+            or stage & 3 == 3 or any(b[4:])):
         raise ProtocolError("bad header extension %s" % b.hex())
-    h.update(dither=kind, dither_log2=k, profile=bool(flags & 1))
+    h.update(dither=kind, dither_log2=k, profile=bool(flags & 1), stage=stage)
     return h
 
 
