@@ -1443,7 +1443,7 @@ sink_rate(const args *a, const tsr_design *d, profile_sum *p, tsr_error *err)
     if (!e)
         return err->status;
     tsr_render_opts ro = {.out = a->out, .framed = a->framed, .deflate = a->deflate,
-                          .stop = &g_stop};
+                          .stop = &g_stop, .profile = true};
     tsr_render_result r;
     tsr_status st = tsr_engine_render_to(e, &ro, &r, err);
     tsr_engine_free(e);

@@ -80,6 +80,9 @@ typedef struct ctl {
     size_t wire_cap;              /* the largest deflated payload accepted */
     int64_t jobs_done;
     tsr_fault fault;              /* the output's fault hook (tsr_controller_opts.fault) */
+    bool scratch;                 /* this connection is a profile's (TSR_HEADER_PROFILE): its
+                                   * frames are checked and paced, then dropped; nothing is
+                                   * written or recorded, the held job is left as it is */
 } ctl;
 
 /* One unit of a sender's stream -- the header, or one frame (head, then payload or reason) --
@@ -634,6 +637,8 @@ resume_offset(ctl *c, const tsr_header *h, uint64_t *r, tsr_error *err)
 static tsr_status
 keep(ctl *c, const state *cur, const state *last, tsr_error *err)
 {
+    if (c->scratch)
+        return TSR_OK;
     const state *s = cur->offset < cur->total ? cur : last;
     if (s->offset == c->st.offset)
         return TSR_OK;
@@ -716,9 +721,14 @@ on_trailer(ctl *c, rx *x, const tsr_frame *f, tsr_error *err)
                    "them");
         /* Which of this connection's bytes are wrong is not known: none is kept. */
         tsr_error e2;
-        if (!complete(&x->at_r) && state_save(c, &x->at_r, &e2) != TSR_OK)
+        if (!c->scratch && !complete(&x->at_r) && state_save(c, &x->at_r, &e2) != TSR_OK)
             logf_(c, "%s", e2.msg);
         return CONN_FAILED;
+    }
+    if (c->scratch) {
+        logf_(c, "a profile's stream ended: %" PRIu64 " bytes checked and dropped; nothing "
+              "recorded", h->total);
+        return CONN_DROPPED;
     }
     if (c->out >= 0 && ftruncate(c->out, (off_t)h->total) != 0) {
         tsr_fail(err, TSR_EIO, "%s: %s", c->out_path, strerror(errno));
@@ -807,7 +817,7 @@ on_data(ctl *c, conn *k, rx *x, const tsr_frame *f, unit *u, tsr_error *err)
                  "frame says %08x)", f->offset, (unsigned)crc, (unsigned)f->crc);
         return conn_failed(c, &x->cur, &x->last);
     }
-    if (c->out >= 0 && write_payload(c, f, err) != TSR_OK)
+    if (c->out >= 0 && !c->scratch && write_payload(c, f, err) != TSR_OK)
         return conn_failed(c, &x->cur, &x->last);
     for (uint64_t left = c->o->rate > 0 ? f->raw : 0; left > 0;) {
         size_t piece = left < (uint64_t)c->bucket.cap ? (size_t)left : (size_t)c->bucket.cap;
@@ -871,23 +881,44 @@ next_frame(ctl *c, conn *k, rx *x, tsr_error *err)
 static outcome
 serve_header(ctl *c, conn *k, tsr_header *h, uint64_t *r, tsr_error *err)
 {
-    uint8_t hb[TSR_HEADER_SIZE];
+    uint8_t hb[TSR_HEADER_SIZE + TSR_HEADER_EXT];
     bool eof;
     unit u = {true, c->header_s, tsr_mono_s(), 0}; /* bounded from the connection's start */
-    if (k->get(k, hb, sizeof hb, &u, &eof, err) != TSR_OK)
+    if (k->get(k, hb, TSR_HEADER_SIZE, &u, &eof, err) != TSR_OK)
         return CONN_FAILED;
     if (eof) {
         logf_(c, "a connection closed before sending a header");
         return CONN_DROPPED;
     }
     tsr_error herr;
-    if (tsr_header_decode(hb, h, &herr) != TSR_OK) {
+    tsr_status hs = tsr_header_decode(hb, h, &herr);
+    if (hs == TSR_OK && h->version == 2) { /* its extension, within the header's time */
+        if (k->get(k, hb + TSR_HEADER_SIZE, TSR_HEADER_EXT, &u, &eof, err) != TSR_OK)
+            return CONN_FAILED;
+        if (eof) {
+            logf_(c, "a connection closed before sending a whole header");
+            return CONN_DROPPED;
+        }
+        hs = tsr_header_decode_ext(hb + TSR_HEADER_SIZE, h, &herr);
+    }
+    if (hs != TSR_OK) {
         /* Not our protocol: refuse this connection, keep serving. */
         k->answer(k, TSR_RESUME_REFUSED);
         logf_(c, "refused a connection: %s", herr.msg);
         return CONN_DROPPED;
     }
     *r = 0;
+    if (h->flags & TSR_HEADER_PROFILE) { /* a measurement, never the job */
+        c->scratch = true;
+        if (!k->answer(k, 0)) {
+            logf_(c, "the sender went away before the resume offset was answered");
+            return CONN_DROPPED;
+        }
+        logf_(c, "a profile's stream: %" PRIu64 " bytes at %u bit, checked and dropped (not "
+              "a job: the output and its state are left as they are)", h->total,
+              (unsigned)h->depth);
+        return CONN_NEXT;
+    }
     if (resume_offset(c, h, r, err) != TSR_OK) {
         if (*r == TSR_RESUME_REFUSED)
             k->answer(k, TSR_RESUME_REFUSED);
@@ -912,13 +943,31 @@ static outcome
 serve(ctl *c, conn *k, tsr_error *err)
 {
     rx x = {0};
+    c->scratch = false;
     outcome oc = serve_header(c, k, &x.h, &x.r, err);
-    if (oc != CONN_NEXT)
+    if (oc != CONN_NEXT) {
+        c->scratch = false;
         return oc;
+    }
     x.at_r = x.cur = x.last = c->st; /* after resume_offset, which may start a new job */
+    if (c->scratch) { /* a profile's: from 0, against nothing held */
+        x.at_r = x.cur = x.last = (state){true, {0}, x.h.total, 0, 0};
+        memcpy(x.cur.fp, x.h.fingerprint, 32);
+    }
     x.last_save = tsr_mono_s();
     while ((oc = next_frame(c, k, &x, err)) == CONN_NEXT)
         ;
+    if (c->scratch) { /* whatever a profile's stream did, the job is untouched: go on */
+        if (oc == CONN_FAILED && err && err->status != TSR_OK)
+            logf_(c, "a profile's stream failed (nothing recorded): %s", err->msg);
+        else if (oc == CONN_GONE)
+            logf_(c, "a profile's sender went away at byte %" PRIu64 " (nothing recorded)",
+                  x.cur.offset);
+        c->scratch = false;
+        if (err)
+            err->status = TSR_OK;
+        return CONN_DROPPED;
+    }
     if (oc != CONN_GONE)
         return oc;
     /* The sender went away mid-job: keep what was checked, wait for the next one. */

@@ -249,6 +249,12 @@ tsr_design_canonical(const tsr_design *d, tsr_canonical_put put, void *ctx)
     cform w = {.put = put, .ctx = ctx};
     emit(&w, "tessera-canonical %d\noutput", TSR_CANONICAL_VERSION);
     emit_params(&w, tsr_dtab_output, tsr_dtab_noutput, &d->out);
+    /* depth 1, 2, 4: the loader keeps depth 8 (the samples) and these; nothing for 8 and 16,
+     * whose form (and fingerprint) stays as it was */
+    if (d->out.bits)
+        emit(&w, " bits %d dither %d %d", d->out.bits, d->out.dither, d->out.dither_size);
+    if (d->out.bidir || d->out.mirror_x || d->out.y_up)
+        emit(&w, " stage %d %d %d", d->out.bidir, d->out.mirror_x ? 1 : 0, d->out.y_up ? 1 : 0);
     /* the loader refuses swath keys without order: swath, so raster has nothing more */
     if (d->out.order == TSR_ORDER_SWATH) {
         emit(&w, " swath");

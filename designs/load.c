@@ -8,6 +8,7 @@
  * validated like the rest and are dropped. */
 #include "designs/designs_int.h"
 #include "geom/geom.h"
+#include "nodes/dither.h"
 #include "nodes/params.h"
 
 #include <errno.h>
@@ -55,7 +56,7 @@ static const char *const corner_names[] = {"top-left", "top-right", "bottom-left
 
 const tsr_param tsr_dtab_output[] = {
     {"depth", TSR_P_INT, offsetof(tsr_output, depth), TSR_PF_UNITLESS, 0, 0, 0, NULL,
-     "8 | 16 bit samples"},
+     "1 | 2 | 4 (dithered) | 8 | 16 bits a pixel"},
     {"range", TSR_P_F64_2, offsetof(tsr_output, range), TSR_PF_UNITLESS, 0, 0, 0, NULL,
      "[lo, hi]: values mapped to sample 0 .. max"},
     {"calibration", TSR_P_POINTS, offsetof(tsr_output, calibration), TSR_PF_UNITLESS, 0, 0, 2, NULL,
@@ -787,7 +788,8 @@ parse_node(dctx *c, const ynode *m, const kpath *p, const char *name, tsr_node *
 static tsr_status
 parse_output(dctx *c, const ynode *m, tsr_output *out)
 {
-    static const char *const out_keys[] = {"depth", "range", "calibration", "order", "swath", NULL};
+    static const char *const out_keys[] = {"depth", "range", "calibration", "order", "swath",
+                                           "dither", "stage", NULL};
     const char **keys = NULL;
     kpath p = KP_KEY(NULL, "output");
     tsr_status st;
@@ -798,9 +800,30 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
     if ((st = tsr_dparse_params(c, m, &p, tsr_dtab_output, tsr_dtab_noutput, out)) != TSR_OK)
         return st;
     const ynode *v;
+    if ((v = tsr_ymap_get(m, "depth")) && (out->depth == 1 || out->depth == 2 ||
+                                           out->depth == 4)) {
+        /* dithered from 8-bit samples (docs/outputs.md) */
+        out->bits = (int)out->depth;
+        out->depth = 8;
+        out->dither = TSR_DITHER_BAYER;
+        out->dither_size = 8;
+    }
     if ((v = tsr_ymap_get(m, "depth")) && out->depth != 8 && out->depth != 16) {
         kpath kp = KP_KEY(&p, "depth");
-        return tsr_derr(c, v, &kp, "must be 8 or 16, got %s", v->s);
+        return tsr_derr(c, v, &kp, "must be 1, 2, 4, 8 or 16, got %s", v->s);
+    }
+    if ((v = tsr_ymap_get(m, "dither"))) {
+        kpath kp = KP_KEY(&p, "dither");
+        tsr_dither_kind kind = TSR_DITHER_BAYER;
+        tsr_error de;
+        if (!out->bits)
+            return tsr_derr(c, v, &kp, "only with depth 1, 2 or 4");
+        if (v->kind != Y_SCALAR)
+            return tsr_derr(c, v, &kp, "expected threshold, bayerN or blueN");
+        if (tsr_dither_spec(v->s, &kind, &out->dither_size, &de) != TSR_OK)
+            return tsr_derr(c, v, &kp, "%s",
+                            strncmp(de.msg, "dither: ", 8) == 0 ? de.msg + 8 : de.msg);
+        out->dither = (int)kind;
     }
     if ((v = tsr_ymap_get(m, "range")) && out->range[0] == out->range[1]) {
         kpath kp = KP_KEY(&p, "range");
@@ -824,6 +847,36 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
                                 pt->kids[0]->s);
             if (!(cv >= 0 && cv <= 1))
                 return tsr_derr(c, pt->kids[1], &kc, "c must be in 0..1, got %s", pt->kids[1]->s);
+        }
+    }
+    const ynode *stg = tsr_ymap_get(m, "stage");
+    if (stg) { /* the machine's scan (docs/outputs.md §7) */
+        static const char *const bidir_names[] = {"none", "rows", "swaths", NULL};
+        static const tsr_param stage_params[] = {
+            {"bidirectional", TSR_P_ENUM, offsetof(tsr_output, bidir), 0, 0, 0, 0, bidir_names,
+             "none | rows | swaths: every other row, or swath, right to left"},
+            {"mirror-x", TSR_P_BOOL, offsetof(tsr_output, mirror_x), 0, 0, 0, 0, NULL,
+             "the machine's x runs the other way"},
+            {"y-up", TSR_P_BOOL, offsetof(tsr_output, y_up), 0, 0, 0, 0, NULL,
+             "the machine's y runs upwards"},
+        };
+        const size_t nstage = sizeof stage_params / sizeof stage_params[0];
+        kpath kg = KP_KEY(&p, "stage");
+        if ((st = tsr_dwant_map(c, stg, &kg)) != TSR_OK)
+            return st;
+        if (!(keys = table_keys(stage_params, nstage)))
+            return tsr_doom(c);
+        st = tsr_dcheck_keys(c, stg, &kg, keys, NULL, NULL);
+        free(keys);
+        keys = NULL;
+        if (st != TSR_OK)
+            return st;
+        if ((st = tsr_dparse_params(c, stg, &kg, stage_params, nstage, out)) != TSR_OK)
+            return st;
+        const ynode *bv = tsr_ymap_get(stg, "bidirectional");
+        if (bv && out->bidir == 2 && out->order != TSR_ORDER_SWATH) {
+            kpath kb = KP_KEY(&kg, "bidirectional");
+            return tsr_derr(c, bv, &kb, "swaths: only with order: swath (use rows)");
         }
     }
     const ynode *sw = tsr_ymap_get(m, "swath");

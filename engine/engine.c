@@ -4,6 +4,7 @@
 #include "gpu/gpu.h"
 #include "image/image.h"
 #include "tiles/tune.h"
+#include "nodes/dither.h"
 
 #include <math.h>
 #include <sched.h>
@@ -283,18 +284,28 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
     return e->ops->values(e->bk, r, out, err);
 }
 
+/* Rows x (the full swaths' row bytes + the last one's): at 8 and 16 bits width * height *
+ * depth / 8; packed rows (depth 1, 2, 4) are padded per swath. */
+static uint64_t
+design_stream_bytes(const tsr_design *d, int64_t rows)
+{
+    const tsr_output *o = &d->out;
+    int64_t W = d->root->w, sw = tsr_band_width(d);
+    return (uint64_t)rows * ((uint64_t)(W / sw) * tsr_output_row_bytes(o, sw) +
+                             tsr_output_row_bytes(o, W % sw));
+}
+
 uint64_t
 tsr_engine_stream_bytes(const tsr_engine *e)
 {
-    return (uint64_t)e->d->root->w * (uint64_t)(e->rows1 - e->rows0) *
-           (uint64_t)(e->d->out.depth / 8);
+    return design_stream_bytes(e->d, e->rows1 - e->rows0);
 }
 
 void
 tsr_swath_cols(const tsr_design *d, int64_t sw, int64_t k, int64_t *x, int64_t *w)
 {
     int64_t W = d->root->w;
-    int start = d->out.start;
+    int start = tsr_output_start(&d->out); /* the stage's axes applied */
     bool right = start == TSR_TOP_RIGHT || start == TSR_BOTTOM_RIGHT;
     int64_t a = k * sw, b = a + sw < W ? a + sw : W;
     if (right) {
@@ -388,6 +399,9 @@ tsr_engine_shape(const tsr_engine *e)
 typedef struct pipe_slot {
     uint8_t *buf;
     uint64_t skip, len; /* bytes before the resume offset, bytes of the band */
+    int64_t x, w, y, h; /* the band (root columns and rows): where its pixels are dithered */
+    bool up;
+    int64_t k;          /* its swath, counted in stream order (the stage's alternation) */
 } pipe_slot;
 
 typedef struct pipeline {
@@ -401,6 +415,9 @@ typedef struct pipeline {
     tsr_progress_fn progress;
     void *ctx;
     _Atomic uint64_t *computed; /* tsr_stream_opts.computed */
+    tsr_dither *dither;         /* depth 1, 2, 4: the array the samples are dithered against */
+    uint8_t *row;               /* ... and one packed row (tsr_output_row) */
+    int64_t swath;              /* the swath of the bands pushed now */
 } pipeline;
 
 /* *c = max(*c, v): the pipeline's own accounting never takes back what rects added. */
@@ -423,6 +440,20 @@ pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t row
         return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     p->e = e;
     p->depth = (size_t)(e->shape.depth > 0 && e->shape.depth <= PIPE_MAX ? e->shape.depth : 1);
+    const tsr_output *o = &e->d->out;
+    if (o->bits) { /* the writer's buffers hold a band's samples, packed in place (pipe_pop) */
+        p->dither = tsr_dither_new((tsr_dither_kind)o->dither, o->dither_size, err);
+        p->row = malloc((size_t)tsr_output_row_bytes(o, width) + 1);
+        if (!p->dither || !p->row) {
+            tsr_status st = p->dither ? tsr_fail(err, TSR_ENOMEM, "out of memory (a packed row)")
+                                      : err ? err->status : TSR_ENOMEM;
+            tsr_dither_free(p->dither);
+            free(p->row);
+            p->dither = NULL;
+            p->row = NULL;
+            return st;
+        }
+    }
     size_t cap = (size_t)(width * rows * (e->d->out.depth / 8));
     if (!e->ops->attach) {
         p->wr = tsr_writer_new(sink, (size_t)e->shape.writer_bufs, cap);
@@ -451,6 +482,20 @@ pipe_pop(pipeline *p, tsr_error *err)
     pipe_slot s = p->q[p->head];
     p->head = (p->head + 1) % PIPE_MAX;
     p->n--;
+    const tsr_output *o = &p->e->d->out;
+    if (st == TSR_OK && (p->dither || o->mirror_x || o->bidir)) {
+        /* row by row in place: a packed row i starts at i * rb <= i * w * bps, where row i's
+         * samples start, and is made in p->row before it is stored */
+        size_t bps = o->depth == 16 ? 2 : 1, rb = (size_t)tsr_output_row_bytes(o, s.w);
+        for (int64_t i = 0; i < s.h && st == TSR_OK; i++) {
+            int64_t r = s.up ? s.y + s.h - 1 - i : s.y + i;
+            int64_t si = s.up ? p->e->rows1 - 1 - r : r - p->e->rows0; /* in its swath */
+            st = tsr_output_row(o, p->dither, s.buf + (size_t)i * (size_t)s.w * bps, s.x, s.w, r,
+                                tsr_output_reversed(o, s.k, si), p->row, err);
+            if (st == TSR_OK && p->dither)
+                memcpy(s.buf + (size_t)i * rb, p->row, rb);
+        }
+    }
     if (st != TSR_OK)
         return st;
     if (s.skip)
@@ -485,7 +530,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     }
     /* its rects add to the counter from the band's own offset (before the resume offset in
      * the band that holds it: the display takes the larger of this and what was delivered) */
-    uint64_t len = (uint64_t)(w * h * bps);
+    uint64_t len = (uint64_t)h * tsr_output_row_bytes(&p->e->d->out, w);
     if (p->computed)
         raise_to(p->computed, p->next);
     p->next += len;
@@ -493,7 +538,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     tsr_status st = p->e->ops->submit(p->e->bk, &j, err);
     if (st != TSR_OK)
         return st;
-    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len};
+    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len, x, w, y, h, up, p->swath};
     p->n++;
     return TSR_OK;
 }
@@ -513,6 +558,10 @@ pipe_close(pipeline *p, tsr_status st, tsr_error *err)
             p->n--;
         }
     }
+    tsr_dither_free(p->dither);
+    free(p->row);
+    p->dither = NULL;
+    p->row = NULL;
     tsr_error werr;
     tsr_status ws = tsr_writer_finish(p->wr, &werr);
     if (st == TSR_OK && ws != TSR_OK) {
@@ -532,7 +581,7 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     uint64_t start = so->start;
     const tsr_design *d = e->d;
     const tsr_output *o = &d->out;
-    int64_t W = d->root->w, H = e->rows1 - e->rows0, bps = o->depth / 8;
+    int64_t W = d->root->w, H = e->rows1 - e->rows0;
     int64_t sw = tsr_band_width(d);
     int64_t nswath = (W + sw - 1) / sw;
     int64_t bh = e->shape.band_rows;
@@ -551,17 +600,19 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     p.ctx = so->ctx;
     p.computed = so->computed;
     p.total = total;
-    bool bottom = o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT, stopped = false;
+    int corner = tsr_output_start(o);
+    bool bottom = corner == TSR_BOTTOM_LEFT || corner == TSR_BOTTOM_RIGHT, stopped = false;
     for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
         int64_t x, w;
         tsr_swath_cols(e->d, sw, k, &x, &w);
+        p.swath = k;
         bool up = bottom;
         if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
             up = !up;
         for (int64_t i = 0; i * bh < H && st == TSR_OK && !stopped; i++) {
             int64_t h = (H - i * bh) < bh ? (H - i * bh) : bh;
             int64_t y = up ? H - i * bh - h : i * bh;
-            uint64_t len = (uint64_t)(w * h * bps);
+            uint64_t len = (uint64_t)h * tsr_output_row_bytes(o, w);
             if (pos + len <= start) { /* before the resume offset: nothing to compute */
                 pos += len;
                 p.pos = p.next = pos;
@@ -613,7 +664,7 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
     for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK && !stopped; y += bh) {
         int64_t h = (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh;
         st = pipe_push(&p, r.x, r.w, y, h, false, 0, &stopped, err);
-        *bytes += (uint64_t)(r.w * h * bps);
+        *bytes += (uint64_t)h * tsr_output_row_bytes(&e->d->out, r.w);
     }
     st = pipe_close(&p, st, err);
     tsr_error cerr;
@@ -647,16 +698,23 @@ tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header 
 {
     const tsr_output *o = &d->out;
     tsr_header h = {0};
-    h.version = 1;
-    h.depth = (uint16_t)o->depth;
+    h.stage = (uint8_t)((o->bidir == 1 ? 1 : 0) | (o->bidir == 2 ? 2 : 0) |
+                        (o->mirror_x ? 4 : 0) | (o->y_up ? 8 : 0));
+    h.version = o->bits || h.stage ? 2 : 1; /* version 1 for every stream it can describe */
+    h.depth = (uint16_t)tsr_output_bits(o);
+    if (o->bits) {
+        h.dither = (uint8_t)(o->dither + 1);
+        for (int s = o->dither_size; s > 1; s >>= 1)
+            h.dither_log2++;
+    }
     h.width = (uint64_t)d->root->w;
     h.height = (uint64_t)(rows1 - rows0);
     h.order = o->order == TSR_ORDER_SWATH ? 1 : 0;
     h.serpentine = h.order && o->serpentine ? 1 : 0;
-    h.start = h.order ? (uint8_t)o->start : 0;
+    h.start = h.order ? (uint8_t)tsr_output_start(o) : 0;
     h.swath_width = h.order && (uint64_t)o->swath_width < h.width ? (uint64_t)o->swath_width
                                                                   : h.width;
-    h.total = (uint64_t)d->root->w * (uint64_t)(rows1 - rows0) * (uint64_t)(o->depth / 8);
+    h.total = design_stream_bytes(d, rows1 - rows0);
 
     tsr_sha256 *sh = tsr_sha256_new();
     if (!sh)

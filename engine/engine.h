@@ -238,6 +238,9 @@ typedef struct tsr_render_opts {
     void (*opened)(void *ctx, tsr_sink *s);
     void (*ending)(void *ctx, tsr_sink *s, bool ok);
     void *ctx;
+    bool profile;                 /* a profile's crop, not the job: its framed header says so
+                                   * (version 2, TSR_HEADER_PROFILE), so that a controller
+                                   * checks and drops it instead of recording it */
 } tsr_render_opts;
 
 /* Where a render ended. */

@@ -156,6 +156,12 @@ job_setup(tsr_job *j, tsr_error *err)
     tsr_engine *e = j->e;
     const tsr_output *o = &j->d->out;
     int64_t W = j->d->root->w;
+    if (o->bits) /* its bands are packed by the stream's pipeline, which a job does not run */
+        return tsr_fail(err, TSR_EINVAL, "job: depth %d (dithered) is not read through a job "
+                        "yet: stream it (tsr_engine_stream, tessera render)", o->bits);
+    if (o->bidir || o->mirror_x || o->y_up) /* likewise the stage's order */
+        return tsr_fail(err, TSR_EINVAL, "job: a design with stage options is not read through "
+                        "a job yet: stream it (tsr_engine_stream, tessera render)");
     j->H = e->rows1 - e->rows0;
     j->bps = o->depth / 8;
     j->sw = tsr_band_width(j->d);

@@ -344,7 +344,7 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
     /* the summary first: a design of thousands of nodes must not push it off the screen */
     fprintf(f, "design: %s, %lld x %lld px, %zu nodes, depth %lld, %s order\n",
             d->name ? d->name : d->path, (long long)d->root->w, (long long)d->root->h,
-            d->nnodes, (long long)d->out.depth,
+            d->nnodes, (long long)tsr_output_bits(&d->out),
             d->out.order == TSR_ORDER_SWATH ? "swath" : "raster");
     if (d->pixel_nm > 0) { /* docs/units.md: sizes in physical units beside the pixels */
         char pp[48], pw[48], ph[48];
@@ -352,6 +352,24 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
         tsr_design_length_text(d, (double)d->root->w, pw, sizeof pw);
         tsr_design_length_text(d, (double)d->root->h, ph, sizeof ph);
         fprintf(f, "pixel: %s; root %s x %s\n", pp, pw, ph);
+    }
+    if (d->out.bits) { /* docs/outputs.md */
+        char dn[32];
+        fprintf(f, "output: %d bit%s a pixel, dithered from 8-bit samples against %s; rows "
+                "packed MSB-first, padded to whole bytes (%llu bytes a row%s); header "
+                "version 2\n", d->out.bits, d->out.bits > 1 ? "s" : "",
+                tsr_output_dither_name(&d->out, dn, sizeof dn),
+                (unsigned long long)tsr_output_row_bytes(&d->out, tsr_band_width(d)),
+                d->out.order == TSR_ORDER_SWATH ? " of a full swath" : "");
+    }
+    if (d->out.bidir || d->out.mirror_x || d->out.y_up) { /* docs/outputs.md §7 */
+        static const char *const corner[] = {"top-left", "top-right", "bottom-left",
+                                             "bottom-right"};
+        fprintf(f, "stage: %s%s%s; the stream starts at the %s corner\n",
+                d->out.bidir == 1 ? "every other row right to left"
+                : d->out.bidir == 2 ? "every other swath's rows right to left" : "rows as ordered",
+                d->out.mirror_x ? ", x mirrored (every row right to left)" : "",
+                d->out.y_up ? ", y up" : "", corner[tsr_output_start(&d->out) & 3]);
     }
     fprintf(f, "stream: %llu bytes (%s); `tessera profile` measures the compute rate\n",
             (unsigned long long)bytes, sb);

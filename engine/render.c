@@ -91,6 +91,10 @@ render_steps(tsr_engine *e, const tsr_render_opts *o, tsr_render_result *r, tsr_
         r->step = TSR_RENDER_HEADER;
         if ((st = tsr_engine_header(e, &hdr, le)) != TSR_OK)
             return st;
+        if (o->profile) {
+            hdr.version = 2;
+            hdr.flags |= TSR_HEADER_PROFILE;
+        }
         so.header = &hdr;
     }
     /* an image file (.tif, .bmp) or a raw file with its sidecar needs the stream's geometry

@@ -89,10 +89,10 @@ free_bmp(tsr_bmp *b)
 tsr_bmp *
 tsr_bmp_open(const char *path, const tsr_image_opts *o, tsr_error *err)
 {
-    if (tsr_image_check_opts(path, "BMP", o, 1u << 1 | 1u << 8, INT32_MAX, err) != TSR_OK)
+    if (tsr_image_check_opts(path, "BMP", o, 1u << 1 | 1u << 4 | 1u << 8, INT32_MAX, err) != TSR_OK)
         return NULL;
     size_t rb = tsr_image_row_bytes(o->width, o->bits);
-    uint64_t stride = (rb + 3) / 4 * 4, colors = o->bits == 1 ? 2 : 256;
+    uint64_t stride = (rb + 3) / 4 * 4, colors = (uint64_t)1 << o->bits; /* a gray palette */
     uint64_t data = FILE_HEAD + INFO_HEAD + 4 * colors;
     int64_t pix;
     if (!tsr_mul_checked((int64_t)stride, o->height, &pix) || (uint64_t)pix > UINT32_MAX - data) {
@@ -140,7 +140,7 @@ tsr_bmp_open(const char *path, const tsr_image_opts *o, tsr_error *err)
     le32(head + 28, (uint32_t)per_metre(o->pitch_um[1]));
     le32(head + 32, (uint32_t)colors);
     for (uint32_t i = 0; i < colors; i++) {
-        uint8_t g = (uint8_t)(colors == 2 ? i * 255 : i);
+        uint8_t g = (uint8_t)(i * 255 / (colors - 1)); /* level i of colors - 1 */
         uint8_t *e = head + INFO_HEAD + 4 * i;
         e[0] = e[1] = e[2] = g;
     }

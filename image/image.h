@@ -66,7 +66,8 @@ typedef enum tsr_tiff_compression {
 
 typedef struct tsr_image_opts {
     int64_t width, height;  /* 1 .. 2^32 - 1 (TIFF), 1 .. 2^31 - 1 (BMP) */
-    int bits;               /* 1 (rows packed MSB-first, 1 = white), 8, 16 (TIFF only) */
+    int bits;               /* 1, 2, 4 (rows packed MSB-first, the first pixel in the high
+                             * bits; all ones = white; 2: TIFF only), 8, 16 (TIFF only) */
     double pitch_um[2];     /* pixel pitch x, y in micrometres, 0: unknown (no resolution) */
     tsr_tiff_compression compression; /* TIFF */
     bool bigtiff;           /* TIFF: BigTIFF even when the file would stay below 4 GB */

@@ -36,7 +36,7 @@ size_t
 tsr_image_row_bytes(int64_t width, int bits)
 {
     int64_t b;
-    if (width < 0 || (bits != 1 && bits != 8 && bits != 16) || !tsr_mul_checked(width, bits, &b) ||
+    if (width < 0 || (bits != 1 && bits != 2 && bits != 4 && bits != 8 && bits != 16) || !tsr_mul_checked(width, bits, &b) ||
         !tsr_add_checked(b, 7, &b))
         return 0;
     return (size_t)(b / 8);
@@ -48,7 +48,7 @@ tsr_image_check_opts(const char *path, const char *what, const tsr_image_opts *o
 {
     if (o->bits < 0 || o->bits > 16 || !(bits_ok & (1u << o->bits)))
         return tsr_fail(err, TSR_EINVAL, "%s: depth %d: a %s here holds %s", path, o->bits,
-                        what, bits_ok & (1u << 16) ? "1, 8 or 16 bits" : "1 or 8 bits");
+                        what, bits_ok & (1u << 16) ? "1, 2, 4, 8 or 16 bits" : "1, 4 or 8 bits");
     if (o->width < 1 || o->height < 1 || o->width > max_side || o->height > max_side)
         return tsr_fail(err, TSR_EINVAL, "%s: size %lld x %lld: a %s holds 1 .. %lld pixels a "
                         "side", path, (long long)o->width, (long long)o->height, what,

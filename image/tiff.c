@@ -165,7 +165,7 @@ tsr_tiff_open(const char *path, const tsr_image_opts *o, tsr_error *err)
 {
     TIFFOpenOptions *opts = NULL;
     tsr_tiff *t = NULL;
-    if (tsr_image_check_opts(path, "TIFF", o, 1u << 1 | 1u << 8 | 1u << 16, UINT32_MAX, err) !=
+    if (tsr_image_check_opts(path, "TIFF", o, 1u << 1 | 1u << 2 | 1u << 4 | 1u << 8 | 1u << 16, UINT32_MAX, err) !=
         TSR_OK)
         return NULL;
     size_t rb = tsr_image_row_bytes(o->width, o->bits);

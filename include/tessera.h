@@ -80,25 +80,42 @@ tsr_version(void);
 /* ---- the stream header (docs/streaming.md §2) ------------------------------------------ */
 
 #define TSR_HEADER_SIZE 75 /* bytes of the packed little-endian header on the wire */
+#define TSR_HEADER_EXT 32  /* version 2: bytes that follow those 75 (tsr_header_encode_ext) */
+#define TSR_HEADER_PROFILE 1u /* tsr_header.flags: a profile's crop, not a job to record */
 
 /* What a stream is: its sizes, order and the fingerprint that names its bytes. A controller
  * resumes a job only for the same fingerprint and total (docs/streaming.md §7). */
 typedef struct tsr_header {
-    uint16_t version;        /* 1 */
-    uint16_t depth;          /* 8 or 16 bits per sample; 16-bit samples are little-endian */
+    uint16_t version;        /* 1; 2 when depth < 8 or flags: TSR_HEADER_EXT more bytes */
+    uint16_t depth;          /* 8 or 16 bits per sample; 16-bit samples are little-endian;
+                              * version 2 also 1, 2, 4: dithered, packed MSB-first, each row
+                              * padded to whole bytes */
     uint64_t width, height;  /* of the stream (the rows crop applied) */
     uint8_t order;           /* 0 raster, 1 swath */
     uint8_t serpentine;      /* 0 or 1 */
     uint8_t start;           /* 0 top-left, 1 top-right, 2 bottom-left, 3 bottom-right */
     uint64_t swath_width;    /* = width for raster */
     uint8_t fingerprint[32]; /* SHA-256 of the canonical design + its input files */
-    uint64_t total;          /* sample bytes of the whole stream: width * height * depth / 8 */
+    uint64_t total;          /* bytes of the whole stream: height * the row bytes of each
+                              * swath, (swath width * depth + 7) / 8 */
+    uint8_t dither;          /* version 2: the threshold array, 0 none (depth 8, 16),
+                              * 1 threshold, 2 Bayer, 3 blue noise */
+    uint8_t dither_log2;     /* its edge is 2^dither_log2 */
+    uint8_t flags;           /* version 2: TSR_HEADER_PROFILE */
+    uint8_t stage;           /* version 2: the machine's scan (docs/streaming.md §2): bit 0
+                              * every other row reversed, bit 1 every other swath's rows,
+                              * bit 2 x mirrored, bit 3 y up */
 } tsr_header;
 
 /* The header as it goes on the wire: magic "TSRA" then the fields, little-endian, packed
  * (what `tessera render --framed` writes first). Any thread. Never fails. */
 TSR_API void
 tsr_header_encode(const tsr_header *h, uint8_t out[TSR_HEADER_SIZE]);
+
+/* tsr_header_encode writes the first TSR_HEADER_SIZE bytes of any version; a version 2 header
+ * goes on with these TSR_HEADER_EXT bytes (docs/streaming.md §2). */
+TSR_API void
+tsr_header_encode_ext(const tsr_header *h, uint8_t out[TSR_HEADER_EXT]);
 
 /* ---- jobs ------------------------------------------------------------------------------ */
 

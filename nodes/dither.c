@@ -305,35 +305,51 @@ nomem:
     return NULL;
 }
 
-tsr_dither *
-tsr_dither_parse(const char *spec, tsr_error *err)
+tsr_status
+tsr_dither_spec(const char *spec, tsr_dither_kind *kind, int *size, tsr_error *err)
 {
     if (!spec)
         spec = "";
-    if (strcmp(spec, "threshold") == 0)
-        return tsr_dither_new(TSR_DITHER_THRESHOLD, 1, err);
-    tsr_dither_kind kind;
+    if (strcmp(spec, "threshold") == 0) {
+        *kind = TSR_DITHER_THRESHOLD;
+        *size = 1;
+        return TSR_OK;
+    }
     const char *num;
     if (strncmp(spec, "bayer", 5) == 0) {
-        kind = TSR_DITHER_BAYER;
+        *kind = TSR_DITHER_BAYER;
         num = spec + 5;
     } else if (strncmp(spec, "blue", 4) == 0) {
-        kind = TSR_DITHER_BLUE;
+        *kind = TSR_DITHER_BLUE;
         num = spec + 4;
     } else {
-        tsr_fail(err, TSR_EINVAL,
-                 "dither '%s': expected threshold, bayerN (N = 2..256) or blueN (N = 16..128)",
-                 spec);
-        return NULL;
+        return tsr_fail(err, TSR_EINVAL,
+                        "dither '%s': expected threshold, bayerN (N = 2..256) or blueN (N = "
+                        "16..128)", spec);
     }
     char *end;
     long v = (num[0] >= '0' && num[0] <= '9') ? strtol(num, &end, 10) : -1;
-    if (v < 0 || *end != '\0' || v > 4096) {
-        tsr_fail(err, TSR_EINVAL, "dither '%s': expected a size after '%.*s'", spec,
-                 (int)(num - spec), spec);
+    if (v < 0 || *end != '\0' || v > 4096)
+        return tsr_fail(err, TSR_EINVAL, "dither '%s': expected a size after '%.*s'", spec,
+                        (int)(num - spec), spec);
+    int k = log2_exact((int)v);
+    if (*kind == TSR_DITHER_BAYER && (k < 1 || k > 8))
+        return tsr_fail(err, TSR_EINVAL, "dither: bayer size %ld: must be a power of two in "
+                        "2..256", v);
+    if (*kind == TSR_DITHER_BLUE && (k < BLUE_MIN_K || k > BLUE_MAX_K))
+        return tsr_fail(err, TSR_EINVAL, "dither: blue size %ld: must be 16, 32, 64 or 128", v);
+    *size = (int)v;
+    return TSR_OK;
+}
+
+tsr_dither *
+tsr_dither_parse(const char *spec, tsr_error *err)
+{
+    tsr_dither_kind kind = TSR_DITHER_THRESHOLD;
+    int size = 1;
+    if (tsr_dither_spec(spec, &kind, &size, err) != TSR_OK)
         return NULL;
-    }
-    return tsr_dither_new(kind, (int)v, err);
+    return tsr_dither_new(kind, size, err);
 }
 
 void
@@ -547,6 +563,37 @@ tsr_dither_row(const tsr_dither *d, const void *samples, int depth, int64_t x0, 
     size_t mid = (n - head) / per * per;
     row_mid(d, s + head * bps, depth, x, mid, y, bits, row + (size_t)((uint64_t)x / per));
     row_slow(d, s + (head + mid) * bps, depth, x + (int64_t)mid, n - head - mid, y, bits, row);
+    return TSR_OK;
+}
+
+tsr_status
+tsr_dither_piece(const tsr_dither *d, const void *samples, int depth, int64_t x, size_t n,
+                 int64_t y, int bits, uint8_t *out, tsr_error *err)
+{
+    if (depth != 8 && depth != 16)
+        return tsr_fail(err, TSR_EINVAL, "dither: sample depth %d: must be 8 or 16", depth);
+    if (bits != 1 && bits != 2 && bits != 4)
+        return tsr_fail(err, TSR_EINVAL, "dither: output depth %d: must be 1, 2 or 4", bits);
+    int64_t end;
+    if (x < 0 || y < 0 || n > (size_t)INT64_MAX ||
+        !tsr_add_checked(x, (int64_t)n, &end) || end > INT64_MAX / 4)
+        return tsr_fail(err, TSR_EINVAL, "dither: pixels %lld + %zu of row %lld: out of range",
+                        (long long)x, n, (long long)y);
+    const uint8_t *s = samples;
+    size_t per = (size_t)(8 / bits), mid = n / per * per;
+    pthread_once(&rev_once, rev_init);
+    /* whole output bytes at any phase (the fast paths take x only for the thresholds) */
+    row_mid(d, s, depth, x, mid, y, bits, out);
+    if (mid < n) { /* the last, partial byte: its padding 0 */
+        const uint16_t *t = (depth == 8 ? d->t8 : d->t16) +
+                            (size_t)((uint64_t)y & (d->n - 1)) * d->n;
+        uint32_t max = depth == 8 ? 255u : 65535u, levels = (1u << bits) - 1u, v = 0;
+        for (size_t i = mid; i < n; i++)
+            v |= tsr_dm_level(sample_at(s, depth, i), max, levels,
+                              t[(uint64_t)(x + (int64_t)i) & (d->n - 1)])
+                 << (8 - bits * (int)(i - mid + 1));
+        out[mid / per] = (uint8_t)v;
+    }
     return TSR_OK;
 }
 

@@ -76,6 +76,29 @@ tsr_status
 tsr_dither_row(const tsr_dither *d, const void *samples, int depth, int64_t x0, size_t n,
                int64_t y, int bits, uint8_t *row, tsr_error *err);
 
+/* Dither n samples of pixels x .. x + n - 1 of row y (root coordinates: the thresholds' phase)
+ * into `out`, a packed row that starts at pixel x: pixel x + i at bits of byte i * bits / 8;
+ * the padding bits of the last byte are 0, (n * bits + 7) / 8 bytes written. For a piece
+ * that does not start at pixel 0 of its row in the stream (a swath). Errors as
+ * tsr_dither_row. Thread-safe over disjoint `out`. */
+tsr_status
+tsr_dither_piece(const tsr_dither *d, const void *samples, int depth, int64_t x, size_t n,
+                 int64_t y, int bits, uint8_t *out, tsr_error *err);
+
+/* Check an array spelling (as tsr_dither_parse) without making it: *kind and *size. */
+tsr_status
+tsr_dither_spec(const char *spec, tsr_dither_kind *kind, int *size, tsr_error *err);
+
+struct tsr_output;
+
+/* One row of a band as the stream carries it (docs/outputs.md §5, §7): its 8/16-bit samples
+ * (pixels of root columns x .. x + w - 1, row y) reversed in place when `rev`; at depth 1, 2, 4
+ * then dithered at each pixel's root column and packed into `out`
+ * (tsr_output_row_bytes(o, w) bytes; d unused otherwise). TSR_EINVAL as tsr_dither_row. */
+tsr_status
+tsr_output_row(const struct tsr_output *o, const tsr_dither *d, uint8_t *samples, int64_t x,
+               int64_t w, int64_t y, bool rev, uint8_t *out, tsr_error *err);
+
 /* ---- bit planes ----------------------------------------------------------------------- */
 
 /* Bit `plane` (0 = least significant .. depth - 1) of n samples as a packed 1-bit row of

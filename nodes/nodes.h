@@ -371,7 +371,40 @@ typedef struct tsr_output {
     int64_t swath_width;    /* swath order only */
     bool serpentine;
     int start;              /* tsr_corner */
+    /* `depth: 1 | 2 | 4` (docs/outputs.md): depth is then 8 (the samples the backends
+     * compute, as for depth 8) and the engine dithers them to `bits` per pixel, rows packed
+     * MSB-first and padded to whole bytes; 0 for a depth 8 or 16 output */
+    int bits;
+    int dither;             /* tsr_dither_kind (nodes/dither.h), with bits only */
+    int dither_size;        /* the threshold array's edge N */
+    /* `stage:` (docs/outputs.md §7): the machine's scan, which changes only the order of the
+     * samples. bidir: 0 none, 1 every other row of a swath reversed (right to left), 2 every
+     * other swath's rows reversed; mirror_x, y_up: the machine's axes point the other way */
+    int bidir;
+    bool mirror_x, y_up;
 } tsr_output;
+
+/* The corner the stream starts from, the stage's axes applied (mirror_x swaps left and right,
+ * y_up top and bottom): a tsr_corner. */
+int
+tsr_output_start(const tsr_output *o);
+
+/* Whether a row streamed as row `i` of swath `k` (both counted in stream order from 0) runs
+ * right to left: mirror_x, xor bidir's alternation. */
+bool
+tsr_output_reversed(const tsr_output *o, int64_t k, int64_t i);
+
+/* Bits a pixel has in the stream: bits, else depth. */
+int
+tsr_output_bits(const tsr_output *o);
+
+/* Stream bytes of one row of w pixels ((w * bits + 7) / 8; w * depth / 8 at depth 8, 16). */
+uint64_t
+tsr_output_row_bytes(const tsr_output *o, int64_t w);
+
+/* The dither array's spelling ("blue64", "bayer8", "threshold") into buf; "" without bits. */
+const char *
+tsr_output_dither_name(const tsr_output *o, char *buf, size_t n);
 
 /* The output conversion (docs/format.md §7) as thresholds, for kernels that would otherwise
  * spend their time on its double division (gpu/): where the sample is monotone in the value,

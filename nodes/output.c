@@ -1,8 +1,11 @@
 /* nodes: the output conversion as a threshold table (nodes.h, tsr_sample_table). */
 #include "nodes/nodes.h"
 #include "nodes/pointwise.h"
+#include "nodes/dither.h"
+#include "nodes/dither_math.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,4 +108,81 @@ tsr_sample_table_free(tsr_sample_table *t)
 {
     free(t->thr);
     memset(t, 0, sizeof *t);
+}
+
+int
+tsr_output_bits(const tsr_output *o)
+{
+    return o->bits ? o->bits : (int)o->depth;
+}
+
+uint64_t
+tsr_output_row_bytes(const tsr_output *o, int64_t w)
+{
+    return ((uint64_t)w * (uint64_t)tsr_output_bits(o) + 7u) / 8u;
+}
+
+const char *
+tsr_output_dither_name(const tsr_output *o, char *buf, size_t n)
+{
+    if (!o->bits)
+        snprintf(buf, n, "%s", "");
+    else if (o->dither == TSR_DITHER_THRESHOLD)
+        snprintf(buf, n, "threshold");
+    else
+        snprintf(buf, n, "%s%d", o->dither == TSR_DITHER_BAYER ? "bayer" : "blue",
+                 o->dither_size);
+    return buf;
+}
+
+int
+tsr_output_start(const tsr_output *o)
+{
+    /* tsr_corner: bit 0 right, bit 1 bottom */
+    return o->start ^ (o->mirror_x ? 1 : 0) ^ (o->y_up ? 2 : 0);
+}
+
+bool
+tsr_output_reversed(const tsr_output *o, int64_t k, int64_t i)
+{
+    bool r = o->mirror_x;
+    if (o->bidir == 1 && (i & 1))
+        r = !r;
+    if (o->bidir == 2 && (k & 1))
+        r = !r;
+    return r;
+}
+
+/* One row of a band: its samples reversed in place when `rev` (so the row runs right to left),
+ * then, at depth 1, 2, 4, dithered at its pixels' own root columns (pixel i of a reversed row
+ * is column x + w - 1 - i) and packed at `out`. */
+tsr_status
+tsr_output_row(const tsr_output *o, const tsr_dither *d, uint8_t *samples, int64_t x, int64_t w,
+               int64_t y, bool rev, uint8_t *out, tsr_error *err)
+{
+    size_t bps = o->depth == 16 ? 2 : 1;
+    if (rev)
+        for (int64_t a = 0, b = w - 1; a < b; a++, b--)
+            for (size_t j = 0; j < bps; j++) {
+                uint8_t t = samples[(size_t)a * bps + j];
+                samples[(size_t)a * bps + j] = samples[(size_t)b * bps + j];
+                samples[(size_t)b * bps + j] = t;
+            }
+    if (!o->bits)
+        return TSR_OK;
+    if (!rev)
+        return tsr_dither_piece(d, samples, (int)o->depth, x, (size_t)w, y, o->bits, out, err);
+    /* descending columns: the general path, pixel by pixel (a stage option's cost) */
+    const uint16_t *t = tsr_dither_thresholds(d, (int)o->depth);
+    uint32_t n = (uint32_t)tsr_dither_size(d), max = o->depth == 16 ? 65535u : 255u,
+             levels = (1u << o->bits) - 1u;
+    const uint16_t *trow = t + (size_t)((uint64_t)y & (n - 1)) * n;
+    size_t rb = (size_t)tsr_output_row_bytes(o, w);
+    memset(out, 0, rb);
+    for (int64_t i = 0; i < w; i++) {
+        uint32_t s = bps == 1 ? samples[i] : (uint32_t)samples[2 * i] | (uint32_t)samples[2 * i + 1] << 8;
+        uint32_t v = tsr_dm_level(s, max, levels, trow[(uint64_t)(x + w - 1 - i) & (n - 1)]);
+        out[(size_t)((uint64_t)i * (uint64_t)o->bits / 8)] |= (uint8_t)(v << tsr_dm_shift(i, o->bits));
+    }
+    return TSR_OK;
 }

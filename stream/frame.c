@@ -93,11 +93,15 @@ tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *e
     v.swath_width = tsr_get_le64(in + 27);
     memcpy(v.fingerprint, in + 35, 32);
     v.total = tsr_get_le64(in + 67);
-    if (v.version != 1)
-        return tsr_fail(err, TSR_EINVAL, "header: version %u: only version 1 is known",
+    v.dither = v.dither_log2 = v.flags = v.stage = 0; /* version 2: tsr_header_decode_ext */
+    if (v.version != 1 && v.version != 2)
+        return tsr_fail(err, TSR_EINVAL, "header: version %u: only versions 1 and 2 are known",
                         (unsigned)v.version);
-    if (v.depth != 8 && v.depth != 16)
+    if (v.version == 1 && v.depth != 8 && v.depth != 16)
         return tsr_fail(err, TSR_EINVAL, "header: depth %u: must be 8 or 16", (unsigned)v.depth);
+    if (v.depth != 1 && v.depth != 2 && v.depth != 4 && v.depth != 8 && v.depth != 16)
+        return tsr_fail(err, TSR_EINVAL, "header: depth %u: must be 1, 2, 4, 8 or 16",
+                        (unsigned)v.depth);
     if (v.order > 1)
         return tsr_fail(err, TSR_EINVAL, "header: order %u: must be 0 or 1", (unsigned)v.order);
     if (v.serpentine > 1)
@@ -112,13 +116,59 @@ tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *e
     if (v.swath_width == 0 || v.swath_width > v.width)
         return tsr_fail(err, TSR_EINVAL, "header: swath width %llu: must be 1..%llu",
                         (unsigned long long)v.swath_width, (unsigned long long)v.width);
-    unsigned bps = v.depth / 8u;
-    if (v.width > UINT64_MAX / v.height || v.width * v.height > UINT64_MAX / bps ||
-        v.width * v.height * bps != v.total)
+    /* height x (the full swaths' rows + the last one's), each row (w * depth + 7) / 8 bytes:
+     * width * height * depth / 8 at 8 and 16 bits */
+    uint64_t full = v.width / v.swath_width, rest = v.width % v.swath_width, rb, rrest, row,
+             want;
+    bool over = __builtin_mul_overflow(v.swath_width, (uint64_t)v.depth, &rb) ||
+                __builtin_mul_overflow(rb / 8 + (rb % 8 != 0), full, &row) ||
+                __builtin_add_overflow(row, (rest * v.depth + 7) / 8, &rrest) ||
+                __builtin_mul_overflow(rrest, v.height, &want);
+    if (over || want != v.total)
         return tsr_fail(err, TSR_EINVAL, "header: total %llu bytes does not match %llu x %llu "
                         "at %u bit", (unsigned long long)v.total, (unsigned long long)v.width,
                         (unsigned long long)v.height, (unsigned)v.depth);
     *h = v;
+    return TSR_OK;
+}
+
+void
+tsr_header_encode_ext(const tsr_header *h, uint8_t out[TSR_HEADER_EXT])
+{
+    memset(out, 0, TSR_HEADER_EXT);
+    out[0] = h->dither;
+    out[1] = h->dither_log2;
+    out[2] = h->flags;
+    out[3] = h->stage;
+}
+
+tsr_status
+tsr_header_decode_ext(const uint8_t in[TSR_HEADER_EXT], tsr_header *h, tsr_error *err)
+{
+    uint8_t kind = in[0], k = in[1], flags = in[2], stage = in[3];
+    static const uint8_t lo[] = {0, 0, 1, 4}, hi[] = {0, 0, 8, 7};
+    if (h->version != 2)
+        return tsr_fail(err, TSR_EINVAL, "header: version %u has no extension",
+                        (unsigned)h->version);
+    if (kind > 3 || (h->depth < 8) != (kind != 0))
+        return tsr_fail(err, TSR_EINVAL, "header: dither %u: must be %s at depth %u",
+                        (unsigned)kind, h->depth < 8 ? "1..3" : "0", (unsigned)h->depth);
+    if (k < lo[kind] || k > hi[kind])
+        return tsr_fail(err, TSR_EINVAL, "header: dither size 2^%u: must be 2^%u .. 2^%u",
+                        (unsigned)k, (unsigned)lo[kind], (unsigned)hi[kind]);
+    if (flags & ~TSR_HEADER_PROFILE)
+        return tsr_fail(err, TSR_EINVAL, "header: unknown flags 0x%x", (unsigned)flags);
+    if ((stage & ~15u) || (stage & 3) == 3)
+        return tsr_fail(err, TSR_EINVAL, "header: stage 0x%x: bits 0..3, not both 0 and 1",
+                        (unsigned)stage);
+    for (int i = 4; i < TSR_HEADER_EXT; i++)
+        if (in[i])
+            return tsr_fail(err, TSR_EINVAL, "header: byte %d: reserved, must be 0",
+                            TSR_HEADER_SIZE + i);
+    h->dither = kind;
+    h->dither_log2 = k;
+    h->flags = flags;
+    h->stage = stage;
     return TSR_OK;
 }
 

@@ -24,6 +24,11 @@ tsr_sink_image_from_header(const tsr_header *h, tsr_sink_image *im)
     im->start = h->start;
     im->swath_width = h->swath_width;
     memcpy(im->fingerprint, h->fingerprint, sizeof im->fingerprint);
+    if (h->dither == 1)
+        snprintf(im->dither, sizeof im->dither, "threshold");
+    else if (h->dither == 2 || h->dither == 3)
+        snprintf(im->dither, sizeof im->dither, "%s%u", h->dither == 2 ? "bayer" : "blue",
+                 1u << (h->dither_log2 & 15));
 }
 
 /* s as a JSON string body into out (cap bytes, NUL-terminated, cut if it must be). */
@@ -87,6 +92,7 @@ sidecar_text(const char *raw_path, const tsr_sink_image *im, uint64_t bytes, boo
                       "  \"width\": %llu,\n"
                       "  \"height\": %llu,\n"
                       "  \"depth\": %d,\n"
+                      "%s"
                       "  \"byte_order\": \"little-endian\",\n"
                       "  \"row_bytes\": %llu,\n"
                       "  \"pitch_um\": %s,\n"
@@ -97,15 +103,20 @@ sidecar_text(const char *raw_path, const tsr_sink_image *im, uint64_t bytes, boo
                       "  \"bytes\": %llu,\n"
                       "  \"crc32\": %s\n"
                       "}\n";
+    char dither[64] = ""; /* a line for packed outputs only: the 8/16-bit sidecar as it was */
+    if (im->dither[0])
+        snprintf(dither, sizeof dither, "  \"dither\": \"%.16s\",\n", im->dither);
     int n = snprintf(NULL, 0, fmt, name, (unsigned long long)im->width,
-                     (unsigned long long)im->height, im->depth, (unsigned long long)row_bytes,
+                     (unsigned long long)im->height, im->depth, dither,
+                     (unsigned long long)row_bytes,
                      pitch, im->origin_um[0], im->origin_um[1],
                      im->order == 1 ? "swath" : "raster", swath, fp, (unsigned long long)bytes,
                      crcs);
     char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
     if (text)
         snprintf(text, (size_t)n + 1, fmt, name, (unsigned long long)im->width,
-                 (unsigned long long)im->height, im->depth, (unsigned long long)row_bytes, pitch,
+                 (unsigned long long)im->height, im->depth, dither, (unsigned long long)row_bytes,
+                 pitch,
                  im->origin_um[0], im->origin_um[1], im->order == 1 ? "swath" : "raster", swath,
                  fp, (unsigned long long)bytes, crcs);
     return text;

@@ -263,9 +263,10 @@ tsr_sink_write_donate(tsr_sink *s, void *buf, size_t n, tsr_error *err)
 static tsr_status
 handshake(tsr_sink *s, const tsr_header *h, tsr_error *err)
 {
-    uint8_t buf[TSR_HEADER_SIZE];
+    uint8_t buf[TSR_HEADER_SIZE + TSR_HEADER_EXT];
     tsr_header_encode(h, buf);
-    if (put_unit(s, buf, sizeof buf, err) != TSR_OK)
+    tsr_header_encode_ext(h, buf + TSR_HEADER_SIZE); /* sent with version 2 only */
+    if (put_unit(s, buf, h->version == 2 ? sizeof buf : TSR_HEADER_SIZE, err) != TSR_OK)
         return s->first.status;
     s->unit_end = s->wpos;
     if (s->kind != SINK_TCP)

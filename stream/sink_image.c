@@ -91,16 +91,19 @@ tsr_sink_image_check(const char *spec, const tsr_sink_opts *o, bool framed, tsr_
             return tsr_fail(err, TSR_EINVAL, "%s: a %s starts at the top-left corner", spec,
                             what);
     }
-    if (im->depth != 1 && im->depth != 8 && im->depth != 16)
-        return tsr_fail(err, TSR_EINVAL, "%s: depth %d: a %s output takes 1, 8 or 16 bits", spec,
-                        im->depth, what);
+    if (im->depth != 1 && im->depth != 2 && im->depth != 4 && im->depth != 8 && im->depth != 16)
+        return tsr_fail(err, TSR_EINVAL, "%s: depth %d: a %s output takes 1, 2, 4, 8 or 16 bits",
+                        spec, im->depth, what);
     if (im->width < 1 || im->height < 1 || im->width > INT64_MAX / 16 ||
         im->height > INT64_MAX / 16)
         return tsr_fail(err, TSR_EINVAL, "%s: size %llu x %llu: out of range", spec,
                         (unsigned long long)im->width, (unsigned long long)im->height);
     int64_t t;
-    if (!tsr_mul_checked((int64_t)((im->width * (uint64_t)im->depth + 7) / 8),
-                         (int64_t)im->height, &t))
+    uint64_t row = (im->width * (uint64_t)im->depth + 7) / 8; /* < 2^62 here */
+    if (im->order == 1 && im->swath_width > 0 && im->swath_width < im->width) /* each padded */
+        row = (im->width / im->swath_width) * ((im->swath_width * (uint64_t)im->depth + 7) / 8) +
+              ((im->width % im->swath_width) * (uint64_t)im->depth + 7) / 8;
+    if (row > INT64_MAX || !tsr_mul_checked((int64_t)row, (int64_t)im->height, &t))
         return tsr_fail(err, TSR_EINVAL, "%s: %llu x %llu: too large", spec,
                         (unsigned long long)im->width, (unsigned long long)im->height);
     return TSR_OK;
@@ -164,6 +167,12 @@ tsr_sink_image_open(tsr_sink *s, const char *spec, const tsr_sink_opts *o, tsr_e
     g->im = *o->image;
     g->row_bytes = (size_t)((g->im.width * (uint64_t)g->im.depth + 7) / 8);
     g->total = (uint64_t)g->row_bytes * g->im.height;
+    if (g->im.order == 1 && g->im.swath_width > 0 && g->im.swath_width < g->im.width) {
+        /* (a raw file's) swaths: each swath's rows padded on their own (docs/outputs.md) */
+        uint64_t sw = g->im.swath_width, d = (uint64_t)g->im.depth;
+        g->total = g->im.height * ((g->im.width / sw) * ((sw * d + 7) / 8) +
+                                   ((g->im.width % sw) * d + 7) / 8);
+    }
     if (fmt == SINK_IMG_RAW) {
         /* a sidecar says the file is whole: an older one goes before the first new byte */
         char *side = malloc(strlen(spec) + 6);

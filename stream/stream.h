@@ -62,11 +62,20 @@ typedef struct tsr_frame {
     uint32_t flags;  /* TSR_FRAME_* */
 } tsr_frame;
 
-/* Decode and validate a header: magic, version 1, depth 8|16, order <= 1, serpentine <= 1,
- * start <= 3, total == width * height * depth / 8 without overflow, 1 <= swath width <= width.
+/* Decode and validate a header's first 75 bytes: magic, version 1 (depth 8|16) or 2 (depth
+ * 1|2|4|8|16, tsr_header_decode_ext follows), order <= 1, serpentine <= 1,
+ * start <= 3, total == height * each swath's (w * depth + 7) / 8 without overflow,
+ * 1 <= swath width <= width.
  * TSR_EINVAL naming the first bad field ("header: depth 12: must be 8 or 16"). */
 tsr_status
 tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *err);
+
+/* A version 2 header's TSR_HEADER_EXT bytes after the first 75, into *h (decoded from those
+ * first): dither kind 0 exactly at depth 8 and 16, 1..3 below; its size in range; flags
+ * TSR_HEADER_PROFILE only; the reserved bytes 0. TSR_EINVAL naming the bad field. A version 1
+ * header has none (its dither and flags are 0). */
+tsr_status
+tsr_header_decode_ext(const uint8_t in[TSR_HEADER_EXT], tsr_header *h, tsr_error *err);
 
 void
 tsr_frame_encode(const tsr_frame *f, uint8_t out[TSR_FRAME_HEAD]);
@@ -150,6 +159,7 @@ typedef struct tsr_sink_image {
     uint8_t fingerprint[32];  /* the design's (tsr_header.fingerprint) */
     int compression;          /* TIFF: TSR_TIFF_NONE, _PACKBITS, _DEFLATE (image/image.h) */
     bool bigtiff;             /* TIFF: BigTIFF even below 4 GB */
+    char dither[16];          /* depth 1, 2, 4: the threshold array ("blue64"); "" otherwise */
 } tsr_sink_image;
 
 /* The part of *im a stream header says (size, depth, order, swath, fingerprint); the rest is

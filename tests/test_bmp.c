@@ -137,7 +137,7 @@ Test(bmp, bad_outputs_are_refused_naming_the_file_and_the_reason, .init = th_dir
 {
     tsr_sink_image im = {.width = 10, .height = 10, .depth = 16, .swath_width = 10};
     tsr_sink_opts o = {.image = &im};
-    refused(th_in_dir("x.bmp"), &o, TSR_EINVAL, "x.bmp: depth 16: a BMP here holds 1 or 8 bits");
+    refused(th_in_dir("x.bmp"), &o, TSR_EINVAL, "x.bmp: depth 16: a BMP here holds 1, 4 or 8 bits");
     im.depth = 8;
     refused("/nonexistent-dir/x.bmp", &o, TSR_EIO, "/nonexistent-dir/x.bmp: No such file");
     cr_assert(mkfifo(th_in_dir("f.BMP"), 0600) == 0);

@@ -169,7 +169,7 @@ check_structure(const tsr_design *d)
     X(complex_key, TSR_EINVAL, "3:5: root: mapping keys must be scalars") \
     X(deep_error_path, TSR_EINVAL, \
       "10:30: root.children[0].node.children[0].node.size[1]: must be in 1..1099511627776,") \
-    X(depth_12, TSR_EINVAL, "3:10: output.depth: must be 8 or 16, got 12") \
+    X(depth_12, TSR_EINVAL, "3:10: output.depth: must be 1, 2, 4, 8 or 16, got 12") \
     X(distance_dmax_0, TSR_EINVAL, "6:13: root.children[0].dmax: must be in 1..4194304, got 0") \
     X(distance_dmax_4194305, TSR_EINVAL, \
       "6:13: root.children[0].dmax: must be in 1..4194304, got 4194305") \

@@ -103,7 +103,7 @@ decode_fails(void (*patch)(tsr_header *h, uint8_t *b), const char *msg)
 }
 
 static void p_magic(tsr_header *h, uint8_t *b) { (void)h; b[3] = 'B'; }
-static void p_version(tsr_header *h, uint8_t *b) { (void)h; b[4] = 2; }
+static void p_version(tsr_header *h, uint8_t *b) { (void)h; b[4] = 3; }
 static void p_depth(tsr_header *h, uint8_t *b) { (void)h; b[6] = 12; }
 static void p_order(tsr_header *h, uint8_t *b) { (void)h; b[24] = 2; }
 static void p_serp(tsr_header *h, uint8_t *b) { (void)h; b[25] = 7; }
@@ -132,7 +132,7 @@ static void p_overflow(tsr_header *h, uint8_t *b)
 Test(framing, header_decode_names_each_bad_field)
 {
     decode_fails(p_magic, "header: bad magic (not a tessera stream)");
-    decode_fails(p_version, "header: version 2: only version 1 is known");
+    decode_fails(p_version, "header: version 3: only versions 1 and 2 are known");
     decode_fails(p_depth, "header: depth 12: must be 8 or 16");
     decode_fails(p_order, "header: order 2: must be 0 or 1");
     decode_fails(p_serp, "header: serpentine 7: must be 0 or 1");

@@ -42,4 +42,21 @@ for ext in tif tiff bmp; do
         bad "render -o o.$ext: exit $rc, $(head -c 300 "$tmp/err")"
     fi
 done
+
+# depth 1, 2, 4 (dithered, packed): a TIFF of each and a BMP of 1 and 4 bits read back as the
+# raw render's levels
+for spec in "1 blue16 tif" "2 bayer4 tif" "4 bayer8 tif" "1 bayer8 bmp" "4 blue16 bmp"; do
+    set -- $spec
+    printf 'tessera: 1\noutput: {depth: %s, dither: %s}\nroot:\n  size: [67, 41]\n  source: {gradient: radial, center: [30, 20], radius: 25, values: [1.0, 0.0]}\n' \
+        "$1" "$2" >"$tmp/p.yaml"
+    "$TESSERA" render "$tmp/p.yaml" -o "$tmp/p.raw" --progress none || bad "depth $1 raw render"
+    "$TESSERA" render "$tmp/p.yaml" -o "$tmp/p.$3" --progress none 2>"$tmp/err"
+    rc=$?
+    kind=$([ "$3" = bmp ] && echo bmp || echo tiff)
+    if [ "$rc" -eq 0 ] && "$PY" "$SRC/tests/oracle/images.py" "$kind" "$tmp/p.$3" "$tmp/p.raw" 67 41 "$1"; then
+        ok "depth $1 ($2) -o p.$3 reads back as the packed raw render"
+    else
+        bad "depth $1 ($2) -o p.$3: exit $rc, $(head -c 300 "$tmp/err")"
+    fi
+done
 finish

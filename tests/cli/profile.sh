@@ -74,12 +74,16 @@ else
         { fail=$((fail + 1)); echo "FAIL profile --backend gpu: $(cat "$tmp/err")"; }
 fi
 # -o OUT: the stream into that sink behind this renderer, as `render --rows 0:K` writes it (K
-# full rows, the profile's bytes): the same framed transcript, and its rate beside
+# full rows, the profile's bytes): the same framed transcript but for its header, marked as a
+# profile's (version 2, flag bit 0: docs/streaming.md §2), and its rate beside
 "$TESSERA" profile "$d" --backend cpu --region 100,200,700,300 --json -o "$tmp/s.tsr" --framed \
     >"$tmp/s.json" 2>"$tmp/err" &&
     "$TESSERA" render "$d" --backend cpu --rows 0:2 --framed -o "$tmp/r.tsr" --progress none 2>>"$tmp/err"
-if cmp -s "$tmp/s.tsr" "$tmp/r.tsr" && "$py" - "$tmp/s.json" <<'PY'
+if "$py" - "$tmp/s.json" "$tmp/s.tsr" "$tmp/r.tsr" <<'PY'
 import json, sys
+s, r = open(sys.argv[2], "rb").read(), open(sys.argv[3], "rb").read()
+want = r[:4] + b"\x02\x00" + r[6:75] + bytes([0, 0, 1]) + bytes(29) + r[75:]
+assert s == want, "the profile's transcript is not render's with a profile's header"
 p = json.load(open(sys.argv[1]))
 s = p["sink"]
 assert s["rows"] == [0, 2] and s["bytes"] == 2 * 150000 and s["framed"] and not s["deflate"], s

@@ -34,12 +34,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t again[TSR_HEADER_SIZE];
         tsr_header_encode(&h, again);
         PROPERTY(memcmp(again, data, TSR_HEADER_SIZE) == 0, "header does not round-trip");
-        PROPERTY(h.depth == 8 || h.depth == 16, "depth %u", h.depth);
+        PROPERTY(h.depth == 8 || h.depth == 16 || (h.version == 2 && h.depth < 8),
+                 "depth %u at version %u", h.depth, h.version);
         PROPERTY(h.swath_width >= 1 && h.swath_width <= h.width, "swath width");
-        unsigned __int128 t = (unsigned __int128)h.width * h.height * (h.depth / 8);
-        PROPERTY(t == h.total, "total %llu", (unsigned long long)h.total);
+        /* each swath's rows padded to whole bytes (docs/streaming.md §2) */
+        unsigned __int128 sw = h.swath_width, rows =
+            (h.width / sw) * ((sw * h.depth + 7) / 8) + ((h.width % sw) * h.depth + 7) / 8;
+        PROPERTY(rows * h.height == h.total, "total %llu", (unsigned long long)h.total);
     }
     size_t at = TSR_HEADER_SIZE;
+    if (err.status == TSR_OK && h.version == 2 && size - at >= TSR_HEADER_EXT) {
+        tsr_error e2 = {TSR_OK, ""};
+        if (tsr_header_decode_ext(data + at, &h, &e2) != TSR_OK) {
+            PROPERTY(e2.status == TSR_EINVAL && e2.msg[0], "extension: status %d", e2.status);
+        } else {
+            uint8_t again[TSR_HEADER_EXT];
+            tsr_header_encode_ext(&h, again);
+            PROPERTY(memcmp(again, data + at, TSR_HEADER_EXT) == 0,
+                     "extension does not round-trip");
+            PROPERTY((h.dither != 0) == (h.depth < 8), "dither %u at depth %u", h.dither,
+                     h.depth);
+        }
+        at += TSR_HEADER_EXT;
+    }
     uint8_t *out = NULL;
     while (size - at >= TSR_FRAME_HEAD) {
         tsr_frame f;

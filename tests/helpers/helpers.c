@@ -145,8 +145,13 @@ th_parse_transcript(const uint8_t *f, size_t n, bool allow_cut)
     tsr_error err = {0};
     cr_assert_geq(n, TSR_HEADER_SIZE);
     cr_assert_eq(tsr_header_decode(f, &p.h, &err), TSR_OK, "%s", err.msg);
-    p.data = malloc(p.h.total + 1);
     size_t at = TSR_HEADER_SIZE;
+    if (p.h.version == 2) {
+        cr_assert_geq(n, TSR_HEADER_SIZE + TSR_HEADER_EXT);
+        cr_assert_eq(tsr_header_decode_ext(f + at, &p.h, &err), TSR_OK, "%s", err.msg);
+        at += TSR_HEADER_EXT;
+    }
+    p.data = malloc(p.h.total + 1);
     uint64_t pos = 0;
     bool first = true;
     while (at < n) {

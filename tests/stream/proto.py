@@ -58,17 +58,46 @@ def read_exact(rd, n):
     return buf
 
 
+EXT = 32  # version 2: bytes after the 75 (dither kind, its log2 size, flags, 29 zeros)
+
+
 def parse_header(b):
     magic, version, depth, w, h, order, serp, start, sw, fp, total = HEADER.unpack(b)
     if magic != b"TSRA":
         raise ProtocolError("bad magic %r" % magic)
-    if version != 1 or depth not in (8, 16):
+    if not (version == 1 and depth in (8, 16) or version == 2 and depth in (1, 2, 4, 8, 16)):
         raise ProtocolError("version %d depth %d" % (version, depth))
-    if w * h * (depth // 8) != total:
-        raise ProtocolError("total %d != %d x %d x %d" % (total, w, h, depth // 8))
+    # each swath's rows padded to whole bytes: w * h * depth / 8 at 8 and 16 bits
+    want = h * ((w // sw) * ((sw * depth + 7) // 8) + ((w % sw) * depth + 7) // 8)
+    if want != total:
+        raise ProtocolError("total %d != %d (%d x %d at %d bit)" % (total, want, w, h, depth))
     return dict(version=version, depth=depth, width=w, height=h, order=order,
                 serpentine=serp, start=start, swath_width=sw, fingerprint=fp.hex(),
                 total=total)
+
+
+def parse_ext(h, b):
+    """A version 2 header's extension into h: dither, dither_log2, flags (bit 0: profile),
+    stage (bit 0 rows alternate, 1 swaths alternate, 2 x mirrored, 3 y up)."""
+    kind, k, flags, stage = b[0], b[1], b[2], b[3]
+    if (kind > 3 or (h["depth"] < 8) != (kind != 0) or flags & ~1 or stage & ~15
+            or stage & 3 == 3 or any(b[4:])):
+        raise ProtocolError("bad header extension %s" % b.hex())
+    h.update(dither=kind, dither_log2=k, profile=bool(flags & 1), stage=stage)
+    return h
+
+
+def read_header(rd):
+    hb = read_exact(rd, HEADER.size)
+    if hb is None:
+        return None
+    h = parse_header(hb)
+    if h["version"] == 2:
+        eb = read_exact(rd, EXT)
+        if eb is None:
+            return None
+        parse_ext(h, eb)
+    return h
 
 
 def read_frames(rd, start, total, out):
@@ -141,11 +170,10 @@ def cmd_recv(a):
     conn, _ = srv.accept()
     conn.settimeout(60)
     rd = conn.recv
-    hb = read_exact(rd, HEADER.size)
-    if hb is None:
+    h = read_header(rd)
+    if h is None:
         print(json.dumps({"error": "no header"}))
         return 1
-    h = parse_header(hb)
     answer = REFUSED if a.answer == "refuse" else int(a.answer)
     conn.sendall(struct.pack("<Q", answer))
     with open(a.port_file + ".started", "w") as f:  # tests wait for this before a signal
@@ -176,11 +204,10 @@ def cmd_recv(a):
 def cmd_decode(a):
     with open(a.file, "rb") as src:
         f = io.BytesIO(src.read())  # a pipe cannot seek back over the first frame
-        hb = read_exact(f.read, HEADER.size)
-        if hb is None:
+        h = read_header(f.read)
+        if h is None:
             print(json.dumps({"error": "no header"}))
             return 1
-        h = parse_header(hb)
         # a transcript does not say where it starts: take the first frame's offset
         pos = f.tell()
         fh = f.read(FRAME.size)
