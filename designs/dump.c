@@ -432,9 +432,20 @@ tsr_design_write_pixels(const tsr_design *d, FILE *f)
         put_f64(f, d->pixel_nm);
         fputs("nm\n", f);
     }
-    tsr_output dout = {8, {0.0, 1.0}, {NULL, 0}, TSR_ORDER_RASTER, 0, false, TSR_TOP_LEFT};
+    tsr_output dout = {8, {0.0, 1.0}, {NULL, 0}, TSR_ORDER_RASTER, 0, false, TSR_TOP_LEFT,
+                       0, 0, 0, 0, false, false};
     fputs("output:\n", f);
-    fprintf(f, "  depth: %" PRId64 "\n", d->out.depth);
+    if (d->out.bits) { /* a packed output: its bits and its dither (docs/outputs.md) */
+        char dn[32];
+        fprintf(f, "  depth: %d\n  dither: %s\n", d->out.bits,
+                tsr_output_dither_name(&d->out, dn, sizeof dn));
+    } else {
+        fprintf(f, "  depth: %" PRId64 "\n", d->out.depth);
+    }
+    if (d->out.bidir || d->out.mirror_x || d->out.y_up)
+        fprintf(f, "  stage: {bidirectional: %s, mirror-x: %s, y-up: %s}\n",
+                d->out.bidir == 1 ? "rows" : d->out.bidir == 2 ? "swaths" : "none",
+                d->out.mirror_x ? "true" : "false", d->out.y_up ? "true" : "false");
     put_changed(f, 2, tsr_dtab_output + 1, tsr_dtab_noutput - 1, &d->out, &dout);
     if (d->out.order == TSR_ORDER_SWATH) {
         fputs("  swath:\n", f);
