@@ -786,9 +786,10 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
                                ? TSR_PROGRESS_NONE
                                : progress_mode(a->progress);
     _Atomic uint64_t done = 0;
+    bool sampled = a->fast && tsr_preview_samples(e, a->region, a->scale);
     tsr_progress_opts po = {.mode = pm, .computed = &done, .unit = "px",
                             .always = pm == TSR_PROGRESS_JSON,
-                            .total = a->fast ? (uint64_t)ow * (uint64_t)oh *
+                            .total = sampled ? (uint64_t)ow * (uint64_t)oh *
                                                    TSR_PREVIEW_FAST_SAMPLES
                                              : (uint64_t)w * (uint64_t)h};
     tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
@@ -798,7 +799,9 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
     if (st != TSR_OK)
         return fail(&err);
     fprintf(stderr, "tessera: wrote %s (%lldx%lld%s)\n", strcmp(out, "-") ? out : "stdout",
-            (long long)ow, (long long)oh, a->fast ? ", --fast: sampled" : "");
+            (long long)ow, (long long)oh,
+            sampled ? ", --fast: sampled"
+                    : a->fast && a->scale > 1 ? ", --fast: exact, estimated cheaper" : "");
     return 0;
 }
 
@@ -1388,7 +1391,7 @@ run(args *a)
         return rc;
     }
     if (a->fast && a->eo.tile == 0) /* the samples' own tiles cost less when small */
-        a->eo.tile = tsr_preview_fast_tile(d);
+        a->eo.tile = tsr_preview_fast_tile_for(d, a->region, a->scale);
     tsr_engine *e = tsr_engine_new(d, &a->eo, &err);
     if (!e) {
         tsr_design_free(d);
