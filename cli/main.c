@@ -121,6 +121,11 @@ static atomic_int g_signals; /* SIGINT/SIGTERM handled so far (lock-free: signal
  * read (tsr_sink_offset), safe in a handler. */
 static tsr_sink *volatile g_sink;
 static volatile sig_atomic_t g_sink_tcp;
+/* Rank 0 of an mpirun job, until its sink opens: where to resume, said at the first signal
+ * (a rank that dies while MPI starts leaves the others in MPI_Init, or in the handshake, until
+ * mpirun kills them a second after its warning: the line must not wait for them). */
+static char g_early[160];
+static volatile sig_atomic_t g_early_on;
 
 /* write(2) of a NUL-terminated string: what a handler may call. */
 static void
@@ -163,6 +168,8 @@ on_stop(int sig)
     if (atomic_fetch_add(&g_signals, 1) == 0) {
         g_stop = sig;
         say("tessera: stopping...\n");
+        if (g_early_on)
+            say(g_early);
         return;
     }
     tsr_sink *s = g_sink;
@@ -658,6 +665,7 @@ render_opened(void *ctx, tsr_sink *s)
 {
     render_view *v = ctx;
     g_sink = s;
+    g_early_on = 0; /* the stream's own lines from here on */
     tsr_progress_opts po = {.mode = v->pm, .total = v->total, .sink = s,
                             .computed = &v->computed};
     v->pr = tsr_progress_start_ex(&po, stderr);
@@ -1474,6 +1482,17 @@ main(int argc, char **argv)
         a.eo.backend = "gpu";
     }
     tsr_error err = {0};
+    if (strcmp(a.cmd, "render") == 0 && tsr_dist_launched_rank() == 0) {
+        unsigned long long at = a.have_resume ? (unsigned long long)a.resume_at : 0;
+        if (a.out && strncmp(a.out, "tcp://", 6) == 0)
+            snprintf(g_early, sizeof g_early, "tessera: interrupted before the stream started; "
+                     "run it again to resume (the controller answers the offset)\n");
+        else
+            snprintf(g_early, sizeof g_early, "tessera: interrupted at byte %llu; resume with "
+                     "--resume-at %llu\n", at, at);
+        g_early_on = 1;
+        install_stop(SIGCONT); /* mpirun's warning may come while MPI starts */
+    }
     /* mpirun -n K tessera render: rank 0 streams, the other ranks compute its bands (dist/) */
     int rank = strcmp(a.cmd, "render") == 0 ? tsr_dist_start(&g_stop, &err) : 0;
     if (rank < 0)
