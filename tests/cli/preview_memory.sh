@@ -6,7 +6,9 @@
 # and zlib's state, ~0.5 MB, are inside that margin). Before: 252 MB at --memory 20M, 797 MB
 # with --force. And `check`'s "smallest --memory that runs" is the real minimum: a render
 # given exactly it runs, one byte less is refused (microlens-sphere said 243.5 MiB and ran at
-# 20M). No timing is asserted.
+# 20M). And `--gpus N` shares one --memory among its N engines (docs/semantics.md: it bounds
+# the process's peak; each engine had its own: 1.8x at 3 engines), checked with CPU engines
+# (TSR_MULTI_CPU=1) where there is no GPU. No timing is asserted.
 . "${SRC:?}/tests/cli/lib/common.sh"
 if ldd "$TESSERA" 2>/dev/null | grep libasan >/dev/null; then
     echo "skip: RSS under a sanitizer is shadow memory"; ok "skipped under ASan"; finish; exit
@@ -87,4 +89,17 @@ else
         ok "one byte under check's minimum: refused, naming it"
     else bad "one byte under check's minimum: rc $rc: $(cat "$tmp/err.m1")"; fi
 fi
+
+# --gpus 3: the engines share the one --memory (wafer-fields' 100000 px disc churns its caches)
+W="$SRC/designs/examples/wafer-fields.yaml"
+if TSR_MULTI_CPU=1 /usr/bin/time -f "%M" -o "$tmp/rss.g" "$TESSERA" render "$W" --gpus 3 \
+    --rows 0:1500 --threads 1 --memory 160M --progress none -o null 2>"$tmp/err.g"; then
+    within 160000000 "$(tail -1 "$tmp/rss.g")" "--gpus 3 (CPU engines), --memory 160M"
+else bad "--gpus 3 --memory 160M: $(head -c 300 "$tmp/err.g")"; fi
+# a share too small for an engine's plan names the share
+TSR_MULTI_CPU=1 "$TESSERA" render "$W" --gpus 3 --rows 0:8 --threads 1 --memory 30M --progress none -o null 2>"$tmp/err.s"
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--gpus 3: each engine plans with .* of --memory .*: memory plan: needs at least" "$tmp/err.s"; then
+    ok "--gpus 3 --memory 30M: refused, naming each engine's share"
+else bad "--gpus 3 --memory 30M: rc $rc: $(cat "$tmp/err.s")"; fi
 finish
