@@ -1399,7 +1399,7 @@ run(args *a)
         return rc;
     }
     if (a->fast && a->eo.tile == 0) /* the samples' own tiles cost less when small */
-        a->eo.tile = tsr_preview_fast_tile_for(d, a->region, a->scale);
+        a->eo.tile = tsr_preview_fast_tile_for(d, &a->eo, a->region, a->scale);
     tsr_engine *e = tsr_engine_new(d, &a->eo, &err);
     if (!e) {
         tsr_design_free(d);

@@ -338,13 +338,17 @@ typedef struct tsr_preview_opts {
 int64_t
 tsr_preview_fast_tile(const tsr_design *d);
 
-/* tsr_preview_fast_tile for a fast preview of region r at `scale`: 0 also where the exact
- * preview is estimated cheaper (tsr_preview_samples), which runs best on the design's tiles. */
+/* tsr_preview_fast_tile for a fast preview of region r at `scale` by an engine made with
+ * opts o: 0 also where the exact preview is estimated cheaper (tsr_preview_samples), or o's
+ * backend would be the GPU or an injected one (they preview exactly), which run best on the
+ * design's tiles. */
 int64_t
-tsr_preview_fast_tile_for(const tsr_design *d, tsr_rect r, int64_t scale);
+tsr_preview_fast_tile_for(const tsr_design *d, const tsr_engine_opts *o, tsr_rect r,
+                          int64_t scale);
 
 /* Whether a preview of region r at `scale` asked for with `fast` samples (true), or computes
- * the exact preview because that is estimated cheaper on engine e's tiles (or scale is 1):
+ * the exact preview because that is estimated cheaper on engine e's tiles, scale is 1, or e's
+ * backend takes no batches of samples (the GPU: its exact preview runs at its render's rate):
  * --fast is never the slower way (docs/semantics.md gives the estimate). */
 bool
 tsr_preview_samples(const tsr_engine *e, tsr_rect r, int64_t scale);

@@ -423,11 +423,14 @@ fast_is_cheaper(const tsr_design *d, const int64_t *tile, tsr_rect r, int64_t k)
 }
 
 int64_t
-tsr_preview_fast_tile_for(const tsr_design *d, tsr_rect r, int64_t scale)
+tsr_preview_fast_tile_for(const tsr_design *d, const tsr_engine_opts *o, tsr_rect r,
+                          int64_t scale)
 {
     int64_t t = tsr_preview_fast_tile(d);
-    if (t == 0 || scale < 1 || tsr_rect_empty(r))
-        return 0;
+    bool auto_be = !o->backend || strcmp(o->backend, "auto") == 0;
+    bool gpu = (o->backend && strcmp(o->backend, "gpu") == 0) || (auto_be && tsr_gpu_available());
+    if (t == 0 || scale < 1 || tsr_rect_empty(r) || o->ops || gpu)
+        return 0; /* a backend that does not sample in batches previews exactly, on its tiles */
     int64_t *tile = malloc(d->nnodes * sizeof *tile);
     if (!tile)
         return 0;
@@ -441,7 +444,10 @@ tsr_preview_fast_tile_for(const tsr_design *d, tsr_rect r, int64_t scale)
 bool
 tsr_preview_samples(const tsr_engine *e, tsr_rect r, int64_t scale)
 {
-    return scale > 1 && fast_is_cheaper(e->d, e->tile, r, scale);
+    /* A backend without batches of samples (the GPU) would go sample by sample: over 100 s on
+     * an H200 where its exact preview, a render at its rate with the box average on the
+     * device, takes seconds. */
+    return scale > 1 && e->ops->samples && fast_is_cheaper(e->d, e->tile, r, scale);
 }
 
 int64_t
