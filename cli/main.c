@@ -140,6 +140,11 @@ static atomic_int g_signals; /* SIGINT/SIGTERM handled so far (lock-free: signal
  * read (tsr_sink_offset), safe in a handler. */
 static tsr_sink *volatile g_sink;
 static volatile sig_atomic_t g_sink_tcp;
+/* Rank 0 of an mpirun job, until its sink opens: where to resume, said at the first signal
+ * (a rank that dies while MPI starts leaves the others in MPI_Init, or in the handshake, until
+ * mpirun kills them a second after its warning: the line must not wait for them). */
+static char g_early[160];
+static volatile sig_atomic_t g_early_on;
 
 /* write(2) of a NUL-terminated string: what a handler may call. */
 static void
@@ -183,6 +188,8 @@ on_stop(int sig)
         g_stop = sig;
         g_halt = 1;
         say("tessera: stopping...\n");
+        if (g_early_on)
+            say(g_early);
         return;
     }
     tsr_sink *s = g_sink;
@@ -793,6 +800,7 @@ render_opened(void *ctx, tsr_sink *s)
 {
     render_view *v = ctx;
     g_sink = s;
+    g_early_on = 0; /* the stream's own lines from here on */
     tsr_progress_opts po = {.mode = v->pm, .total = v->total, .sink = s,
                             .computed = &v->computed};
     v->pr = tsr_progress_start_ex(&po, stderr);
@@ -921,9 +929,10 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
                                ? TSR_PROGRESS_NONE
                                : progress_mode(a->progress);
     _Atomic uint64_t done = 0;
+    bool sampled = a->fast && tsr_preview_samples(e, a->region, a->scale);
     tsr_progress_opts po = {.mode = pm, .computed = &done, .unit = "px",
                             .always = pm == TSR_PROGRESS_JSON,
-                            .total = a->fast ? (uint64_t)ow * (uint64_t)oh *
+                            .total = sampled ? (uint64_t)ow * (uint64_t)oh *
                                                    TSR_PREVIEW_FAST_SAMPLES
                                              : (uint64_t)w * (uint64_t)h};
     tsr_progress *pr = tsr_progress_start_ex(&po, stderr);
@@ -933,7 +942,9 @@ cmd_preview(args *a, tsr_engine *e, const tsr_design *d)
     if (st != TSR_OK)
         return fail(&err);
     fprintf(stderr, "tessera: wrote %s (%lldx%lld%s)\n", strcmp(out, "-") ? out : "stdout",
-            (long long)ow, (long long)oh, a->fast ? ", --fast: sampled" : "");
+            (long long)ow, (long long)oh,
+            sampled ? ", --fast: sampled"
+                    : a->fast && a->scale > 1 ? ", --fast: exact, estimated cheaper" : "");
     return 0;
 }
 
@@ -1694,7 +1705,7 @@ run(args *a)
         return rc;
     }
     if (a->fast && a->eo.tile == 0) /* the samples' own tiles cost less when small */
-        a->eo.tile = tsr_preview_fast_tile(d);
+        a->eo.tile = tsr_preview_fast_tile_for(d, &a->eo, a->region, a->scale);
     tsr_engine *e = tsr_engine_new(d, &a->eo, &err);
     if (!e) {
         tsr_design_free(d);
@@ -1813,6 +1824,17 @@ main(int argc, char **argv)
         a.eo.backend = "gpu";
     }
     tsr_error err = {0};
+    if (strcmp(a.cmd, "render") == 0 && tsr_dist_launched_rank() == 0) {
+        unsigned long long at = a.have_resume ? (unsigned long long)a.resume_at : 0;
+        if (a.out && strncmp(a.out, "tcp://", 6) == 0)
+            snprintf(g_early, sizeof g_early, "tessera: interrupted before the stream started; "
+                     "run it again to resume (the controller answers the offset)\n");
+        else
+            snprintf(g_early, sizeof g_early, "tessera: interrupted at byte %llu; resume with "
+                     "--resume-at %llu\n", at, at);
+        g_early_on = 1;
+        install_stop(SIGCONT); /* mpirun's warning may come while MPI starts */
+    }
     /* mpirun -n K tessera render: rank 0 streams, the other ranks compute its bands (dist/) */
     int rank = strcmp(a.cmd, "render") == 0 ? tsr_dist_start(&g_stop, &err) : 0;
     if (rank < 0)

@@ -22,6 +22,11 @@
 int
 tsr_dist_start(volatile sig_atomic_t *stop, tsr_error *err);
 
+/* This process's rank as the launcher's environment gives it (OMPI_COMM_WORLD_RANK,
+ * PMI_RANK) when it was launched with two ranks or more, before MPI is started; -1 otherwise. */
+int
+tsr_dist_launched_rank(void);
+
 /* Ranks of the job: 1 when MPI was not started. */
 int
 tsr_dist_ranks(void);

@@ -19,8 +19,8 @@
  *
  * A failure in any engine is the band's status: the stream ends there, every band before it
  * delivered (a resumable abort, as a sink failure). A stop reaches every engine through the
- * shared opts.stop. TSR_MULTI_CPU=1 makes the engines CPU ones (tests of the reorder path on
- * machines without a GPU). A periodic root's bands are filled on the host, as the CPU fills
+ * shared opts.stop. One --memory bounds them all (engine_memory). TSR_MULTI_CPU=1 makes the
+ * engines CPU ones (tests of the reorder path on machines without a GPU). A periodic root's bands are filled on the host, as the CPU fills
  * them (cpu/periodic.c), by an evaluator of its own. */
 #include "cpu/cpu.h"
 #include "dist/dist.h"
@@ -256,20 +256,41 @@ multi_close(void *bk)
     free(m);
 }
 
+/* One --memory for the process (docs/semantics.md: it bounds the process's peak): the
+ * writer's buffers take at most a quarter of it, or the host plan's bands where those are more
+ * (multi_open; the engines write into them, no pools of their own), and each engine plans with
+ * an equal part of the rest. */
+static int64_t
+engine_memory(const tsr_plan *p, int n)
+{
+    int64_t allow = p->bands > p->budget / 4 ? p->bands : p->budget / 4;
+    int64_t rest = p->budget - allow;
+    return rest / n > 1 ? rest / n : 1;
+}
+
 /* Worker i's engine. */
 static tsr_status
-open_engine(multi *m, int i, int devices, bool cpu, tsr_error *err)
+open_engine(multi *m, int i, int n, int devices, bool cpu, tsr_error *err)
 {
     mworker *w = &m->w[i];
     w->m = m;
     w->idx = i;
     tsr_engine_opts o = *m->ctx->opts;
+    o.memory = engine_memory(m->ctx->plan, n);
     o.gpus = 0;
     o.ops = NULL;
     o.gpu_device = devices > 0 ? i % devices : 0;
     o.backend = cpu ? "cpu" : "gpu";
     w->device = o.gpu_device;
     w->e = tsr_engine_new(m->ctx->d, &o, err);
+    if (!w->e && err && err->status == TSR_EPLAN) {
+        char each[32], all[32];
+        tsr_human_bytes(each, sizeof each, (double)o.memory);
+        tsr_human_bytes(all, sizeof all, (double)m->ctx->plan->budget);
+        tsr_error e2 = *err;
+        tsr_fail(err, TSR_EPLAN, "--gpus %d: each engine plans with %s of --memory %s: %s", n,
+                 each, all, e2.msg);
+    }
     return w->e ? TSR_OK : (err ? err->status : TSR_EINVAL);
 }
 
@@ -345,7 +366,7 @@ multi_open(const tsr_backend_ctx *ctx, void **bk, tsr_backend_shape *shape, tsr_
     m->host = tsr_cpu_new(ctx, 0, err);
     tsr_status st = m->host ? TSR_OK : TSR_ENOMEM;
     for (; m->n < n && st == TSR_OK; m->n++)
-        st = open_engine(m, m->n, devices, cpu, err);
+        st = open_engine(m, m->n, n, devices, cpu, err);
     if (st == TSR_OK) {
         /* the first engine's bands, halved until the window and the writer's buffers fit
          * the host plan's bands */

@@ -6,6 +6,13 @@
  *   0 -> w  JOB    a band: x, w, y, h, up          w -> 0  DATA  its samples (body, tail)
  *   0 -> w  STOP   no more bands                   w -> 0  BYE   nothing more will come
  *   w -> 0  FAIL   at any time: status and message; the worker then waits for STOP
+ *   w -> 0  BEAT   every BEAT_S seconds from the worker's first message to its last, while
+ *                  it waits and while it computes (its band runs on a thread of its own)
+ * Rank 0 ends the job when a worker has sent nothing for the heartbeat timeout (a worker that
+ * was stopped with SIGSTOP, or hung): it says which rank, and the stream ends as on any
+ * worker's failure, every band before that worker's first missing one delivered and the resume
+ * line printed. It then exits without waiting for that worker (no MPI_Finalize, which would
+ * wait for it): mpirun ends the job's other processes and returns.
  * A worker serves its jobs in the order they were sent, and MPI keeps messages of one sender
  * and tag in order, so rank 0 posts each band's receive (straight into the writer's buffer)
  * when it sends the job and the samples land in the right place whatever the other workers do.
@@ -18,6 +25,8 @@
 #include "engine/engine.h"
 
 #include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { T_HELLO = 1, T_READY, T_JOB, T_DATA, T_FAIL, T_STOP, T_BYE };
+enum { T_HELLO = 1, T_READY, T_JOB, T_DATA, T_FAIL, T_STOP, T_BYE, T_BEAT };
+
+/* A worker's heartbeat period, and rank 0's default timeout (TSR_DIST_TIMEOUT=S sets it: tests,
+ * and clusters whose nodes pause longer). Forty beats missed, so a loaded host's scheduling
+ * never ends a job that is alive. */
+#define BEAT_S 0.25
+#define TIMEOUT_S 10.0
 
 #define MIB ((uint64_t)1 << 20)
 
@@ -53,6 +68,9 @@ static struct {
     volatile sig_atomic_t *stop; /* the command's stop flag (SIGINT, SIGTERM) */
     bool told;                   /* rank 0: the workers were sent STOP */
     bool lost;                   /* a peer never answered: no MPI_Finalize, which would wait */
+    double timeout;              /* rank 0: seconds without a worker's message that end the job */
+    double *seen;                /* rank 0: per rank, when its last message was taken */
+    double beat;                 /* a worker: when it last sent BEAT */
 } g;
 
 static bool
@@ -111,7 +129,20 @@ tsr_dist_start(volatile sig_atomic_t *stop, tsr_error *err)
     MPI_Comm_size(MPI_COMM_WORLD, &g.size);
     MPI_Type_contiguous((int)MIB, MPI_BYTE, &g.mib);
     MPI_Type_commit(&g.mib);
+    const char *t = getenv("TSR_DIST_TIMEOUT");
+    g.timeout = t && atof(t) > 0 ? atof(t) : TIMEOUT_S;
     return g.rank;
+}
+
+int
+tsr_dist_launched_rank(void)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!n) {
+        n = getenv("PMI_SIZE");
+        r = getenv("PMI_RANK");
+    }
+    return n && r && atoi(n) >= 2 ? atoi(r) : -1;
 }
 
 int
@@ -181,6 +212,35 @@ typedef struct mpi_bk {
     tsr_cpu *host;        /* a periodic root's bands, previews: this process computes */
 } mpi_bk;
 
+/* Rank 0: take the workers' heartbeats; the first rank (`only`, or any when 0) silent for
+ * longer than the timeout into err, or 0. A worker beats from its first poll on, once its design is loaded and its engine
+ * made (which may take long: images are decoded), so it is watched from its first beat. */
+static int
+silent_rank(int only, tsr_error *err)
+{
+    double now = now_s();
+    if (!g.seen) {
+        if (!(g.seen = malloc((size_t)g.size * sizeof *g.seen)))
+            return 0; /* no watch: as before */
+        for (int w = 0; w < g.size; w++)
+            g.seen[w] = -1; /* not heard from yet: loading the design may take long */
+    }
+    MPI_Status s;
+    int flag = 1;
+    while (MPI_Iprobe(MPI_ANY_SOURCE, T_BEAT, MPI_COMM_WORLD, &flag, &s) == MPI_SUCCESS && flag) {
+        MPI_Recv(NULL, 0, MPI_BYTE, s.MPI_SOURCE, T_BEAT, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        g.seen[s.MPI_SOURCE] = now;
+    }
+    for (int w = only > 0 ? only : 1; w < (only > 0 ? only + 1 : g.size); w++)
+        if (g.seen[w] >= 0 && now - g.seen[w] > g.timeout) {
+            tsr_fail(err, TSR_EIO, "rank %d: no heartbeat for %.1f s (stopped or hung); the "
+                     "job ends without it (TSR_DIST_TIMEOUT sets the timeout)", w, now - g.seen[w]);
+            g.lost = true; /* nothing more is asked of MPI: it would wait for that rank */
+            return w;
+        }
+    return 0;
+}
+
 /* A worker's FAIL message into err ("rank N: what it said") and *band (its band that failed).
  * Returns N, or 0 when there was none. */
 static int
@@ -227,6 +287,14 @@ goodbye(uint64_t max_band)
             break;
         }
         if (!flag) {
+            if (!stopped() && now_s() - quiet > g.timeout) {
+                /* the stream is over; a worker that was stopped or hung is left behind (no
+                 * MPI_Finalize, which would wait for it: mpirun ends it) */
+                fprintf(stderr, "tessera: %d of %d workers did not answer STOP for %.1f s "
+                        "(stopped or hung): leaving without them\n", g.size - 1 - byes,
+                        g.size - 1, g.timeout);
+                g.lost = true;
+            }
             if (stopped() && now_s() - quiet > 0.5)
                 g.lost = true;
             nap(&us);
@@ -307,7 +375,7 @@ handshake(const tsr_backend_ctx *c, mpi_bk *b, tsr_error *err)
         int flag = 0;
         MPI_Status s;
         uint64_t band;
-        if (take_failure(err, &band) > 0)
+        if (take_failure(err, &band) > 0 || silent_rank(0, err) > 0)
             return err->status;
         if (stopped())
             return tsr_fail(err, TSR_EINTR, "interrupted");
@@ -458,6 +526,10 @@ mpi_complete(void *bk, tsr_error *err)
         } else if (stopped()) {
             tsr_fail(&b->failure, TSR_EINTR, "interrupted");
             b->failed = true;
+        } else if (silent_rank(f->peer, &b->failure) > 0) {
+            /* only the worker this band waits for: an idle one that was stopped costs the
+             * stream nothing (goodbye leaves it behind) */
+            b->failed = true;
         } else {
             nap(&us);
         }
@@ -504,6 +576,18 @@ const tsr_backend_ops *const tsr_dist_backend = &mpi_ops;
  * rank exits). */
 #define STOP_PATIENCE 2.0
 
+/* A worker: BEAT to rank 0 when the last one is BEAT_S old (a small message: it completes
+ * whatever rank 0 is doing). */
+static void
+beat(void)
+{
+    double now = now_s();
+    if (now - g.beat < BEAT_S)
+        return;
+    g.beat = now;
+    (void)MPI_Send(NULL, 0, MPI_BYTE, 0, T_BEAT, MPI_COMM_WORLD);
+}
+
 /* Poll until done(ctx): false on an MPI failure (err), or on a stop (err: "interrupted") unless
  * `after_stop`, when it waits STOP_PATIENCE seconds more. */
 static bool
@@ -516,6 +600,7 @@ poll_until(bool (*done)(void *ctx, tsr_error *err, bool *failed), void *ctx, boo
         bool failed = false;
         if (done(ctx, err, &failed))
             return !failed;
+        beat();
         if (!after_stop && stopped()) {
             tsr_fail(err, TSR_EINTR, "interrupted");
             return false;
@@ -590,6 +675,50 @@ typedef struct worker {
     uint64_t fail_at; /* TSR_DIST_FAULT=N: the Nth band fails (a test hook), 0: none */
 } worker;
 
+/* A band computed on a thread of its own, so the main thread (the only one that calls MPI)
+ * keeps beating meanwhile. */
+typedef struct band_call {
+    tsr_engine *e;
+    band_msg m;
+    uint8_t *dst;
+    tsr_status st;
+    tsr_error err;
+    atomic_bool done;
+} band_call;
+
+static void *
+band_main(void *arg)
+{
+    band_call *c = arg;
+    c->st = tsr_engine_band(c->e, c->m.x, c->m.w, c->m.y, c->m.h, c->m.up != 0, c->dst, &c->err);
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+static tsr_status
+band_beating(tsr_engine *e, const band_msg *m, uint8_t *dst, tsr_error *err)
+{
+    band_call c = {.e = e, .m = *m, .dst = dst, .st = TSR_OK};
+    pthread_attr_t at;
+    pthread_t t;
+    bool made = pthread_attr_init(&at) == 0;
+    /* the engine's caller computes too: it gets the stack the design needs */
+    made = made && pthread_attr_setstacksize(&at, tsr_engine_thread_stack(e)) == 0 &&
+           pthread_create(&t, &at, band_main, &c) == 0;
+    pthread_attr_destroy(&at);
+    if (!made) /* no thread: compute here, silent meanwhile */
+        return tsr_engine_band(e, m->x, m->w, m->y, m->h, m->up != 0, dst, err);
+    long us = 20;
+    while (!atomic_load(&c.done)) {
+        beat();
+        nap(&us);
+    }
+    pthread_join(t, NULL);
+    if (c.st != TSR_OK && err)
+        *err = c.err;
+    return c.st;
+}
+
 /* HELLO: the same stream (fingerprint and total) or a failure naming the difference; then the
  * two band buffers. */
 static tsr_status
@@ -657,7 +786,7 @@ serve(worker *w, tsr_error *err)
             if (st == TSR_OK && (st = wait_sent(req, false, err)) != TSR_OK)
                 w->jobs = w->jobs > 2 ? w->jobs - 2 : 0;
             if (st == TSR_OK)
-                st = tsr_engine_band(w->e, m.x, m.w, m.y, m.h, m.up != 0, dst, err);
+                st = band_beating(w->e, &m, dst, err);
             if (st == TSR_OK)
                 st = post_band(dst, (uint64_t)(m.w * m.h * (tsr_engine_design(w->e)->out.depth / 8)), 0, true,
                                req, err);

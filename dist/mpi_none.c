@@ -20,6 +20,17 @@ tsr_dist_start(volatile sig_atomic_t *stop, tsr_error *err)
 }
 
 int
+tsr_dist_launched_rank(void)
+{
+    const char *n = getenv("OMPI_COMM_WORLD_SIZE"), *r = getenv("OMPI_COMM_WORLD_RANK");
+    if (!n) {
+        n = getenv("PMI_SIZE");
+        r = getenv("PMI_RANK");
+    }
+    return n && r && atoi(n) >= 2 ? atoi(r) : -1;
+}
+
+int
 tsr_dist_ranks(void)
 {
     return 1;

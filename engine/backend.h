@@ -90,6 +90,12 @@ typedef struct tsr_backend_ops {
      * counts the rects finished. Without it the engine asks values() for each. */
     tsr_status (*samples)(void *bk, const tsr_rect *rects, size_t n, float *out,
                           _Atomic uint64_t *done, tsr_error *err);
+    /* May be NULL: row sums for previews. For rect r (inside the root), cut from its left
+     * edge into blocks of kx columns (the last clipped at r's right edge), nb = ceil(r.w / kx):
+     * out[(y - r.y) * nb + b] is the sum in double, left to right, of row y's values in block
+     * b. The GPU sums on the device (gpu/preview.cu), so only nb doubles a row cross the
+     * link; without it the engine sums values() on the host, in the same order. */
+    tsr_status (*rowsums)(void *bk, tsr_rect r, int64_t kx, double *out, tsr_error *err);
     /* The backend's figures into st (may be NULL: none beyond the engine's). */
     void (*stats)(void *bk, tsr_engine_stats *st);
     /* May be NULL: how it keeps node n, for `tessera check --tree` (the GPU: "device",

@@ -329,7 +329,9 @@ typedef struct tsr_preview_opts {
                              * TSR_PREVIEW_FAST_SAMPLES region pixels of its block, scattered
                              * by a hash (docs/semantics.md gives the formula), instead of the
                              * block's average; only those pixels (and the child tiles under
-                             * them) are computed. K = 1 gives the exact preview. */
+                             * them) are computed; the exact preview instead where that is
+                             * estimated cheaper (tsr_preview_samples). K = 1 gives the exact
+                             * preview. */
     _Atomic uint64_t *done; /* may be NULL: work done so far, for a progress display: region
                              * pixels rendered (W x H in all), or with `fast` samples taken
                              * (ceil(W/K) x ceil(H/K) x TSR_PREVIEW_FAST_SAMPLES); bumped per
@@ -341,6 +343,21 @@ typedef struct tsr_preview_opts {
  * own tiles). Tiles never change a value (the engine is tile-invariant), only the cost. */
 int64_t
 tsr_preview_fast_tile(const tsr_design *d);
+
+/* tsr_preview_fast_tile for a fast preview of region r at `scale` by an engine made with
+ * opts o: 0 also where the exact preview is estimated cheaper (tsr_preview_samples), or o's
+ * backend would be the GPU or an injected one (they preview exactly), which run best on the
+ * design's tiles. */
+int64_t
+tsr_preview_fast_tile_for(const tsr_design *d, const tsr_engine_opts *o, tsr_rect r,
+                          int64_t scale);
+
+/* Whether a preview of region r at `scale` asked for with `fast` samples (true), or computes
+ * the exact preview because that is estimated cheaper on engine e's tiles, scale is 1, or e's
+ * backend takes no batches of samples (the GPU: its exact preview runs at its render's rate):
+ * --fast is never the slower way (docs/semantics.md gives the estimate). */
+bool
+tsr_preview_samples(const tsr_engine *e, tsr_rect r, int64_t scale);
 
 /* tsr_engine_preview with those choices. */
 tsr_status

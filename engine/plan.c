@@ -411,6 +411,19 @@ plan_fit(tsr_engine *e, tsr_error *err)
                     (long long)p->per_thread, (long long)p->fixed);
 }
 
+/* The smallest --memory that runs is the one-row plan's minimum, whatever bands this budget
+ * chose (a budget that fits it starts, with one-row bands: plan_fit), not the minimum of the
+ * bands chosen (microlens-sphere's 512-row plan said 243.5 MiB, and it runs at 20M). */
+static tsr_status
+plan_minimum(tsr_engine *e, tsr_error *err)
+{
+    tsr_plan chosen = e->plan;
+    tsr_status st = plan_for(e, 1, err);
+    chosen.minimum = e->plan.minimum;
+    e->plan = chosen;
+    return st;
+}
+
 tsr_status
 tsr_plan_make(tsr_engine *e, tsr_error *err)
 {
@@ -422,6 +435,8 @@ tsr_plan_make(tsr_engine *e, tsr_error *err)
     tsr_status st = plan_fit(e, err);
     if (st == TSR_OK)
         st = tsr_stack_check(e->threads, e->stack, e->nest, e->plan.minimum, err);
+    if (st == TSR_OK)
+        st = plan_minimum(e, err);
     if (st != TSR_OK)
         return st;
     /* Only now that the plan counted them: decode the images and build the tables a design

@@ -10,86 +10,138 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Columns one render call covers when blocks are at most this wide (as many whole blocks as
- * fit); wider blocks get a strip of at most PREVIEW_COLS x (root tile) values. */
+/* Columns one render call covers at least when blocks are at most this wide (as many whole
+ * blocks as fit, and at least two root tiles per thread so every worker has rects); wider
+ * blocks get a strip of one row. */
 #define PREVIEW_COLS 4096
 
-/* One converted sample into the image. */
+/* Samples one call of the fast preview computes at most (a 1 x 1 rect and a float each: 1.3 MB
+ * whatever the image's shape), fewer where the plan's band buffers are smaller. */
+#define FAST_BATCH 65536
+
+/* The tile edge of a fast preview's engine where no edge reads a neighbourhood: a sample
+ * computes the child tiles under it, so small ones cost little (the 100 mm wafer at --scale
+ * 300: 3.1 s of CPU at 16, 8.2 s at its own 512; 8 and 32 cost about what 16 does). A blur or
+ * distance would read a halo of many small tiles for each sample (3 blurs of sigma 50: over
+ * 60 s at 16 or 64, 18 s at the design's own). */
+#define FAST_TILE 16
+
+/* A preview in progress: the PNG writer asks for its rows in order (preview_row), and the
+ * rows are made a strip of render calls (exact) or a batch of samples (fast) at a time, so
+ * neither the image nor the region is ever held whole. What it holds beside the engine's plan
+ * (the strip's floats or row sums, a few output rows, two doubles a block column) is sized
+ * to the plan's band buffers, which a preview never allocates (docs/semantics.md §1). */
+typedef struct preview {
+    tsr_engine *e;
+    tsr_rect r;
+    int64_t kx, ky, ow, oh;
+    const tsr_output *o;
+    size_t bps;
+    _Atomic uint64_t *done;
+    bool fast;
+    /* output rows [base, ready) of the image are in out (cap rows of ow samples) */
+    uint8_t *out;
+    int64_t cap, base, ready;
+    /* exact: strips of scols x srows region pixels; the next strip row starts at sy */
+    int64_t scols, srows, sy;
+    bool sums;    /* the backend's row sums (tsr_backend_ops.rowsums) instead of values */
+    float *px;    /* a strip's values (values path) */
+    double *rs;   /* a strip's row sums, srows x ow (row sums path) */
+    double *racc; /* per block column: the current row's sum so far (left to right) */
+    double *acc;  /* per block column: the sum of the block's finished rows (top to bottom) */
+    /* fast */
+    int64_t batch; /* samples a call */
+    tsr_rect *rects;
+    float *v;
+} preview;
+
+/* One converted sample into output row `row` of the buffer. */
 static void
-put_sample(uint8_t *img, size_t at, size_t bps, uint32_t v)
+put_sample(preview *p, int64_t row, int64_t bx, double mean)
 {
-    if (bps == 1)
-        img[at] = (uint8_t)v;
+    uint32_t v = tsr_convert_one(p->o, mean);
+    size_t at = (size_t)(row - p->base) * (size_t)p->ow + (size_t)bx;
+    if (p->bps == 1)
+        p->out[at] = (uint8_t)v;
     else
-        ((uint16_t *)img)[at] = (uint16_t)v;
+        ((uint16_t *)p->out)[at] = (uint16_t)v;
 }
 
-/* Add the values of `px` (rows y0.. of region r, columns [sx, sx + cw) of it, sh rows) to the
- * running sums of their blocks, row by row; after the last row of a block row, convert every
- * block whose last column lies in this chunk into `img` and clear its sum. A block's values
- * thus reach its sum in row-major order whatever the chunks, as long as a block split across
- * chunks is fed one row at a time (the caller's strips are 1 row tall then). */
+/* Block bx's columns in the region: [bx * kx, end). */
+static int64_t
+block_end(const preview *p, int64_t bx)
+{
+    return (bx + 1) * p->kx < p->r.w ? (bx + 1) * p->kx : p->r.w;
+}
+
+/* Region row ry is done for the columns [sx, sx + cw): a block whose last column lies there
+ * adds its row sum (racc) to its block sum; after the last row of a block row, those blocks
+ * are converted. Each block is thus the sum, top to bottom, of its rows' sums, each row's
+ * values summed left to right, in double: an order the device can keep (gpu/preview.cu). */
 static void
-fold_chunk(const tsr_output *o, tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t sx,
-           int64_t cw, int64_t y0, int64_t sh, const float *px, double *acc, uint8_t *img,
-           size_t bps)
+row_done(preview *p, int64_t sx, int64_t cw, int64_t ry)
+{
+    bool last = (ry + 1) % p->ky == 0 || ry + 1 == p->r.h;
+    int64_t by = ry / p->ky, bh = ry + 1 - by * p->ky;
+    for (int64_t bx = sx / p->kx; bx <= (sx + cw - 1) / p->kx; bx++) {
+        int64_t end = block_end(p, bx);
+        if (end > sx + cw)
+            continue; /* its row goes on in a later strip */
+        p->acc[bx] += p->racc[bx];
+        p->racc[bx] = 0.0;
+        if (!last)
+            continue;
+        int64_t bw = end - bx * p->kx;
+        put_sample(p, by, bx, p->acc[bx] / ((double)bw * (double)bh));
+        p->acc[bx] = 0.0;
+    }
+}
+
+/* Strip (sx, sy, cw x sh) of region values into the sums, row by row. */
+static void
+fold_values(preview *p, int64_t sx, int64_t sy, int64_t cw, int64_t sh)
 {
     for (int64_t y = 0; y < sh; y++) {
-        const float *row = px + y * cw;
+        const float *row = p->px + y * cw;
         for (int64_t x = 0; x < cw; x++)
-            acc[(sx + x) / kx] += (double)row[x];
-        int64_t ry = y0 + y; /* region row */
-        if ((ry + 1) % ky != 0 && ry + 1 != r.h)
-            continue;
-        int64_t by = ry / ky, bh = ry + 1 - by * ky;
-        for (int64_t bx = sx / kx; bx <= (sx + cw - 1) / kx; bx++) {
-            int64_t end = (bx + 1) * kx < r.w ? (bx + 1) * kx : r.w;
-            if (end > sx + cw)
-                continue; /* ends in a later chunk: its sum goes on */
-            int64_t bw = end - bx * kx;
-            uint32_t v = tsr_convert_one(o, acc[bx] / ((double)bw * (double)bh));
-            put_sample(img, (size_t)by * (size_t)ow + (size_t)bx, bps, v);
-            acc[bx] = 0.0;
-        }
+            p->racc[(sx + x) / p->kx] += (double)row[x];
+        row_done(p, sx, cw, sy + y);
     }
 }
 
-/* The exact preview: every region pixel rendered, summed into its block (fold_chunk). */
+/* The next strip row of the exact preview. */
 static tsr_status
-preview_exact(tsr_engine *e, tsr_rect r, int64_t kx, int64_t ky, int64_t ow,
-              const tsr_output *o, uint8_t *img, size_t bps, _Atomic uint64_t *done,
-              tsr_error *err)
+exact_strips(preview *p, tsr_error *err)
 {
-    int64_t t = e->tile[e->d->root->id];
-    /* One render call: whole blocks of at most PREVIEW_COLS columns, a root tile of rows;
-     * wider blocks, one row of up to t * PREVIEW_COLS columns. */
-    int64_t cols = kx <= PREVIEW_COLS ? kx * (PREVIEW_COLS / kx) : t * PREVIEW_COLS;
-    int64_t scols = cols < r.w ? cols : r.w;
-    int64_t srows = kx <= PREVIEW_COLS ? (t < r.h ? t : r.h) : 1;
-    double *acc = calloc((size_t)ow, sizeof *acc);
-    float *px = malloc((size_t)srows * (size_t)scols * sizeof(float));
+    int64_t sy = p->sy, sh = p->r.h - sy < p->srows ? p->r.h - sy : p->srows;
     tsr_status st = TSR_OK;
-    if (!acc || !px) {
-        st = tsr_fail(err, TSR_ENOMEM, "out of memory (preview strip %lldx%lld)",
-                      (long long)scols, (long long)srows);
-        goto done;
-    }
-    for (int64_t sy = 0; sy < r.h && st == TSR_OK; sy += srows) {
-        int64_t sh = (r.h - sy) < srows ? (r.h - sy) : srows;
-        for (int64_t sx = 0; sx < r.w; sx += scols) {
-            int64_t cw = (r.w - sx) < scols ? (r.w - sx) : scols;
-            st = tsr_engine_render_rect(e, tsr_rect_make(r.x + sx, r.y + sy, cw, sh), px, err);
+    if (p->sums) { /* whole rows of whole blocks: the backend sums each block's row */
+        int64_t nb = p->ow;
+        st = p->e->ops->rowsums(p->e->bk, tsr_rect_make(p->r.x, p->r.y + sy, p->r.w, sh),
+                                p->kx, p->rs, err);
+        for (int64_t y = 0; y < sh && st == TSR_OK; y++) {
+            memcpy(p->racc, p->rs + y * nb, (size_t)nb * sizeof *p->racc);
+            row_done(p, 0, p->r.w, sy + y);
+        }
+        if (st == TSR_OK && p->done)
+            atomic_fetch_add_explicit(p->done, (uint64_t)(p->r.w * sh), memory_order_relaxed);
+    } else {
+        for (int64_t sx = 0; sx < p->r.w && st == TSR_OK; sx += p->scols) {
+            int64_t cw = p->r.w - sx < p->scols ? p->r.w - sx : p->scols;
+            st = tsr_engine_render_rect(p->e, tsr_rect_make(p->r.x + sx, p->r.y + sy, cw, sh),
+                                        p->px, err);
             if (st != TSR_OK)
                 break;
-            fold_chunk(o, r, kx, ky, ow, sx, cw, sy, sh, px, acc, img, bps);
-            if (done)
-                atomic_fetch_add_explicit(done, (uint64_t)(cw * sh), memory_order_relaxed);
+            fold_values(p, sx, sy, cw, sh);
+            if (p->done)
+                atomic_fetch_add_explicit(p->done, (uint64_t)(cw * sh), memory_order_relaxed);
         }
     }
-done:
-    free(acc);
-    free(px);
-    return st;
+    if (st != TSR_OK)
+        return st;
+    p->sy = sy + sh;
+    p->ready = p->sy == p->r.h ? p->oh : p->sy / p->ky;
+    return TSR_OK;
 }
 
 /* splitmix64 (Steele, Lea, Flood 2014): a fixed, documented scatter of the fast samples. */
@@ -118,61 +170,284 @@ fast_sample(tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t bx, int64_t 
                          r.y + y0 + (int64_t)((h >> 32) % (uint64_t)bh), 1, 1);
 }
 
-/* Samples one call of the fast preview computes at most (a 1 x 1 rect and a float each: 2.3 MB
- * whatever the image's shape). */
-#define FAST_BATCH 65536
-
-/* The tile edge of a fast preview's engine where no edge reads a neighbourhood: a sample
- * computes the child tiles under it, so small ones cost little (the 100 mm wafer at --scale
- * 300: 3.1 s of CPU at 16, 8.2 s at its own 512; 8 and 32 cost about what 16 does). A blur or
- * distance would read a halo of many small tiles for each sample (3 blurs of sigma 50: over
- * 60 s at 16 or 64, 18 s at the design's own). */
-#define FAST_TILE 16
-
-/* The fast overview: each output pixel is the mean (in double, in sample order) of the values
- * of TSR_PREVIEW_FAST_SAMPLES region pixels of its block (fast_sample), computed through the
- * engine's values path for those pixels alone. On the CPU a batch of rows of samples goes to
- * the workers as 1 x 1 root rects, so only the child tiles under the samples are computed. */
+/* The fast overview's rows [base, base + n): each output pixel is the mean (in double, in
+ * sample order) of the values of TSR_PREVIEW_FAST_SAMPLES region pixels of its block
+ * (fast_sample), computed through the engine's values path for those pixels alone. On the CPU
+ * a batch of samples goes to the workers as 1 x 1 root rects, so only the child tiles under
+ * the samples are computed. */
 static tsr_status
-preview_fast(tsr_engine *e, tsr_rect r, int64_t kx, int64_t ky, int64_t ow, int64_t oh,
-             const tsr_output *o, uint8_t *img, size_t bps, _Atomic uint64_t *done,
-             tsr_error *err)
+fast_rows(preview *p, int64_t n, tsr_error *err)
 {
     const int S = TSR_PREVIEW_FAST_SAMPLES;
-    int64_t per = FAST_BATCH / S, npx = ow * oh; /* pixels a batch; ow * oh fit the image */
-    tsr_rect *rects = malloc((size_t)FAST_BATCH * sizeof *rects);
-    float *v = malloc((size_t)FAST_BATCH * sizeof *v);
+    int64_t per = p->batch / S, end = (p->base + n) * p->ow;
+    tsr_engine *e = p->e;
     tsr_status st = TSR_OK;
-    if (!rects || !v) {
-        st = tsr_fail(err, TSR_ENOMEM, "out of memory (preview samples)");
-        goto done;
-    }
-    for (int64_t p0 = 0; p0 < npx && st == TSR_OK; p0 += per) {
-        int64_t np = npx - p0 < per ? npx - p0 : per;
-        size_t n = 0;
-        for (int64_t p = p0; p < p0 + np; p++)
+    for (int64_t p0 = p->base * p->ow; p0 < end && st == TSR_OK; p0 += per) {
+        int64_t np = end - p0 < per ? end - p0 : per;
+        size_t m = 0;
+        for (int64_t q = p0; q < p0 + np; q++)
             for (int s = 0; s < S; s++)
-                rects[n++] = fast_sample(r, kx, ky, ow, p % ow, p / ow, s);
+                p->rects[m++] = fast_sample(p->r, p->kx, p->ky, p->ow, q % p->ow, q / p->ow, s);
         if (e->ops->samples) {
-            st = e->ops->samples(e->bk, rects, n, v, done, err);
+            st = e->ops->samples(e->bk, p->rects, m, p->v, p->done, err);
         } else { /* another backend: its values path, one sample at a time */
-            for (size_t k = 0; k < n && st == TSR_OK; k++) {
-                st = tsr_engine_render_rect(e, rects[k], &v[k], err);
-                if (st == TSR_OK && done)
-                    atomic_fetch_add_explicit(done, 1, memory_order_relaxed);
+            for (size_t k = 0; k < m && st == TSR_OK; k++) {
+                st = tsr_engine_render_rect(e, p->rects[k], &p->v[k], err);
+                if (st == TSR_OK && p->done)
+                    atomic_fetch_add_explicit(p->done, 1, memory_order_relaxed);
             }
         }
         for (int64_t q = 0; q < np && st == TSR_OK; q++) {
             double sum = 0.0;
             for (int s = 0; s < S; s++)
-                sum += (double)v[q * S + s];
-            put_sample(img, (size_t)(p0 + q), bps, tsr_convert_one(o, sum / S));
+                sum += (double)p->v[q * S + s];
+            put_sample(p, (p0 + q) / p->ow, (p0 + q) % p->ow, sum / S);
         }
     }
-done:
-    free(rects);
-    free(v);
+    if (st == TSR_OK)
+        p->ready = p->base + n;
     return st;
+}
+
+/* tsr_png_row_fn: image row y, made when first asked for (rows before it are written). */
+static tsr_status
+preview_row(void *ctx, int64_t y, const void **row, tsr_error *err)
+{
+    preview *p = ctx;
+    if (y >= p->ready) {
+        p->base = y;
+        tsr_status st = TSR_OK;
+        if (p->fast)
+            st = fast_rows(p, p->oh - y < p->cap ? p->oh - y : p->cap, err);
+        while (st == TSR_OK && !p->fast && p->ready <= y)
+            st = exact_strips(p, err);
+        if (st != TSR_OK)
+            return st;
+    }
+    *row = p->out + (size_t)(y - p->base) * (size_t)p->ow * p->bps;
+    return TSR_OK;
+}
+
+/* Size the strips and buffers to `room` bytes (the plan's band buffers) and allocate them. */
+static tsr_status
+preview_setup(preview *p, int64_t room, tsr_error *err)
+{
+    int64_t t = p->e->tile[p->e->d->root->id], ow = p->ow, rowb = ow * (int64_t)p->bps;
+    int64_t threads = p->e->threads > 0 ? p->e->threads : 1;
+    room -= 2 * ow * (int64_t)sizeof(double); /* racc, acc */
+    if (p->fast) {
+        int64_t per_sample = (int64_t)(sizeof(tsr_rect) + sizeof(float));
+        p->cap = (FAST_BATCH / TSR_PREVIEW_FAST_SAMPLES) / ow;
+        p->cap = p->cap < 1 ? 1 : p->cap;
+        room -= p->cap * rowb;
+        p->batch = room / per_sample < FAST_BATCH ? room / per_sample : FAST_BATCH;
+        p->batch -= p->batch % TSR_PREVIEW_FAST_SAMPLES;
+        if (p->batch < TSR_PREVIEW_FAST_SAMPLES)
+            p->batch = TSR_PREVIEW_FAST_SAMPLES; /* the small constant docs/semantics.md names */
+        p->rects = malloc((size_t)p->batch * sizeof *p->rects);
+        p->v = malloc((size_t)p->batch * sizeof *p->v);
+    } else if (p->sums) {
+        /* whole rows: as many as the room holds, at least a block's and at most the region's */
+        int64_t each = ow * (int64_t)sizeof(double) + rowb;
+        p->srows = room / each > 0 ? room / each : 1;
+        if (p->srows > p->r.h)
+            p->srows = p->r.h;
+        p->scols = p->r.w;
+        p->cap = p->srows / p->ky + 2;
+        p->rs = malloc((size_t)p->srows * (size_t)ow * sizeof *p->rs);
+    } else {
+        int64_t want = PREVIEW_COLS > 2 * threads * t ? PREVIEW_COLS : 2 * threads * t;
+        if (p->kx <= want) {
+            p->scols = p->kx * (want / p->kx);
+            p->srows = t;
+        } else { /* wide blocks: one row of strips, a block's row carried across them */
+            p->scols = t * want;
+            p->srows = 1;
+        }
+        p->scols = p->scols < p->r.w ? p->scols : p->r.w;
+        p->srows = p->srows < p->r.h ? p->srows : p->r.h;
+        /* fewer rows, then narrower strips (whole blocks, or any width for one row), until
+         * the strip's floats and the rows it completes fit */
+        while (p->srows > 1 && p->srows * p->scols * 4 + (p->srows / p->ky + 2) * rowb > room)
+            p->srows /= 2;
+        int64_t step = p->srows == 1 ? 1 : p->kx;
+        while (p->scols > step && p->scols * 4 + (p->srows / p->ky + 2) * rowb > room) {
+            int64_t c = p->scols / 2;
+            p->scols = c > step ? c - c % step : step;
+        }
+        if (p->srows > 1 && p->scols < p->r.w && p->scols % p->kx != 0)
+            p->srows = 1; /* a block split across strips is fed one row at a time */
+        p->cap = p->srows / p->ky + 2;
+        p->px = malloc((size_t)p->srows * (size_t)p->scols * sizeof *p->px);
+    }
+    if (p->cap > p->oh)
+        p->cap = p->oh;
+    p->out = malloc((size_t)p->cap * (size_t)rowb);
+    p->racc = calloc((size_t)ow, sizeof *p->racc);
+    p->acc = calloc((size_t)ow, sizeof *p->acc);
+    bool strip = p->fast ? p->rects && p->v : (p->sums ? p->rs != NULL : p->px != NULL);
+    if (!strip || !p->out || !p->racc || !p->acc)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (preview of %lldx%lld)",
+                        (long long)p->ow, (long long)p->oh);
+    return TSR_OK;
+}
+
+static void
+preview_free(preview *p)
+{
+    free(p->out);
+    free(p->px);
+    free(p->rs);
+    free(p->racc);
+    free(p->acc);
+    free(p->rects);
+    free(p->v);
+}
+
+/* ---- choosing between the exact preview and --fast by estimated cost ---------------------
+ *
+ * --fast computes TSR_PREVIEW_FAST_SAMPLES 1 x 1 root rects a block, each with the child tiles
+ * under it; the exact preview computes every region pixel once, in root tiles. Sampling is
+ * cheaper for large blocks of cheap nodes, and far dearer where a sample reads a large
+ * neighbourhood (a distance of dmax 4096 scans a window of 8193^2 pixels for each sample: 10.5
+ * min against 48 s for the exact preview) or where the blocks are small (a 1 x 1 rect costs
+ * about what COST_CALL pixels do). The estimate counts, per node, the pixels its computations
+ * cover (its rect, and each edge's child window, which its trait reads whole) times the times
+ * it is computed, a node's tiles at most once each (the cache keeps them) and each call
+ * COST_CALL more; whichever way is cheaper runs, so --fast is never the slower one by more
+ * than the estimate's error. */
+#define COST_CALL 64.0
+
+typedef struct cost_node {
+    int64_t fw, fh; /* the largest rect a fast sample asks of the node */
+    int64_t xw, xh; /* the largest rect one exact root tile asks of it */
+    bool seen;
+} cost_node;
+
+/* Pixels one computation of node n over a w x h rect covers: its rect and every edge's child
+ * windows. */
+static double
+node_work(const tsr_node *n, int64_t w, int64_t h)
+{
+    double c = (double)w * (double)h + COST_CALL;
+    tsr_rect r = tsr_rect_make(n->w > w ? (n->w - w) / 2 : 0, n->h > h ? (n->h - h) / 2 : 0, w, h);
+    for (size_t k = 0; k < n->nedges; k++) {
+        tsr_rect want[TSR_NEED_MAX];
+        size_t nw = n->edges[k].trait->need(&n->edges[k], r, want);
+        for (size_t i = 0; i < nw; i++)
+            c += (double)want[i].w * (double)want[i].h;
+    }
+    return c;
+}
+
+/* Tiles of edge t covering a w x h rect at worst (not aligned), at most the node's. */
+static double
+tiles_over(const tsr_node *n, int64_t t, int64_t w, int64_t h)
+{
+    double nx = (double)((w + t - 2) / t + 1), ny = (double)((h + t - 2) / t + 1);
+    double mx = (double)((n->w + t - 1) / t), my = (double)((n->h + t - 1) / t);
+    return (nx < mx ? nx : mx) * (ny < my ? ny : my);
+}
+
+/* Estimated pixels computed by the exact preview (*exact) and by --fast (*fast) of a region
+ * of rw x rh in blocks of kx x ky, with node tile edges tile[] (per node id). */
+static void
+preview_costs(const tsr_design *d, const int64_t *tile, int64_t rw, int64_t rh, int64_t kx,
+              int64_t ky, double *exact, double *fast)
+{
+    double blocks = (double)((rw + kx - 1) / kx) * (double)((rh + ky - 1) / ky);
+    double samples = blocks * TSR_PREVIEW_FAST_SAMPLES;
+    const tsr_node *root = d->root;
+    int64_t troot = tile[root->id];
+    double root_tiles = tiles_over(root, troot, rw, rh);
+    *exact = 0;
+    *fast = 0;
+    cost_node *cn = calloc(d->nnodes, sizeof *cn);
+    if (!cn) { /* no estimate: the exact preview, as asked without --fast */
+        *fast = INFINITY;
+        return;
+    }
+    cn[root->id] = (cost_node){1, 1, troot < rw ? troot : rw, troot < rh ? troot : rh, true};
+    for (size_t i = d->nnodes; i-- > 0;) { /* parents come after their children */
+        const tsr_node *n = d->nodes[i];
+        cost_node *c = &cn[n->id];
+        if (!c->seen)
+            continue;
+        int64_t t = tile[n->id];
+        if (n == root) {
+            *fast += samples * node_work(n, 1, 1);
+            *exact += root_tiles * node_work(n, troot < rw ? troot : rw, troot < rh ? troot : rh);
+        } else {
+            /* a node's tiles, each computed once at most over the whole preview: as many as
+             * the exact preview's root tiles ask for, bounded by those covering the node */
+            double all = tiles_over(n, t, n->w, n->h), per_tile = node_work(n, t, t);
+            double xt = root_tiles * tiles_over(n, t, c->xw, c->xh);
+            double ft = samples * tiles_over(n, t, c->fw, c->fh);
+            *exact += (xt < all ? xt : all) * per_tile;
+            *fast += (ft < all ? ft : all) * per_tile;
+        }
+        if (n->nedges == 0 || (n != root && c->fw == 0))
+            continue;
+        /* what its computations ask of its children: a whole tile of this node */
+        int64_t fw = n == root ? 1 : (t < n->w ? t : n->w), fh = n == root ? 1 : (t < n->h ? t : n->h);
+        int64_t xw = n == root ? c->xw : fw, xh = n == root ? c->xh : fh;
+        for (size_t k = 0; k < n->nedges; k++) {
+            const tsr_edge *ed = &n->edges[k];
+            tsr_rect want[TSR_NEED_MAX];
+            cost_node *cc = &cn[ed->child->id];
+            size_t nw = ed->trait->need(ed, tsr_rect_make(n->w / 2, n->h / 2, fw, fh), want);
+            for (size_t j = 0; j < nw; j++) {
+                cc->fw = want[j].w > cc->fw ? want[j].w : cc->fw;
+                cc->fh = want[j].h > cc->fh ? want[j].h : cc->fh;
+            }
+            nw = ed->trait->need(ed, tsr_rect_make(n->w / 2, n->h / 2, xw, xh), want);
+            for (size_t j = 0; j < nw; j++) {
+                cc->xw = want[j].w > cc->xw ? want[j].w : cc->xw;
+                cc->xh = want[j].h > cc->xh ? want[j].h : cc->xh;
+            }
+            cc->seen = true;
+        }
+    }
+    free(cn);
+}
+
+/* Whether --fast samples (true) or the exact preview is the cheaper way (the estimate above)
+ * with tile edges tile[]. */
+static bool
+fast_is_cheaper(const tsr_design *d, const int64_t *tile, tsr_rect r, int64_t k)
+{
+    int64_t kx = k < r.w ? k : r.w, ky = k < r.h ? k : r.h;
+    double exact, fast;
+    preview_costs(d, tile, r.w, r.h, kx, ky, &exact, &fast);
+    return fast < exact;
+}
+
+int64_t
+tsr_preview_fast_tile_for(const tsr_design *d, const tsr_engine_opts *o, tsr_rect r,
+                          int64_t scale)
+{
+    int64_t t = tsr_preview_fast_tile(d);
+    bool auto_be = !o->backend || strcmp(o->backend, "auto") == 0;
+    bool gpu = (o->backend && strcmp(o->backend, "gpu") == 0) || (auto_be && tsr_gpu_available());
+    if (t == 0 || scale < 1 || tsr_rect_empty(r) || o->ops || gpu)
+        return 0; /* a backend that does not sample in batches previews exactly, on its tiles */
+    int64_t *tile = malloc(d->nnodes * sizeof *tile);
+    if (!tile)
+        return 0;
+    for (size_t i = 0; i < d->nnodes; i++)
+        tile[d->nodes[i]->id] = t;
+    bool fast = fast_is_cheaper(d, tile, r, scale);
+    free(tile);
+    return fast ? t : 0; /* the exact preview runs best on the design's own tiles */
+}
+
+bool
+tsr_preview_samples(const tsr_engine *e, tsr_rect r, int64_t scale)
+{
+    /* A backend without batches of samples (the GPU) would go sample by sample: over 100 s on
+     * an H200 where its exact preview, a render at its rate with the box average on the
+     * device, takes seconds. */
+    return scale > 1 && e->ops->samples && fast_is_cheaper(e->d, e->tile, r, scale);
 }
 
 int64_t
@@ -216,18 +491,14 @@ tsr_engine_preview_ex(tsr_engine *e, tsr_rect r, const tsr_preview_opts *po, con
         return tsr_fail(err, TSR_EINVAL, "this engine was made to plan only (plan_only)");
     tsr_output o = e->d->out;
     o.depth = depth;
-    uint8_t *img = malloc((size_t)nimg);
-    if (!img)
-        return tsr_fail(err, TSR_ENOMEM, "out of memory (preview %lldx%lld)", (long long)ow,
-                        (long long)oh);
-    tsr_status st;
-    if (po->fast)
-        st = preview_fast(e, r, kx, ky, ow, oh, &o, img, bps, po->done, err);
-    else
-        st = preview_exact(e, r, kx, ky, ow, &o, img, bps, po->done, err);
+    preview p = {.e = e, .r = r, .kx = kx, .ky = ky, .ow = ow, .oh = oh, .o = &o,
+                 .bps = bps, .done = po->done,
+                 .fast = po->fast && tsr_preview_samples(e, r, k)};
+    p.sums = !p.fast && e->ops->rowsums;
+    tsr_status st = preview_setup(&p, e->plan.bands, err);
     if (st == TSR_OK)
-        st = tsr_png_write(path, ow, oh, depth, img, err);
-    free(img);
+        st = tsr_png_write_rows(path, ow, oh, depth, preview_row, &p, err);
+    preview_free(&p);
     return st;
 }
 
@@ -384,7 +655,8 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
     fprintf(f, "  per thread   %s x %lld threads\n", b, (long long)p->threads);
     fprintf(f, "  fixed        %s (tables, images, sink buffers)\n", c);
     fprintf(f, "  tile cache   %s\n", dd);
-    fprintf(f, "  minimum      %s (the smallest --memory that runs)\n", m);
+    fprintf(f, "  minimum      %s (--memory %lld, the smallest that runs)\n", m,
+            (long long)p->minimum);
     fprintf(f, "warnings:\n");
     size_t nw = print_warnings(e, f) + tsr_plan_print_warnings(e, f);
     if (!nw)

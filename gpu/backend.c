@@ -683,6 +683,36 @@ gpu_values(void *bk, tsr_rect r, float *out, tsr_error *err)
     return TSR_OK;
 }
 
+/* Previews (engine/backend.h: rowsums): whole rows of r in chunks as gpu_values computes them,
+ * each chunk's row sums taken on the device (gpu/preview.cu), so only they cross the link. */
+static tsr_status
+gpu_rowsums(void *bk, tsr_rect r, int64_t kx, double *out, tsr_error *err)
+{
+    gpu_state *s = bk;
+    const tsr_backend_ctx *e = s->ctx;
+    tsr_gpu_bind(s->g);
+    tsr_status rs = ensure_resident(e, s, err);
+    if (rs != TSR_OK)
+        return rs;
+    int64_t nb = r.w / kx + (r.w % kx != 0);
+    int64_t rows = s->chunk_px / r.w > 0 ? s->chunk_px / r.w : 1;
+    for (int64_t y = r.y; y < r.y + r.h; y += rows) {
+        if (stopped(e))
+            return tsr_fail(err, TSR_EINTR, "interrupted");
+        int64_t h = r.y + r.h - y < rows ? r.y + r.h - y : rows;
+        size_t mark = tsr_gpu_mark(s->g);
+        tsr_gpu_buf b;
+        tsr_status st = eval(e, s, e->d->root, tsr_rect_make(r.x, y, r.w, h), &b, NULL, err);
+        if (st == TSR_OK)
+            st = tsr_gpu_rowsums(s->g, b, kx, out + (y - r.y) * nb, err);
+        tsr_gpu_reset(s->g, mark);
+        memo_clear(s);
+        if (st != TSR_OK)
+            return st;
+    }
+    return TSR_OK;
+}
+
 /* Rect r of band j (root coordinates) computed on the device into band buffer k, in chunks of
  * about chunk_px root pixels, each one launch per node stage ending in samples. */
 static tsr_status
@@ -1276,6 +1306,7 @@ const tsr_backend_ops tsr_backend_gpu = {
     .submit = gpu_submit,
     .complete = gpu_complete,
     .values = gpu_values,
+    .rowsums = gpu_rowsums,
     .stats = gpu_stats,
     .node_class = gpu_node_class,
 };

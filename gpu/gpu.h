@@ -146,6 +146,12 @@ tsr_status
 tsr_gpu_periodic(tsr_gpu *g, const float *period, int64_t pw, int64_t ph, tsr_gpu_buf out,
                  tsr_error *err);
 
+/* Previews (gpu/preview.cu): host[y * nb + b], nb = ceil(in.r.w / kx), the sum in double, left
+ * to right, of row y of `in` over columns [b * kx, min((b + 1) * kx, in.r.w)); its device
+ * scratch comes from the arena (the caller's mark and reset free it). Synchronous. */
+tsr_status
+tsr_gpu_rowsums(tsr_gpu *g, tsr_gpu_buf in, int64_t kx, double *host, tsr_error *err);
+
 /* Copy host floats (out.r.w * out.r.h) into out (a node the host computed). Synchronous with
  * respect to `host`: it may be freed on return. */
 tsr_status

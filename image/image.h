@@ -19,6 +19,17 @@ tsr_status
 tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
               tsr_error *err);
 
+/* Where tsr_png_write_rows gets row y (0 .. h-1, asked for in order, each once): *row points
+ * at its w samples (as tsr_png_write's rows), valid until the next call. A failure ends the
+ * write with that status and the error the function filled; no PNG is left under the name. */
+typedef tsr_status (*tsr_png_row_fn)(void *ctx, int64_t y, const void **row, tsr_error *err);
+
+/* tsr_png_write with the rows asked for one at a time, so the image is never held whole
+ * (previews under --memory); fails as tsr_png_write does, or as `row` did. */
+tsr_status
+tsr_png_write_rows(const char *path, int64_t w, int64_t h, int depth, tsr_png_row_fn row,
+                   void *ctx, tsr_error *err);
+
 /* Read a PNG as float32 values per docs/format.md §4 (value = sample / (2^bitdepth - 1); gray
  * 1/2/4/8/16-bit; palette expanded to RGB; RGB -> 0.299 R + 0.587 G + 0.114 B in double;
  * alpha, gamma, ICC, sBIT, tRNS ignored). *px is malloc'd (w*h floats), owned by the caller.

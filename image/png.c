@@ -41,6 +41,7 @@ struct pngio {
     tsr_status status; /* read: set by our own checks inside the jmp region */
     char msg[512];     /* libpng's error message, or ours */
     size_t n;          /* write: bytes pending in buf */
+    bool rows_failed;  /* write: the caller's row source failed (its error is in err) */
     uint8_t buf[1 << 16]; /* write: batches libpng's many small chunk pieces into few syscalls */
 };
 
@@ -124,7 +125,8 @@ on_flush(png_structp png)
 /* Encode into io->fd. png and info are assigned before setjmp and never after, and the row
  * loop's locals are dead after a longjmp, so nothing here needs volatile. */
 static tsr_status
-write_body(struct pngio *io, png_uint_32 w, png_uint_32 h, int depth, const uint8_t *samples)
+write_body(struct pngio *io, png_uint_32 w, png_uint_32 h, int depth, tsr_png_row_fn row,
+           void *ctx, tsr_error *err)
 {
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, io, on_error, on_warning);
     if (!png)
@@ -149,9 +151,16 @@ write_body(struct pngio *io, png_uint_32 w, png_uint_32 h, int depth, const uint
      * copy of each row, so the caller's const samples are untouched. */
     if (depth == 16 && HOST_LITTLE_ENDIAN)
         png_set_swap(png);
-    size_t rowbytes = (size_t)w * (size_t)(depth / 8);
-    for (png_uint_32 y = 0; y < h; y++)
-        png_write_row(png, samples + (size_t)y * rowbytes);
+    for (png_uint_32 y = 0; y < h; y++) {
+        const void *r = NULL;
+        tsr_status st = row(ctx, (int64_t)y, &r, err);
+        if (st != TSR_OK) { /* no longjmp: its error stands, the half PNG is dropped */
+            io->rows_failed = true;
+            png_destroy_write_struct(&png, &info);
+            return st;
+        }
+        png_write_row(png, r);
+    }
     png_write_end(png, NULL);
     png_destroy_write_struct(&png, &info);
     return flush_io(io) ? TSR_OK : TSR_EIO;
@@ -201,12 +210,36 @@ open_target(const char *path, int *fd, char **tmp, tsr_error *err)
     return TSR_OK;
 }
 
+struct whole {
+    const uint8_t *samples;
+    size_t rowbytes;
+};
+
+static tsr_status
+whole_row(void *ctx, int64_t y, const void **row, tsr_error *err)
+{
+    (void)err;
+    const struct whole *wh = ctx;
+    *row = wh->samples + (size_t)y * wh->rowbytes;
+    return TSR_OK;
+}
+
 tsr_status
 tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *samples,
               tsr_error *err)
 {
     if (!path || !samples)
         return tsr_fail(err, TSR_EINTERNAL, "tsr_png_write: no path or samples");
+    struct whole wh = {samples, (size_t)(w > 0 ? w : 0) * (size_t)(depth / 8)};
+    return tsr_png_write_rows(path, w, h, depth, whole_row, &wh, err);
+}
+
+tsr_status
+tsr_png_write_rows(const char *path, int64_t w, int64_t h, int depth, tsr_png_row_fn row,
+                   void *ctx, tsr_error *err)
+{
+    if (!path || !row)
+        return tsr_fail(err, TSR_EINTERNAL, "tsr_png_write_rows: no path or rows");
     if (depth != 8 && depth != 16)
         return tsr_fail(err, TSR_EINVAL, "%s: PNG depth must be 8 or 16, not %d", path, depth);
     if (w < 1 || h < 1 || w > (int64_t)PNG_DIM_MAX || h > (int64_t)PNG_DIM_MAX)
@@ -227,7 +260,7 @@ tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *sam
     const char *name = strcmp(path, "-") == 0 ? "stdout" : path;
     io->path = name;
     io->fd = fd;
-    st = write_body(io, (png_uint_32)w, (png_uint_32)h, depth, samples);
+    st = write_body(io, (png_uint_32)w, (png_uint_32)h, depth, row, ctx, err);
     struct stat fs;
     /* a file reached through a symlink: no half PNG left in it (if even that fails, the
      * error already reported stands; glibc's warn_unused_result wants the result looked at) */
@@ -244,7 +277,9 @@ tsr_png_write(const char *path, int64_t w, int64_t h, int depth, const void *sam
     if (st != TSR_OK) {
         if (tmp)
             unlink(tmp);
-        if (io->sys != 0)
+        if (io->rows_failed) {
+            /* the row source's own error stands */
+        } else if (io->sys != 0)
             tsr_fail(err, st, "%s: %s", name, strerror(io->sys));
         else if (st == TSR_ENOMEM)
             tsr_fail(err, st, "%s: out of memory", name);

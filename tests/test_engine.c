@@ -464,7 +464,8 @@ Test(engine, a_budget_below_the_plan_is_refused_naming_the_minimum)
 /* ---- preview ------------------------------------------------------------------------------ */
 
 /* Preview region r at scale k (tile 0: the design's) and compare every block with the sum of
- * a reference render's values in row-major order, in double, divided by its pixel count.
+ * a reference render's values (each row's left to right, then the rows' sums top to bottom,
+ * in double), divided by its pixel count.
  * Blocks are clipped to the region, so a k past its size is one block per axis. */
 static void
 check_preview(const tsr_design *d, int64_t tile, tsr_rect r, int64_t k)
@@ -491,9 +492,12 @@ check_preview(const tsr_design *d, int64_t tile, tsr_rect r, int64_t k)
         for (int64_t bx = 0; bx < ow; bx++) {
             double s = 0;
             int64_t cnt = 0;
-            for (int64_t y = by * ky; y < (by + 1) * ky && y < r.h; y++)
+            for (int64_t y = by * ky; y < (by + 1) * ky && y < r.h; y++) {
+                double rs = 0; /* each row left to right, the rows' sums top to bottom */
                 for (int64_t x = bx * kx; x < (bx + 1) * kx && x < r.w; x++, cnt++)
-                    s += px[y * r.w + x];
+                    rs += px[y * r.w + x];
+                s += rs;
+            }
             uint32_t want = tsr_convert_one(&out, s / (double)cnt);
             cr_assert_eq((uint32_t)lround(img[by * ow + bx] * 65535.0), want,
                          "k %lld, block %lld,%lld", (long long)k, (long long)bx, (long long)by);
