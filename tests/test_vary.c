@@ -120,6 +120,26 @@ Test(vary, scaled_overlapping_copies_average_like_hand_built_ones)
     tsr_design_free(b);
 }
 
+/* A skewed lattice is walked in its reduced basis (nodes/repeat.c) but keeps its copies'
+ * (i, j): u = [65, 1], v = [64, 1] is the unit grid, copy (i, j) at (65i + 64j, i + j), so on
+ * the grid [1, 0], [0, 1] the same copy is (x, y) with i = x - 64y, j = 65y - x. Small integer
+ * values (multiples of 1/64) add exactly, so copy order does not show. */
+Test(vary, a_reduced_walk_keeps_each_copys_index)
+{
+    static const char *fmt =
+        "tessera: 1\noutput: {depth: 16, range: [-400, 400]}\nroot:\n  size: [90, 40]\n"
+        "  children:\n    - trait: repeat-vector\n      u: %s\n      v: %s\n"
+        "      overlap: add\n      scale: \"%s\"\n      bias: \"%s\"\n"
+        "      node: {size: [3, 2], fill: 1}\n";
+    char skewed[1024], grid[1024];
+    snprintf(skewed, sizeof skewed, fmt, "[65, 1]", "[64, 1]", "i / 64", "j % 7");
+    snprintf(grid, sizeof grid, fmt, "[1, 0]", "[0, 1]", "(i - 64*j) / 64", "(65*j - i) % 7");
+    tsr_design *a = th_design(skewed), *b = th_design(grid);
+    assert_same_stream(a, b, "reduced walk");
+    tsr_design_free(a);
+    tsr_design_free(b);
+}
+
 /* ---- source parameters ---------------------------------------------------------------------- */
 
 /* A graded-radius lens field: each copy's radial gradient (a cone lens) gets radius
