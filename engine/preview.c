@@ -545,7 +545,7 @@ tsr_node_label(const tsr_node *n, char *buf, size_t size)
     else if (s->kind == TSR_SRC_ELLIPSE)
         snprintf(what, sizeof what, "ellipse %gx%g", s->radii[0], s->radii[1]);
     else
-        snprintf(what, sizeof what, "%s", kind ? kind : "image");
+        snprintf(what, sizeof what, "%s", kind ? kind : tsr_source_descs[s->kind].disc_key);
     snprintf(buf, size, "%.*s (%s)", (int)len, name, what);
 }
 
