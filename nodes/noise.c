@@ -10,22 +10,22 @@
 #include <string.h>
 
 #define OPT(f) offsetof(tsr_source, optic.f)
-#define SEED {"seed", TSR_P_INT, OPT(seed), 0, 0, 0, 0, NULL, "any integer, default 0"}
-#define MEAN {"mean", TSR_P_F64, OPT(mean), 0, 0, 0, 0, NULL, "added to every value, default 0"}
+#define SEED {"seed", TSR_P_INT, OPT(seed), TSR_PF_UNITLESS, 0, 0, 0, NULL, "any integer, default 0"}
+#define MEAN {"mean", TSR_P_F64, OPT(mean), TSR_PF_UNITLESS, 0, 0, 0, NULL, "added to every value, default 0"}
 
 const tsr_param tsr_value_noise_params[] = {
     SEED,
     {"cell", TSR_P_F64, OPT(cell), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, 1e12, 0,
      NULL, "lattice cell, px, > 0"},
-    {"octaves", TSR_P_INT, OPT(octaves), TSR_PF_RANGE, 1, 16, 0, NULL,
+    {"octaves", TSR_P_INT, OPT(octaves), TSR_PF_RANGE | TSR_PF_UNITLESS, 1, 16, 0, NULL,
      "1..16, each half the cell and half the weight of the last; default 1"},
-    {"amplitude", TSR_P_F64, OPT(amplitude), TSR_PF_REQUIRED, 0, 0, 0, NULL,
+    {"amplitude", TSR_P_F64, OPT(amplitude), TSR_PF_REQUIRED | TSR_PF_UNITLESS, 0, 0, 0, NULL,
      "value = mean + amplitude * n, n in [0, 1)"},
     MEAN,
 };
 const tsr_param tsr_gaussian_noise_params[] = {
     SEED,
-    {"sigma", TSR_P_F64, OPT(sigma), TSR_PF_REQUIRED | TSR_PF_RANGE, 0, HUGE_VAL, 0, NULL,
+    {"sigma", TSR_P_F64, OPT(sigma), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_UNITLESS, 0, HUGE_VAL, 0, NULL,
      "standard deviation, >= 0"},
     MEAN,
     {"cell", TSR_P_F64, OPT(cell), TSR_PF_RANGE, 1, 1 << 30, 0, NULL,

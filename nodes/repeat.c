@@ -35,7 +35,7 @@ const char *const tsr_overlap_names[] = {"average", "max", "add", "first", NULL}
     VARY("source-value", src_value, "the child source's value"), \
     {"jitter", TSR_P_INT2, OFF(jitter), TSR_PF_RANGE, 0, TSR_JITTER_MAX, 0, NULL, \
      "[bx, by]: each copy moves by a seeded integer vector within +-b, px"}, \
-    {"seed", TSR_P_INT, OFF(seed), 0, 0, 0, 0, NULL, "the jitter's seed"}
+    {"seed", TSR_P_INT, OFF(seed), TSR_PF_UNITLESS, 0, 0, 0, NULL, "the jitter's seed"}
 
 #define TSR_JITTER_MAX ((double)(1 << 20))
 #define JITTER_CANDIDATES 4096

@@ -24,7 +24,7 @@
 #define TERMS(h) {"terms", TSR_P_POINTS, OFF(points), 0, 0, 0, 1, NULL, h}
 #define RELIEF {"relief", TSR_P_ENUM, OPT(relief), 0, 0, 0, 0, relief_names, "sag (default) or cap: z(rim) - z"}
 #define WRAP {"wrap", TSR_P_F64, OPT(wrap), TSR_PF_RANGE, 0, HUGE_VAL, 0, NULL, "height H to wrap modulo, > 0; leave out for none"}
-#define LEVELS {"levels", TSR_P_INT, OPT(levels), TSR_PF_RANGE, 2, 65536, 0, NULL, "quantise to N levels of H/N, 2..65536"}
+#define LEVELS {"levels", TSR_P_INT, OPT(levels), TSR_PF_RANGE | TSR_PF_UNITLESS, 2, 65536, 0, NULL, "quantise to N levels of H/N, 2..65536"}
 #define AA {"aa", TSR_P_BOOL, OPT(aa), 0, 0, 0, 0, NULL, "exact-area zone edges, default false"}
 
 static const char *const relief_names[] = {"sag", "cap", NULL};
@@ -40,17 +40,17 @@ const tsr_param tsr_cylinder_params[] = {
 const tsr_param tsr_toroid_params[] = {
     CENTER, ANGLE, APERTURE("aperture radius, px, > 0"),
     {"roc", TSR_P_F64_2, OPT(roc2), 0, 0, 0, 0, NULL, "[Rx, Ry], px; 0: flat along that axis"},
-    {"conic", TSR_P_F64_2, OPT(conic2), 0, 0, 0, 0, NULL, "[kx, ky], default [0, 0]"},
+    {"conic", TSR_P_F64_2, OPT(conic2), TSR_PF_UNITLESS, 0, 0, 0, NULL, "[kx, ky], default [0, 0]"},
     RELIEF, WRAP, LEVELS,
 };
 const tsr_param tsr_axicon_params[] = {
     CENTER, APERTURE("aperture radius, px, > 0"),
-    {"slope", TSR_P_F64, OPT(slope), TSR_PF_REQUIRED, 0, 0, 0, NULL, "height per px of radius"},
+    {"slope", TSR_P_F64, OPT(slope), TSR_PF_REQUIRED | TSR_PF_UNITLESS, 0, 0, 0, NULL, "height per px of radius"},
     WRAP, LEVELS, AA,
 };
 const tsr_param tsr_vortex_params[] = {
     CENTER,
-    {"charge", TSR_P_INT, OPT(charge), TSR_PF_REQUIRED | TSR_PF_RANGE, -1000, 1000, 0, NULL,
+    {"charge", TSR_P_INT, OPT(charge), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_UNITLESS, -1000, 1000, 0, NULL,
      "topological charge m, nonzero, |m| <= 1000"},
     POS("height", height, TSR_PF_REQUIRED, "height of one ramp (2 pi of phase), > 0"), ANGLE,
     {"aperture", TSR_P_F64, OPT(aperture), TSR_PF_RANGE, 0, HUGE_VAL, 0, NULL, "radius, px; leave out for none"},

@@ -155,6 +155,16 @@ Test(text_source, errors_name_the_place_and_the_key)
     cr_assert(strstr(e.msg, "root.source.font:") && strstr(e.msg, "not a font"), "%s", e.msg);
     e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: \"\", height: 7}\n");
     cr_assert(strstr(e.msg, "root.source.text") && strstr(e.msg, "empty"), "%s", e.msg);
+    /* with a pitch, height and position take units; an angle does not */
+    tsr_design *d = th_design("tessera: 1\npixel: 0.5um\nroot:\n  size: [40, 20]\n  source: "
+                              "{text: A, height: 3.5um, position: [1um, 0.5um]}\n");
+    cr_assert(d->root->source->height == 7 && d->root->source->position[0] == 2 &&
+                  d->root->source->position[1] == 1,
+              "height %g", d->root->source->height);
+    tsr_design_free(d);
+    e = load_error("tessera: 1\npixel: 0.5um\nroot:\n  size: [9, 9]\n  source: {text: A, "
+                   "height: 7, rotate: 30um}\n");
+    cr_assert(strstr(e.msg, "root.source.rotate"), "%s", e.msg);
     e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A}\n");
     cr_assert(strstr(e.msg, "height"), "%s", e.msg);
     e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
