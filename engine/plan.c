@@ -504,9 +504,11 @@ tsr_plan_print_warnings(const tsr_engine *e, FILE *f)
     int64_t ws = tsr_plan_band_tiles(e);
     if (ws <= 0 || p->cache >= ws)
         return 0;
-    /* cache = (budget - minimum) less an eighth (plan_for): the budget whose cache holds ws,
-     * rounded up to MiB */
-    int64_t want = sat_add(p->minimum, sat_add(ws, ws / 7 + 1));
+    /* cache = (budget - what the plan holds besides) less an eighth (plan_for): the budget
+     * whose cache holds ws, rounded up to MiB. What it holds besides is this plan's (its bands,
+     * threads and fixed part), not p->minimum, the one-row plan's least. */
+    int64_t held = sat_add(sat_add(p->bands, sat_mul(p->per_thread, p->threads)), p->fixed);
+    int64_t want = sat_add(held, sat_add(ws, ws / 7 + 1));
     want = sat_mul((want + ((int64_t)1 << 20) - 1) >> 20, (int64_t)1 << 20);
     char b[32], c[32], w[32], m[32];
     tsr_human_bytes(b, sizeof b, (double)p->budget);

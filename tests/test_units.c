@@ -263,8 +263,8 @@ Test(units, bad_pitches_and_malformed_lengths_are_refused)
         ASSERT_MSG(cases[i][0], cases[i][1]);
     /* ranges are in pixels, and say what the unit came to */
     ASSERT_MSG("tessera: 1\npixel: 1um\nroot:\n  size: [4, 4]\n  children:\n"
-               "    - {trait: distance, dmax: 5mm, node: {size: [1, 1]}}\n",
-               "root.children[0].dmax: must be in 1..4096 px, got 5mm (5000 px)");
+               "    - {trait: distance, dmax: 5000mm, node: {size: [1, 1]}}\n",
+               "root.children[0].dmax: must be in 1..4194304 px, got 5000mm (5000000 px)");
     ASSERT_MSG("tessera: 1\npixel: 1um\nroot: {size: [-2um, 4]}\n",
                "root.size[0]: must be in 1..1099511627776 px, got -2um (-2 px)");
 }
