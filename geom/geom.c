@@ -174,7 +174,8 @@ from_clip(const tsr_clip_set *s, tsr_geom_polys *out, tsr_error *err)
         out->pt[i].x = (double)s->xy[2 * i] * (1.0 / (double)TSR_COV_UNIT);
         out->pt[i].y = (double)s->xy[2 * i + 1] * (1.0 / (double)TSR_COV_UNIT);
     }
-    memcpy(out->end, s->end, s->nring * sizeof *s->end);
+    if (s->nring) /* an empty result may have no arrays at all */
+        memcpy(out->end, s->end, s->nring * sizeof *s->end);
     out->npt = s->npt;
     out->nring = s->nring;
     return TSR_OK;
