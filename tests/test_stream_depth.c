@@ -188,7 +188,13 @@ Test(depth, header_version_2_carries_depth_array_and_packed_total)
     tsr_header g;
     cr_assert_eq(tsr_header_decode(b, &g, &err), TSR_OK, "%s", err.msg);
     cr_assert_eq(tsr_header_decode_ext(b + TSR_HEADER_SIZE, &g, &err), TSR_OK, "%s", err.msg);
-    cr_assert(memcmp(&g, &h, sizeof g) == 0, "the header round-trips");
+    /* the round trip compared as bytes: the structs' padding is nobody's */
+    uint8_t b2[TSR_HEADER_SIZE + TSR_HEADER_EXT];
+    tsr_header_encode(&g, b2);
+    tsr_header_encode_ext(&g, b2 + TSR_HEADER_SIZE);
+    cr_assert(memcmp(b, b2, sizeof b) == 0 && g.total == h.total && g.dither == h.dither &&
+                  g.stage == h.stage && g.flags == h.flags,
+              "the header round-trips");
     /* an 8-bit design keeps version 1, byte for byte the header it had */
     tsr_design *d8 = lenses(8, NULL, NULL);
     cr_assert_eq(tsr_design_header(d8, 0, H, &g, &err), TSR_OK, "%s", err.msg);
