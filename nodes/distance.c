@@ -415,7 +415,8 @@ plan(int64_t hw, int64_t bh, int64_t pad)
 static size_t
 sparse_bytes(int64_t bw, int64_t tw, int64_t th)
 {
-    return (size_t)bw * ((size_t)th * sizeof(int32_t) + 7 * sizeof(int64_t)) +
+    /* G (bw x th int32) rounded up to a whole int64, so the int64 arrays after it are aligned */
+    return ((size_t)bw * (size_t)th + 1) / 2 * sizeof(int64_t) + (size_t)bw * 7 * sizeof(int64_t) +
            (size_t)(tw + 1) * sizeof(int64_t);
 }
 
@@ -697,7 +698,8 @@ layer_sparse(const tsr_edge *e, tsr_rect pr, tsr_rect cr, tsr_rect b, const tsr_
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (%zu bytes of distance scratch)",
                         where, sparse_bytes(bw, tw, th));
     int32_t *G = (int32_t *)mem;                     /* th x bw: g, saturated at dmax */
-    int64_t *near = (int64_t *)(G + (size_t)bw * (size_t)th); /* the scan's mask row */
+    int64_t *near = (int64_t *)mem + ((size_t)bw * (size_t)th + 1) / 2; /* the scan's mask row,
+                                                                           * aligned past G */
     int64_t *site = near + bw, *val = site + bw, *key = val + bw, *from = key + bw;
     int64_t *arow = from + bw + 1; /* a of an output row */
     tsr_status rc = TSR_OK;
