@@ -48,7 +48,9 @@ check: test asan
 # the same tests/oracle/designs under ASan in test_engine (tile/thread invariance) and
 # fuzz_regress_design; label `rss` (cli_memory), whose peak-RSS bound ASan's shadow memory
 # breaks; label `mpi` (cli_mpi, which skips anyway without MPI): Open MPI never frees what
-# MPI_Init allocates, and LeakSanitizer would report it in every rank. Everything else runs,
+# MPI_Init allocates, and LeakSanitizer would report it in every rank; label `heavy` (long
+# renders, waits and Python readers whose code other suites run here: tests/CMakeLists.txt
+# lists them), which kept CI over its 15 minutes. Everything else runs,
 # the alloc-failure and limits suites included. This half is about 60% of `make check`'s
 # ~10 CPU-minutes (docs/reliability.md has the measured times).
 asan: deps
@@ -56,7 +58,7 @@ asan: deps
 	    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" -DCMAKE_C_FLAGS="-fsanitize=float-cast-overflow" \
 	    -DTSR_SANITIZE=ON -DTSR_CUDA=OFF -DTSR_MPI=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
-	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'oracle|rss|mpi'
+	@cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS) -LE 'oracle|rss|mpi|heavy'
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c: design = loader + dump + engine on small designs,
 # png = the image reader, frame = the framed stream's decoders, controller = the controller's

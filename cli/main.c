@@ -381,7 +381,8 @@ static const struct {
     {{"memory", required_argument, 0, O_MEMORY}, C_ENGINE, "M",
      "host memory budget: cache, bands in flight, scratch, tables and decoded images; without "
      "--threads it runs as many threads as fit; a run one thread cannot fit is refused before "
-     "it starts, naming the smallest budget that would", "2GiB"},
+     "it starts, naming the smallest budget that would",
+     "a quarter of the host's available memory, at least 2GiB"},
     {{"gpu-memory", required_argument, 0, O_GPU_MEMORY}, C_RENDER | C_PREVIEW | C_PROFILE, "M",
      "device memory budget of the GPU backend",
      "4 x the plan's minimum and at least 2 GiB, plus the device tile cache's share, never "

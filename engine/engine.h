@@ -16,7 +16,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define TSR_DEFAULT_MEMORY ((int64_t)2 << 30) /* --memory default: 2 GiB */
+#define TSR_DEFAULT_MEMORY ((int64_t)2 << 30) /* the least --memory default: 2 GiB */
+
+/* The --memory default (tsr_engine_opts.memory 0): a quarter of the host's available memory
+ * (/proc/meminfo MemAvailable, read once), at least TSR_DEFAULT_MEMORY. A quarter leaves the
+ * rest to the sink's consumer, the page cache and other jobs; 2 GiB was the fixed default,
+ * which starved the several-GPU backend's bands on hosts of 100+ GiB. */
+int64_t
+tsr_plan_default_memory(void);
 
 typedef struct tsr_engine tsr_engine;
 
@@ -24,7 +31,7 @@ typedef struct tsr_engine_opts {
     const char *backend; /* "cpu", "gpu" or "auto"; NULL = "auto" */
     int threads;         /* worker threads; 0 = one per core, or as many as `memory` fits
                           * (tsr_plan.threads says how many) */
-    int64_t memory;      /* host memory budget in bytes; 0 = TSR_DEFAULT_MEMORY */
+    int64_t memory;      /* host memory budget in bytes; 0 = tsr_plan_default_memory() */
     int64_t tile;        /* 0, or a tile edge forced on every node (tuning and invariance tests) */
     int64_t rows[2];     /* --rows Y0:Y1 crop of the root; rows[1] == 0: all rows */
     int64_t gpu_memory;  /* device memory budget of the GPU backend; 0 = 90 % of what is free */

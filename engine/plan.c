@@ -220,12 +220,43 @@ node_work(const tsr_engine *e, const tsr_node *n, int64_t rw, int64_t rh, tsr_re
     return sat_add(w, edges);
 }
 
+/* MemAvailable of /proc/meminfo in bytes, or 0 where it cannot be read */
+static int64_t
+host_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[256];
+    long long kib = 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib > 0 && kib < INT64_MAX / 1024 ? (int64_t)kib * 1024 : 0;
+}
+
+int64_t
+tsr_plan_default_memory(void)
+{
+    /* read once: every engine of a process (--gpus, previews) plans with the same default */
+    static _Atomic int64_t cached;
+    int64_t m = cached;
+    if (m == 0) {
+        m = host_available() / 4;
+        if (m < TSR_DEFAULT_MEMORY)
+            m = TSR_DEFAULT_MEMORY;
+        cached = m;
+    }
+    return m;
+}
+
 static tsr_status
 plan_for(tsr_engine *e, int64_t band_rows, tsr_error *err)
 {
     const tsr_design *d = e->d;
     tsr_plan *p = &e->plan;
-    int64_t budget = e->opts.memory > 0 ? e->opts.memory : TSR_DEFAULT_MEMORY;
+    int64_t budget = e->opts.memory > 0 ? e->opts.memory : tsr_plan_default_memory();
     int64_t bps = d->out.depth / 8;
     const tsr_node *root = d->root;
     int64_t sw = tsr_band_width(d);

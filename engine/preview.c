@@ -650,7 +650,9 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
     tsr_human_bytes(dd, sizeof dd, (double)p->cache);
     tsr_human_bytes(m, sizeof m, (double)p->minimum);
     tsr_human_bytes(bu, sizeof bu, (double)p->budget);
-    fprintf(f, "memory plan (--memory %s):\n", bu);
+    fprintf(f, "memory plan (--memory %s%s):\n", bu,
+            e->opts.memory > 0 ? "" : ", the default: a quarter of the host's available "
+            "memory, at least 2 GiB");
     fprintf(f, "  bands        %s (3 in flight, %lld rows each)\n", a, (long long)p->band_rows);
     fprintf(f, "  per thread   %s x %lld threads\n", b, (long long)p->threads);
     fprintf(f, "  fixed        %s (tables, images, sink buffers)\n", c);

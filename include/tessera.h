@@ -129,7 +129,8 @@ typedef struct tsr_job tsr_job;
 typedef struct tsr_job_opts {
     int64_t rows[2];      /* stream root rows [rows[0], rows[1]) only; rows[1] == 0: all */
     const char *backend;  /* "cpu", "gpu" or "auto" (the GPU when one is usable); NULL: auto */
-    int64_t memory;       /* host memory budget in bytes; 0: 2 GiB. The plan must fit it
+    int64_t memory;       /* host memory budget in bytes; 0: a quarter of the host's available
+                           * memory, at least 2 GiB. The plan must fit it
                            * (TSR_EPLAN names the smallest budget that would) */
     int threads;          /* worker threads, 0..1024; 0: one per core */
     const char *base_dir; /* tsr_job_open_yaml only: where relative image paths start;

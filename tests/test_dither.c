@@ -245,9 +245,9 @@ Test(dither, rows_equal_the_numpy_reference, .init = th_dir_make, .fini = th_dir
                 write_file(th_in_dir("o.bin"), out, rb * (size_t)h);
                 char cmd[2048];
                 snprintf(cmd, sizeof cmd,
-                         "%s %s check %s --depth %d --bits %d --width %lld --height %lld "
-                         "--x0 %lld --y0 %lld %s/s.bin %s/o.bin",
-                         py, oracle, arrays[a], depth, bits, (long long)w, (long long)h,
+                         "TSR_DITHER_CACHE=%s %s %s check %s --depth %d --bits %d --width %lld "
+                         "--height %lld --x0 %lld --y0 %lld %s/s.bin %s/o.bin",
+                         th_dir(), py, oracle, arrays[a], depth, bits, (long long)w, (long long)h,
                          (long long)x0, (long long)y0, th_dir(), th_dir());
                 cr_assert(system(cmd) == 0, "%s", cmd);
             }

@@ -4,7 +4,7 @@
 # band buffers, which a preview does not use; peak RSS stays within --memory plus the fixed
 # cost of the binary (the peak RSS of a trivial render, measured here; libpng's row buffers
 # and zlib's state, ~0.5 MB, are inside that margin). Before: 252 MB at --memory 20M, 797 MB
-# with --force. And `check`'s "smallest --memory that runs" is the real minimum: a render
+# with --force (a 12000 px square then). And `check`'s "smallest --memory that runs" is the real minimum: a render
 # given exactly it runs, one byte less is refused (microlens-sphere said 243.5 MiB and ran at
 # 20M). And `--gpus N` shares one --memory among its N engines (docs/semantics.md: it bounds
 # the process's peak; each engine had its own: 1.8x at 3 engines), checked with CPU engines
@@ -23,7 +23,7 @@ within() { # BUDGET_BYTES RSS_KIB WHAT
     else bad "$3: peak RSS $2 KiB > --memory + fixed cost = $limit KiB"; fi
 }
 # a gradient: every block differs, so the PNG does not shrink to nothing
-printf 'tessera: 1\nroot: {size: [12000, 12000], source: {gradient: linear, from: [0, 0], to: [11999, 11999], values: [0.0, 1.0]}}\n' >"$tmp/grad.yaml"
+printf 'tessera: 1\nroot: {size: [8000, 8000], source: {gradient: linear, from: [0, 0], to: [7999, 7999], values: [0.0, 1.0]}}\n' >"$tmp/grad.yaml"
 prev() { # WHAT BUDGET ARGS...
     local what=$1 budget=$2
     shift 2
@@ -32,12 +32,13 @@ prev() { # WHAT BUDGET ARGS...
         within "$budget" "$(tail -1 "$tmp/rss.p")" "$what"
     else bad "$what: $(head -c 300 "$tmp/err.p")"; fi
 }
-# a 72 MB image (--force) and a 36 MB one, at --memory 20M
-prev "preview --force --scale 1 (72 MB image), --memory 20M" 20000000 --region 0,0,12000,6000 --scale 1 --force
+# images larger than the budget: 32 MB (--force) at --memory 20M, 16 MB and 14 MB at 12M (the
+# plan's minimum here is 10.2 MiB)
+prev "preview --force --scale 1 (32 MB image), --memory 20M" 20000000 --region 0,0,8000,4000 --scale 1 --force
 cp "$tmp/p.png" "$tmp/k1.png"
-prev "preview --scale 2 (36 MB image), --memory 20M" 20000000 --region 0,0,12000,12000 --scale 2
-prev "preview --scale 50 --fast (sampled), --memory 20M" 20000000 --region 0,0,12000,12000 --scale 50 --fast
-prev "preview --scale 3 16 bit (24 MB image), --memory 20M" 20000000 --region 7,3,11990,9000 --scale 3 --depth 16
+prev "preview --scale 2 (16 MB image), --memory 12M" 12000000 --region 0,0,8000,8000 --scale 2
+prev "preview --scale 50 --fast (sampled), --memory 20M" 20000000 --region 0,0,8000,8000 --scale 50 --fast
+prev "preview --scale 3 16 bit (14 MB image), --memory 12M" 12000000 --region 7,3,7990,7990 --scale 3 --depth 16
 # the rows written as they are finished are the image held whole: the --scale 1 preview is
 # the render, sample for sample
 "$TESSERA" render "$tmp/grad.yaml" --rows 0:41 -o "$tmp/g.raw" --progress none 2>/dev/null

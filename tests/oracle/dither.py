@@ -13,6 +13,7 @@ thresholds and levels in Python integers, the packing by np.packbits.
       difference otherwise.
 
 ARRAY is threshold, bayerN or blueN."""
+import os
 import sys
 
 import numpy as np
@@ -92,6 +93,21 @@ def blue(n):
 
 
 def ranks(name):
+    # Generating a blue-noise array takes seconds in Python; the tests call this script once per
+    # case, so $TSR_DITHER_CACHE (a scratch folder of the test's) keeps each array once made.
+    cache = os.environ.get("TSR_DITHER_CACHE")
+    if cache and name.startswith("blue"):
+        path = os.path.join(cache, "ranks-%s.npy" % name)
+        if os.path.exists(path):
+            return np.load(path)
+        rk = ranks_made(name)
+        np.save(path + ".tmp.npy", rk)
+        os.replace(path + ".tmp.npy", path)
+        return rk
+    return ranks_made(name)
+
+
+def ranks_made(name):
     if name == "threshold":
         return np.zeros((1, 1), dtype=np.int64)
     if name.startswith("bayer"):
