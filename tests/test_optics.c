@@ -302,8 +302,9 @@ Test(optics, value_noise_rows_are_the_per_pixel_function)
         s.optic.octaves = (int64_t)c + 1;
         s.optic.amplitude = 1.7;
         s.optic.mean = -0.2;
-        tsr_rect r = tsr_rect_make(-1000 + 13 * (int64_t)c, 77, 700, 5);
-        float *px = malloc(700 * 5 * sizeof *px);
+        /* 700 columns: chunks of 256 and a part; 90 rows: lattice rows shared by rows */
+        tsr_rect r = tsr_rect_make(-1000 + 13 * (int64_t)c, 77 - 40 * (int64_t)c, 700, 90);
+        float *px = malloc(700 * 90 * sizeof *px);
         tsr_source_render(&s, r, px);
         tsr_noise n;
         tsr_noise_make(&s, &n);
@@ -328,8 +329,8 @@ Test(optics, gaussian_blocks_are_the_per_pixel_function)
         s.optic.seed = 5 + (int64_t)c;
         s.optic.cell = (double)cells[c];
         s.optic.sigma = 0.7;
-        tsr_rect r = tsr_rect_make(-301 + 7 * (int64_t)c, -3, 500, 7);
-        float *px = malloc(500 * 7 * sizeof *px);
+        tsr_rect r = tsr_rect_make(-301 + 7 * (int64_t)c, -3 - (int64_t)c, 500, 70);
+        float *px = malloc(500 * 70 * sizeof *px);
         tsr_source_render(&s, r, px);
         tsr_noise n;
         tsr_noise_make(&s, &n);
