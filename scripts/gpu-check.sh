@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu}
 STEPS=${GPU_CHECK_STEPS:-build test sanitize bench}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd) # absolute: some steps run from build-gpu
 . scripts/gpu-env.sh
 {
   date -u
@@ -52,6 +53,19 @@ if has test; then
   tail -1 "$OUT/test_gpu_math.log"
   ./build-gpu/tests/test_multi --jobs 2 >"$OUT/test_multi.log" 2>&1 || rc=1
   echo "test_multi (--gpus: two GPU engines on this device): $(tail -1 "$OUT/test_multi.log")"
+  # Every suite's own CPU == GPU cases (a test named *gpu*: text, booleans, layouts, aa exact,
+  # rank, optics, variation, dither, packed depths, GPU previews, transforms...), which the
+  # TSR_NOGPU pass above skipped: run with the device visible, each case listed PASS/SKIP/FAIL
+  # (a SKIP here means the case found no device: a failure of this check)
+  for src in tests/test_*.c; do
+    t=$(basename "$src" .c)
+    [ "$t" = test_gpu ] || [ "$t" = test_multi ] && continue
+    grep -q "^Test([a-z_0-9]*, [a-z_0-9]*gpu" "$src" || continue
+    (cd build-gpu && TSR_SRC_DIR="$PWD/.." timeout 300 "./tests/$t" --jobs 4 --verbose \
+        --filter '*/*gpu*' >"$OUT/$t-gpu.log" 2>&1) || rc=1
+    echo "$t (its GPU cases): $(grep -E "Synthesis" "$OUT/$t-gpu.log")"
+    grep -E "^\[(FAIL|SKIP)|Assertion" -A2 "$OUT/$t-gpu.log" | head -10
+  done
   (cd build-gpu && timeout 420 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss|pyread' \
       2>&1) >"$OUT/ctest-cli-gpu.log"
   echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"
