@@ -151,6 +151,13 @@ transform_prepare(tsr_edge *e, tsr_error *err)
     tsr_xf *f = malloc(sizeof *f);
     if (!f)
         return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", e->where ? e->where : "transform");
+    /* the default pivot written down, as repeat writes its period: what `check` prints is
+     * then the pivot used, and `check --pixels` prints a design that loads the same */
+    tsr_transform_params *p = e->params;
+    if (isnan(p->pivot[0]) || isnan(p->pivot[1])) {
+        p->pivot[0] = (double)(e->child->w / 2);
+        p->pivot[1] = (double)(e->child->h / 2);
+    }
     tsr_transform_map(e, f);
     e->state = f;
     return TSR_OK;
