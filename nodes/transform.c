@@ -275,20 +275,119 @@ transform_need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 
 /* ---- the layer ------------------------------------------------------------------------- */
 
+/* Where the layer reads the child: the views, and the one view's bounds hoisted when there is
+ * one (the common case: need() returns one rect unless a wrap splits it). */
+typedef struct reader {
+    const tsr_view *v;
+    size_t nv;
+    const float *px; /* nv == 1: the view's first pixel, child (x0, y0) */
+    int64_t x0, y0, x1, y1, stride;
+} reader;
+
 /* Child pixel (x, y), inside the child, from the view that holds it; false when none does
- * (the engine passed views need() did not ask for). One view is the common case: its test
- * comes first. */
+ * (the engine passed views need() did not ask for). */
 static inline bool
-tap(const tsr_view *v, size_t nv, int64_t x, int64_t y, float *out)
+tap(const reader *rd, int64_t x, int64_t y, float *out)
 {
-    for (size_t i = 0; i < nv; i++) {
-        tsr_rect r = v[i].r;
+    if (rd->nv == 1) {
+        if (x < rd->x0 || x >= rd->x1 || y < rd->y0 || y >= rd->y1)
+            return false;
+        *out = rd->px[(y - rd->y0) * rd->stride + (x - rd->x0)];
+        return true;
+    }
+    for (size_t i = 0; i < rd->nv; i++) {
+        tsr_rect r = rd->v[i].r;
         if (x >= r.x && x < r.x + r.w && y >= r.y && y < r.y + r.h) {
-            *out = *tsr_view_row(&v[i], x, y);
+            *out = *tsr_view_row(&rd->v[i], x, y);
             return true;
         }
     }
     return false;
+}
+
+/* The taps' child columns (rows) through the edge mode, for a footprint starting at k.
+ * Under wrap, the first tap's place floor_mod(k, n) is carried from the previous pixel of the
+ * row (*pk, *pw: its k and place) by the difference of the two k, so that a division is needed
+ * only when a pixel's footprint jumps by more than the child: the same integers as
+ * tsr_xf_index's floor modulo, which the GPU computes for each pixel. */
+static inline void
+axis_taps(int edge, int64_t k, int n, int64_t size, int64_t *pk, int64_t *pw, int64_t *out)
+{
+    if (k >= 0 && k + n <= size) {
+        for (int a = 0; a < n; a++)
+            out[a] = k + a;
+        return;
+    }
+    if (edge != TSR_XF_WRAP) {
+        for (int a = 0; a < n; a++)
+            out[a] = tsr_xf_index(edge, k + a, size);
+        return;
+    }
+    int64_t w = *pw + (k - *pk);
+    if (w >= size)
+        w -= size;
+    else if (w < 0)
+        w += size;
+    if (w < 0 || w >= size)
+        w = tsr_floor_mod(k, size);
+    *pk = k;
+    *pw = w;
+    for (int a = 0; a < n; a++) {
+        int64_t t = w + a;
+        while (t >= size)
+            t -= size;
+        out[a] = t;
+    }
+}
+
+/* Row j of the layer (parent row y = pr.y + j) for one filter: `filter` is a constant in each
+ * call (transform_layer's switch), so the tap loops unroll. False when a tap lies in no view. */
+static inline bool
+layer_row(const tsr_xf *f, int filter, const reader *rd, tsr_rect pr, int64_t y, float *lrow,
+          uint8_t *crow)
+{
+    const int n = tsr_xf_taps(filter);
+    const int edge = f->edge;
+    const double ru = tsr_xf_row_u(f, y), rv = tsr_xf_row_v(f, y);
+    int64_t pkx = 0, pwx = 0, pky = 0, pwy = 0; /* wrap: the last footprint's start and place */
+    for (int64_t i = 0; i < pr.w; i++) {
+        int64_t x = pr.x + i;
+        double u = tsr_xf_u(f, x, ru), v = tsr_xf_v(f, x, rv);
+        if (!tsr_xf_covers(f, u, v))
+            continue;
+        double wx[4], wy[4];
+        int64_t kx = tsr_xf_weights(filter, u, wx), ky = tsr_xf_weights(filter, v, wy);
+        int64_t ix[4], iy[4];
+        axis_taps(edge, kx, n, f->cw, &pkx, &pwx, ix);
+        axis_taps(edge, ky, n, f->ch, &pky, &pwy, iy);
+        float c[16];
+        int64_t xlo = ix[0], xhi = ix[0], ylo = iy[0], yhi = iy[0];
+        for (int a = 1; a < n; a++) {
+            xlo = ix[a] < xlo ? ix[a] : xlo;
+            xhi = ix[a] > xhi ? ix[a] : xhi;
+            ylo = iy[a] < ylo ? iy[a] : ylo;
+            yhi = iy[a] > yhi ? iy[a] : yhi;
+        }
+        if (rd->nv == 1 && xlo >= rd->x0 && xhi < rd->x1 && ylo >= rd->y0 && yhi < rd->y1) {
+            /* the whole footprint in the one view (no zero: those are -1, outside it) */
+            for (int b = 0; b < n; b++) {
+                const float *row = rd->px + (iy[b] - rd->y0) * rd->stride;
+                for (int a = 0; a < n; a++)
+                    c[b * 4 + a] = row[ix[a] - rd->x0];
+            }
+        } else {
+            for (int b = 0; b < n; b++)
+                for (int a = 0; a < n; a++) {
+                    if (iy[b] < 0 || ix[a] < 0)
+                        c[b * 4 + a] = 0.0f;
+                    else if (!tap(rd, ix[a], iy[b], &c[b * 4 + a]))
+                        return false;
+                }
+        }
+        lrow[i] = tsr_xf_combine(filter, c, wx, wy);
+        crow[i] = 1;
+    }
+    return true;
 }
 
 static tsr_status
@@ -301,40 +400,23 @@ transform_layer(const tsr_edge *e, tsr_rect pr, const tsr_view *views, size_t nv
     memset(cov, 0, npx);
     tsr_xf tmp;
     const tsr_xf *f = map_of(e, &tmp);
-    const int filter = f->filter, n = tsr_xf_taps(filter), edge = f->edge;
-    const int64_t cw = f->cw, ch = f->ch;
+    reader rd = {views, nviews, NULL, 0, 0, 0, 0, 0};
+    if (nviews == 1) {
+        tsr_rect r = views[0].r;
+        rd.x0 = r.x, rd.y0 = r.y, rd.x1 = r.x + r.w, rd.y1 = r.y + r.h;
+        rd.stride = views[0].stride;
+        rd.px = views[0].px;
+    }
     bool ok = true;
     for (int64_t j = 0; j < pr.h && ok; j++) {
         if ((j & 63) == 63 && tsr_stop_requested())
             return tsr_fail(err, TSR_EINTR, "interrupted");
-        int64_t y = pr.y + j;
-        double ru = tsr_xf_row_u(f, y), rv = tsr_xf_row_v(f, y);
         float *lrow = L + j * pr.w;
         uint8_t *crow = cov + j * pr.w;
-        for (int64_t i = 0; i < pr.w; i++) {
-            int64_t x = pr.x + i;
-            double u = tsr_xf_u(f, x, ru), v = tsr_xf_v(f, x, rv);
-            if (!tsr_xf_covers(f, u, v))
-                continue;
-            double wx[4], wy[4];
-            int64_t kx = tsr_xf_weights(filter, u, wx), ky = tsr_xf_weights(filter, v, wy);
-            int64_t ix[4];
-            for (int a = 0; a < n; a++)
-                ix[a] = tsr_xf_index(edge, kx + a, cw);
-            float c[16];
-            for (int b = 0; b < n && ok; b++) {
-                int64_t iy = tsr_xf_index(edge, ky + b, ch);
-                for (int a = 0; a < n; a++) {
-                    if (iy < 0 || ix[a] < 0)
-                        c[b * 4 + a] = 0.0f;
-                    else if (!tap(views, nviews, ix[a], iy, &c[b * 4 + a]))
-                        ok = false;
-                }
-            }
-            if (!ok)
-                break;
-            lrow[i] = tsr_xf_combine(filter, c, wx, wy);
-            crow[i] = 1;
+        switch (f->filter) {
+        case TSR_XF_NEAREST: ok = layer_row(f, TSR_XF_NEAREST, &rd, pr, pr.y + j, lrow, crow); break;
+        case TSR_XF_BICUBIC: ok = layer_row(f, TSR_XF_BICUBIC, &rd, pr, pr.y + j, lrow, crow); break;
+        default: ok = layer_row(f, TSR_XF_BILINEAR, &rd, pr, pr.y + j, lrow, crow); break;
         }
     }
     if (!ok) {
