@@ -405,3 +405,83 @@ Test(transform, the_gpu_gives_the_cpus_bits)
         free(y);
     }
 }
+
+/* A tsr_check that records the key and message of the first failure. */
+typedef struct rec_check {
+    tsr_check c;
+    char key[64], msg[256];
+} rec_check;
+
+static tsr_status
+rec_fail(tsr_check *c, const char *key, const char *msg)
+{
+    rec_check *r = (rec_check *)c;
+    snprintf(r->key, sizeof r->key, "%s", key);
+    snprintf(r->msg, sizeof r->msg, "%s", msg);
+    return TSR_EINVAL;
+}
+
+/* Parameters made in code (not through the loader's table) meet the same rules in check(). */
+Test(transform, hand_made_parameters_are_checked_by_key)
+{
+    const tsr_trait *t = tsr_trait_find("transform");
+    cr_assert_not_null(t);
+    tsr_node child = {.name = "c", .w = 4, .h = 4};
+    static const struct {
+        int what;
+        const char *key, *msg;
+    } cases[] = {
+        {0, NULL, NULL},
+        {1, "scale", "must be in 0.001..1000, got 0"},
+        {2, "rotate", "must be in"},
+        {3, "pivot", "give both coordinates"},
+        {4, "shift", "within +-2^40 px"},
+        {5, "filter", "must be bilinear, bicubic or nearest"},
+        {6, "outside", "must be none, zero, clamp or wrap"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tsr_transform_params p;
+        t->defaults(&p);
+        switch (cases[k].what) {
+        case 1: p.scale = 0; break;
+        case 2: p.rotate = INFINITY; break;
+        case 3: p.pivot[0] = 1; break;
+        case 4: p.shift[1] = 1e13; break;
+        case 5: p.filter = 3; break;
+        case 6: p.outside = -1; break;
+        default: break;
+        }
+        tsr_edge e = {.trait = t, .child = &child, .params = &p};
+        rec_check c = {{rec_fail}, "", ""};
+        tsr_status st = t->check(&e, &c.c);
+        if (!cases[k].key) {
+            cr_assert_eq(st, TSR_OK, "the defaults refused: %s: %s", c.key, c.msg);
+            continue;
+        }
+        cr_assert_eq(st, TSR_EINVAL, "case %zu accepted", k);
+        cr_assert_str_eq(c.key, cases[k].key);
+        cr_assert(strstr(c.msg, cases[k].msg), "%s: '%s' lacks '%s'", c.key, c.msg,
+                  cases[k].msg);
+    }
+}
+
+/* Views that do not hold what need() asked for are the engine's fault, reported, never read
+ * past. */
+Test(transform, a_layer_without_its_child_pixels_fails_cleanly)
+{
+    char *y = design_with("rotate: 30, offset: [14, 11]");
+    tsr_design *d = th_design(y);
+    const tsr_edge *e = &d->root->edges[0];
+    float px[4] = {0, 0, 0, 0}, L[64];
+    uint8_t cov[64];
+    tsr_view v = {tsr_rect_make(0, 0, 2, 2), px, 2}; /* the child's corner only */
+    tsr_error err = {0};
+    tsr_status st = e->trait->layer(e, tsr_rect_make(16, 12, 8, 8), &v, 1, L, cov, &err);
+    cr_assert_eq(st, TSR_EINTERNAL);
+    cr_assert(strstr(err.msg, "root.children[0]: transform: child views do not cover"), "%s",
+              err.msg);
+    for (int i = 0; i < 64; i++)
+        cr_assert(cov[i] == 0 && L[i] == 0.0f, "pixel %d left half-made", i);
+    tsr_design_free(d);
+    free(y);
+}
