@@ -187,6 +187,7 @@ TSR_GPU_FAMILY(repeat)
 TSR_GPU_FAMILY(distance)
 TSR_GPU_FAMILY(blur)
 TSR_GPU_FAMILY(rank)
+TSR_GPU_FAMILY(transform)
 #undef TSR_GPU_FAMILY
 
 /* The trait table's GPU column (gpu/traits.c): per trait id its launcher and `_can`, both NULL

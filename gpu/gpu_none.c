@@ -166,6 +166,7 @@ EDGE_STUB(tsr_gpu_repeat)
 EDGE_STUB(tsr_gpu_distance)
 EDGE_STUB(tsr_gpu_blur)
 EDGE_STUB(tsr_gpu_rank)
+EDGE_STUB(tsr_gpu_transform)
 
 #define CAN_STUB(name)                                                                          \
     bool name(const tsr_edge *e)                                                                \
@@ -178,6 +179,7 @@ CAN_STUB(tsr_gpu_repeat_can)
 CAN_STUB(tsr_gpu_distance_can)
 CAN_STUB(tsr_gpu_blur_can)
 CAN_STUB(tsr_gpu_rank_can)
+CAN_STUB(tsr_gpu_transform_can)
 
 #define SRC_STUB(fam)                                                                           \
     tsr_status tsr_gpu_src_##fam(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out,               \
