@@ -220,6 +220,9 @@ typedef struct tsr_source {
     /* booleans (nodes/boolean_src.c): a op b of the operands' outlines, then grown by offset */
     double offset;        /* px, > 0 grows, < 0 shrinks */
     int join;             /* tsr_geom_join: round, square, miter */
+    struct tsr_source *operands; /* booleans: the operands as parsed, a's then b's, kept only
+                                  * to print the design back (their outlines dropped); owned */
+    size_t nop_a, nop_b;  /* how many of them are a's, b's */
     tsr_optic optic;     /* surface and noise keys (nodes/optics.h); terms in `points` */
 } tsr_source;
 

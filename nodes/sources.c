@@ -219,6 +219,11 @@ tsr_source_free(tsr_source *s)
     free(s->where);
     tsr_src_layout_close(s);
     tsr_src_text_close(s);
+    for (size_t i = 0; s->operands && i < s->nop_a + s->nop_b; i++)
+        tsr_source_free(&s->operands[i]);
+    free(s->operands);
+    s->operands = NULL;
+    s->nop_a = s->nop_b = 0;
     free(s->text);
     s->text = NULL;
     free(s->cell);
@@ -999,6 +1004,8 @@ tsr_source_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err)
      * failure; every other one cannot fail */
     if (s->kind == TSR_SRC_LAYOUT)
         return tsr_src_layout_draw(s, r, px, err);
+    if (s->kind == TSR_SRC_TEXT || (s->kind >= TSR_SRC_BOOL_UNION && s->kind <= TSR_SRC_BOOL_XOR))
+        return tsr_vec_draw(s->vec, s->value, r, px, err);
     if (tsr_source_has(s, TSR_SRC_CAP_BOXED) && tsr_shape_exact(s))
         return tsr_src_shape_exact(s, tsr_source_box(s, r), r, px, err);
     tsr_source_render(s, r, px);

@@ -90,28 +90,34 @@ tsr_vec_bounds(const tsr_vec *v, double b[4])
 void
 tsr_vec_render(const tsr_vec *v, float value, const char *where, tsr_rect r, float *px)
 {
-    if (!v || tsr_rect_empty(r))
-        return;
     tsr_error err = {TSR_OK, ""};
+    /* a source's render cannot fail: as a layout's, a failure leaves the rect as it was and
+     * says so on stderr (out of memory is the only one: the outlines were checked at load) */
+    if (tsr_vec_draw(v, value, r, px, &err) != TSR_OK)
+        fprintf(stderr, "tessera: %s: %s\n", where ? where : "outlines", err.msg);
+}
+
+tsr_status
+tsr_vec_draw(const tsr_vec *v, float value, tsr_rect r, float *px, tsr_error *err)
+{
+    if (!v || tsr_rect_empty(r))
+        return TSR_OK;
     tsr_geom_polys p;
     tsr_geom_polys_init(&p);
     size_t npx = (size_t)r.w * (size_t)r.h;
     float *cov = NULL;
-    tsr_status st = tsr_vec_select(v, r, &p, &err);
+    tsr_status st = tsr_vec_select(v, r, &p, err);
     if (st == TSR_OK && p.nring > 0) {
         if (!(cov = malloc(npx * sizeof *cov)))
-            st = tsr_fail(&err, TSR_ENOMEM, "out of memory for a %lldx%lld rect", (long long)r.w,
+            st = tsr_fail(err, TSR_ENOMEM, "out of memory for a %lldx%lld rect", (long long)r.w,
                           (long long)r.h);
-        else if ((st = tsr_geom_coverage(&p, r, cov, &err)) == TSR_OK)
+        else if ((st = tsr_geom_coverage(&p, r, cov, err)) == TSR_OK)
             for (size_t i = 0; i < npx; i++)
                 px[i] = tsr_src_layout_mix(px[i], cov[i], value);
     }
-    /* a source's render cannot fail: as a layout's, a failure leaves the rect as it was and
-     * says so on stderr (out of memory is the only one: the outlines were checked at load) */
-    if (st != TSR_OK)
-        fprintf(stderr, "tessera: %s: %s\n", where ? where : "outlines", err.msg);
     free(cov);
     tsr_geom_polys_free(&p);
+    return st;
 }
 
 /* ---- shapes placed by a transform ------------------------------------------------------------ */

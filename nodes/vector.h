@@ -35,6 +35,11 @@ tsr_vec_bounds(const tsr_vec *v, double b[4]);
 void
 tsr_vec_render(const tsr_vec *v, float value, const char *where, tsr_rect r, float *px);
 
+/* The same, reporting a failure (TSR_ENOMEM; the rect as it was) instead: what the evaluators
+ * call (tsr_source_draw), so a render short of memory fails rather than loses the outlines. */
+tsr_status
+tsr_vec_draw(const tsr_vec *v, float value, tsr_rect r, float *px, tsr_error *err);
+
 /* ---- shapes placed by a transform (docs/shape-transforms.md) ----------------------------------
  *
  * A shape (rect, polygon, circle, ellipse, ring) with `rotate`, `mirror`, `scale` or `translate`

@@ -327,3 +327,33 @@ Test(shape_transform, gpu_gives_the_cpu_bytes)
     free(cpu);
     tsr_design_free(d);
 }
+
+/* `tessera check --pixels`'s writer prints a boolean's operands, transforms included, and the
+ * text loads back to the same canonical form. */
+Test(shape_transform, the_pixel_dump_keeps_boolean_operands)
+{
+    tsr_design *d = th_design(
+        "tessera: 1\nroot:\n  size: [40, 30]\n  source: {boolean: difference, offset: 0.5, "
+        "a: [{shape: rect, rect: [4, 4, 30, 20], rotate: 12.5}, {boolean: union, a: [{shape: "
+        "circle, center: [30, 20], radius: 6, scale: 1.5}]}], b: [{shape: ring, center: [18, "
+        "14], radii: [2, 5], mirror: true, translate: [0.5, 0]}, {text: T, height: 9}]}\n");
+    char *text = NULL, *fa = NULL, *fb = NULL;
+    size_t n = 0, la = 0, lb = 0;
+    FILE *f = open_memstream(&text, &n);
+    tsr_design_write_pixels(d, f);
+    fclose(f);
+    cr_assert_not_null(strstr(text, "rotate: 12.5"), "%s", text);
+    cr_assert_not_null(strstr(text, "b:\n"), "%s", text);
+    tsr_error err = {0};
+    tsr_design *back = tsr_design_load_string(text, n, "pixels.yaml", NULL, NULL, &err);
+    cr_assert_not_null(back, "%s\n%s", err.msg, text);
+    FILE *a = open_memstream(&fa, &la), *b = open_memstream(&fb, &lb);
+    tsr_design_canonical(d, put, a);
+    tsr_design_canonical(back, put, b);
+    fclose(a);
+    fclose(b);
+    cr_assert_str_eq(fa, fb, "%s", text);
+    free(fa), free(fb), free(text);
+    tsr_design_free(back);
+    tsr_design_free(d);
+}
