@@ -1733,22 +1733,8 @@ run(args *a)
         fprintf(stderr, "tessera: interrupted\n");
         rc = 1;
     } else if (a->pixels) {
-        /* a boolean keeps its outlines, not its operands: it cannot be written back as it was
-         * written, and a different design passed off as the same one would be worse */
-        const tsr_node *b = NULL;
-        for (size_t i = 0; i < d->nnodes && !b; i++)
-            if (d->nodes[i]->source &&
-                strcmp(tsr_source_descs[d->nodes[i]->source->kind].disc_key, "boolean") == 0)
-                b = d->nodes[i];
-        if (b) {
-            fprintf(stderr, "tessera check: %s: --pixels: node '%s' has a boolean source, whose "
-                    "operands are kept only as outlines: it cannot be printed back\n",
-                    a->design, b->name ? b->name : "?");
-            rc = 2;
-        } else {
-            tsr_design_write_pixels(d, stdout);
-            rc = stdout_done(0);
-        }
+        tsr_design_write_pixels(d, stdout);
+        rc = stdout_done(0);
     } else {
         tsr_engine_print_check(e, stdout, a->tree);
         rc = stdout_done(0);

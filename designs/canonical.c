@@ -181,14 +181,38 @@ emit_value(cform *w, const tsr_param *pm, const void *field)
     }
 }
 
-/* Every key of the table, in table order (not the file's), each value whatever its default. */
+/* Bytes of a value of the kinds a TSR_PF_FORM_IF_SET key may have; 0: always in the form. */
+static size_t
+plain_size(tsr_ptype t)
+{
+    switch (t) {
+    case TSR_P_F64: return sizeof(double);
+    case TSR_P_F64_2: return 2 * sizeof(double);
+    case TSR_P_BOOL: return sizeof(bool);
+    default: return 0;
+    }
+}
+
+/* Every key of the table, in table order (not the file's), each value whatever its default;
+ * but a TSR_PF_FORM_IF_SET key only where its bytes differ from dflt's (when given). */
 static void
-emit_params(cform *w, const tsr_param *params, size_t n, const void *st)
+emit_params_d(cform *w, const tsr_param *params, size_t n, const void *st, const void *dflt)
 {
     for (size_t i = 0; i < n; i++) {
+        size_t sz = plain_size(params[i].type);
+        if (dflt && (params[i].flags & TSR_PF_FORM_IF_SET) && sz &&
+            memcmp((const char *)st + params[i].offset, (const char *)dflt + params[i].offset,
+                   sz) == 0)
+            continue;
         emit(w, " %s", params[i].key);
         emit_value(w, &params[i], (const char *)st + params[i].offset);
     }
+}
+
+static void
+emit_params(cform *w, const tsr_param *params, size_t n, const void *st)
+{
+    emit_params_d(w, params, n, st, NULL);
 }
 
 static void
@@ -211,7 +235,9 @@ emit_source(cform *w, const tsr_source *s)
             emit(w, " input %zu", w->nimg++);
     } else
         emit(w, " input %zu", w->nimg++);
-    emit_params(w, desc->params, desc->nparams, s);
+    tsr_source dflt;
+    tsr_source_defaults(&dflt, s->kind);
+    emit_params_d(w, desc->params, desc->nparams, s, &dflt);
     if (s->kind >= TSR_SRC_BOOL_UNION && s->kind <= TSR_SRC_BOOL_XOR) {
         /* its operands are what they make: the outlines, point by point (exact: the same
          * operands give the same rings) */

@@ -345,6 +345,42 @@ node_key(FILE *f, const tsr_node *n, const char *prefix)
         fprintf(f, "%s%zu", prefix, n->id);
 }
 
+/* Source s's keys at indent ind, its first line after `lead` ("" or "- " of a list item): the
+ * discriminator, the keys that differ from their defaults, and a boolean's operand lists (the
+ * operands as parsed, which the loader keeps for this). */
+static void
+put_source_yaml(FILE *f, int ind, const char *lead, const tsr_source *s)
+{
+    const tsr_source_desc *desc = tsr_dsource_desc(s->kind);
+    if (!desc)
+        return;
+    tsr_source dflt;
+    tsr_source_defaults(&dflt, s->kind);
+    fprintf(f, "%*s%s%s: ", ind, "", lead, desc->disc_key);
+    ind += (int)strlen(lead);
+    if (desc->disc_value) {
+        fputs(desc->disc_value, f);
+    } else if (s->kind == TSR_SRC_TEXT) {
+        put_str(f, s->text ? s->text : "");
+    } else {
+        /* the loader resolved it against the design's folder: absolute, so the printed
+         * design reads the same file wherever it is saved */
+        char *abs = s->path ? realpath(s->path, NULL) : NULL;
+        put_str(f, abs ? abs : s->path ? s->path : "");
+        free(abs);
+    }
+    fputc('\n', f);
+    put_changed(f, ind, desc->params, desc->nparams, s, &dflt);
+    tsr_source_free(&dflt);
+    for (int list = 0; list < 2; list++) {
+        size_t from = list ? s->nop_a : 0, n = list ? s->nop_b : s->nop_a;
+        if (n)
+            fprintf(f, "%*s%s:\n", ind, "", list ? "b" : "a");
+        for (size_t i = 0; i < n; i++)
+            put_source_yaml(f, ind + 2, "- ", &s->operands[from + i]);
+    }
+}
+
 static void
 put_node_body(FILE *f, const tsr_design *d, const tsr_node *n, int ind, const char *prefix)
 {
@@ -356,26 +392,9 @@ put_node_body(FILE *f, const tsr_design *d, const tsr_node *n, int ind, const ch
         put_f32(f, n->fill);
         fputc('\n', f);
     }
-    const tsr_source *s = n->source;
-    const tsr_source_desc *desc = s ? tsr_dsource_desc(s->kind) : NULL;
-    if (desc) {
-        tsr_source dflt;
-        tsr_source_defaults(&dflt, s->kind);
-        fprintf(f, "%*ssource:\n%*s%s: ", ind, "", ind + 2, "", desc->disc_key);
-        if (desc->disc_value) {
-            fputs(desc->disc_value, f);
-        } else if (s->kind == TSR_SRC_TEXT) {
-            put_str(f, s->text ? s->text : "");
-        } else {
-            /* the loader resolved it against the design's folder: absolute, so the printed
-             * design reads the same file wherever it is saved */
-            char *abs = s->path ? realpath(s->path, NULL) : NULL;
-            put_str(f, abs ? abs : s->path ? s->path : "");
-            free(abs);
-        }
-        fputc('\n', f);
-        put_changed(f, ind + 2, desc->params, desc->nparams, s, &dflt);
-        tsr_source_free(&dflt);
+    if (n->source && tsr_dsource_desc(n->source->kind)) {
+        fprintf(f, "%*ssource:\n", ind, "");
+        put_source_yaml(f, ind + 2, "", n->source);
     }
     if (!n->nedges)
         return;

@@ -291,8 +291,29 @@ is_boolean(tsr_source_kind k)
 
 /* A boolean's operand list `key` (source mappings: shapes, text, booleans) as outlines into
  * out; `a` is required, `b` may be left out. */
+/* Keep operand o (taken: its outlines dropped) on boolean s, for printing the design back
+ * (`tessera check --pixels`); false when out of memory (o freed). */
+static bool
+keep_operand(tsr_source *s, tsr_source *o, bool is_a)
+{
+    size_t n = s->nop_a + s->nop_b;
+    tsr_source *ops = realloc(s->operands, (n + 1) * sizeof *ops);
+    if (!ops) {
+        tsr_source_free(o);
+        return false;
+    }
+    s->operands = ops;
+    tsr_src_text_close(o); /* the outlines are in s's already */
+    ops[n] = *o;
+    if (is_a)
+        s->nop_a++;
+    else
+        s->nop_b++;
+    return true;
+}
+
 static tsr_status
-parse_operands(dctx *c, const ynode *m, const kpath *p, const char *key, const tsr_source *s,
+parse_operands(dctx *c, const ynode *m, const kpath *p, const char *key, tsr_source *s,
                tsr_geom_polys *out)
 {
     size_t at = tsr_ymap_find(m, key);
@@ -316,7 +337,11 @@ parse_operands(dctx *c, const ynode *m, const kpath *p, const char *key, const t
             else if (st != TSR_OK)
                 st = tsr_derr(c, v->kids[i], &ki, "%s", oerr.msg);
         }
-        if (tmp.source) {
+        if (tmp.source && st == TSR_OK) {
+            if (!keep_operand(s, tmp.source, strcmp(key, "a") == 0))
+                st = tsr_doom(c);
+            free(tmp.source);
+        } else if (tmp.source) {
             tsr_source_free(tmp.source);
             free(tmp.source);
         }

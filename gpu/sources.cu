@@ -191,7 +191,7 @@ extern "C" bool
 tsr_gpu_src_shape_can(const tsr_source *s)
 {
     /* exact coverage: the device only accumulates what the host's union gives */
-    return s->aa == TSR_AA_EXACT || s->kind != TSR_SRC_POLYGON ||
+    return tsr_shape_exact(s) || s->kind != TSR_SRC_POLYGON ||
            s->points.n <= DEVICE_POLYGON_MAX;
 }
 
@@ -209,7 +209,7 @@ tsr_gpu_src_shape(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_
 {
     base_args a;
     const tsr_source *s = n->source;
-    if (s->aa == TSR_AA_EXACT)
+    if (tsr_shape_exact(s)) /* aa: exact, or a transformed shape (nodes/vector.h) */
         return draw_sets(g, n, out, to, 1, shape_sets, &s->value, err);
     tsr_status st = base_common(g, n, out, to, &a, err);
     if (st != TSR_OK)

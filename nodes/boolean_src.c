@@ -1,5 +1,5 @@
 /* Boolean sources (docs/booleans.md): union, intersection, difference or xor of two lists of
- * operands (shapes and text, as outlines in the node's pixels), then an offset (a bias: grow or
+ * operands (shapes, transformed or not, and text, as outlines in the node's pixels), then an offset (a bias: grow or
  * shrink with round, square or mitred corners), all on polygons before anything is rasterized
  * (Clipper, through geom/), so a keep-out or an etch bias is one node and costs no per-pixel
  * layers. The result is drawn as every vector source is (nodes/vector.h): exact area, the same
@@ -55,36 +55,62 @@ add_ellipse(tsr_geom_polys *p, double cx, double cy, double rx, double ry, doubl
     return st;
 }
 
+/* A shape operand's rings, appended to p; a transformed one's mapped (nodes/vector.h: a circle
+ * or ring about its own centre is a circle of the scaled radius around the moved centre, the
+ * rest point by point; an ellipse gets the points its scaled size needs within tol). */
+static tsr_status
+shape_operand(const tsr_source *o, double tol, tsr_geom_polys *p, tsr_error *err)
+{
+    bool xf = tsr_shape_transformed(o);
+    tsr_xform t = {0};
+    if (xf)
+        tsr_shape_xform(o, &t);
+    double k = xf ? o->scale : 1;
+    double cx = xf ? t.ox : o->center[0], cy = xf ? t.oy : o->center[1];
+    size_t from = p->npt;
+    tsr_status st = TSR_OK;
+    switch (o->kind) {
+    case TSR_SRC_CIRCLE:
+        return add_ellipse(p, cx, cy, o->radius * k, o->radius * k, tol, false, err);
+    case TSR_SRC_ELLIPSE:
+        st = add_ellipse(p, o->center[0], o->center[1], o->radii[0], o->radii[1], tol / k, false,
+                         err);
+        break;
+    case TSR_SRC_RING: {
+        st = add_ellipse(p, cx, cy, o->radii[1] * k, o->radii[1] * k, tol, false, err);
+        if (st == TSR_OK && o->radii[0] > 0)
+            st = add_ellipse(p, cx, cy, o->radii[0] * k, o->radii[0] * k, tol, true, err);
+        return st;
+    }
+    case TSR_SRC_RECT:
+        st = tsr_geom_polys_add_rect(p, o->rect[0], o->rect[1], o->rect[2], o->rect[3], err);
+        break;
+    default: { /* a polygon */
+        tsr_geom_pt *pt = malloc((o->points.n ? o->points.n : 1) * sizeof *pt);
+        if (!pt)
+            return tsr_fail(err, TSR_ENOMEM, "out of memory");
+        for (size_t i = 0; i < o->points.n; i++)
+            pt[i] = (tsr_geom_pt){o->points.p[i][0], o->points.p[i][1]};
+        st = tsr_geom_polys_add(p, pt, o->points.n, err);
+        free(pt);
+        break;
+    }
+    }
+    if (st == TSR_OK && xf)
+        tsr_xform_polys(&t, p, from);
+    return st;
+}
+
 tsr_status
 tsr_src_boolean_operand(tsr_source *o, double tol, void *pv, tsr_error *err)
 {
     tsr_geom_polys *p = pv;
     switch (o->kind) {
     case TSR_SRC_CIRCLE:
-        return add_ellipse(p, o->center[0], o->center[1], o->radius, o->radius, tol, false, err);
     case TSR_SRC_ELLIPSE:
-        return add_ellipse(p, o->center[0], o->center[1], o->radii[0], o->radii[1], tol, false,
-                           err);
-    case TSR_SRC_RING: {
-        tsr_status st = add_ellipse(p, o->center[0], o->center[1], o->radii[1], o->radii[1], tol,
-                                    false, err);
-        if (st == TSR_OK && o->radii[0] > 0)
-            st = add_ellipse(p, o->center[0], o->center[1], o->radii[0], o->radii[0], tol, true,
-                             err);
-        return st;
-    }
+    case TSR_SRC_RING:
     case TSR_SRC_RECT:
-        return tsr_geom_polys_add_rect(p, o->rect[0], o->rect[1], o->rect[2], o->rect[3], err);
-    case TSR_SRC_POLYGON: {
-        tsr_geom_pt *pt = malloc(o->points.n * sizeof *pt);
-        if (!pt)
-            return tsr_fail(err, TSR_ENOMEM, "out of memory");
-        for (size_t i = 0; i < o->points.n; i++)
-            pt[i] = (tsr_geom_pt){o->points.p[i][0], o->points.p[i][1]};
-        tsr_status st = tsr_geom_polys_add(p, pt, o->points.n, err);
-        free(pt);
-        return st;
-    }
+    case TSR_SRC_POLYGON: return shape_operand(o, tol, p, err);
     case TSR_SRC_TEXT:
     case TSR_SRC_BOOL_UNION:
     case TSR_SRC_BOOL_INTERSECTION:

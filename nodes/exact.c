@@ -4,8 +4,10 @@
  * Curves are polygons with their vertices on the curve, within EXACT_TOL px of it (or the
  * tolerance that fits TSR_GEOM_ARC_MAX segments, for very large curves); a polygon keeps the
  * even-odd rule of its sampled fill (Clipper unites it under that rule first). The GPU builds
- * the same polygons on the host and accumulates on the device (gpu/sources.cu): the same bits. */
+ * the same polygons on the host and accumulates on the device (gpu/sources.cu): the same bits.
+ * A shape placed by a transform (nodes/vector.h) is drawn here too, its rings mapped. */
 #include "nodes/layout_src.h"
+#include "nodes/vector.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,13 +30,14 @@ tol_for(double r, size_t *n)
     return tol;
 }
 
-/* An ellipse (rx, ry) around (cx, cy), counterclockwise in (x, y), or clockwise when `hole`. */
+/* An ellipse (rx, ry) around (cx, cy), counterclockwise in (x, y), or clockwise when `hole`;
+ * as many points as the ellipse scaled by k needs (a transformed shape's). */
 static tsr_status
-add_ellipse(tsr_geom_polys *p, double cx, double cy, double rx, double ry, int hole,
+add_ellipse(tsr_geom_polys *p, double cx, double cy, double rx, double ry, int hole, double k,
             tsr_error *err)
 {
     size_t n = 0;
-    tol_for(rx > ry ? rx : ry, &n);
+    tol_for((rx > ry ? rx : ry) * k, &n);
     if (n < 3)
         n = 3;
     tsr_geom_pt *pts = malloc(n * sizeof *pts);
@@ -49,32 +52,61 @@ add_ellipse(tsr_geom_polys *p, double cx, double cy, double rx, double ry, int h
     return st;
 }
 
+/* The shape's rings, before a polygon's even-odd union; a transformed shape's mapped
+ * (docs/shape-transforms.md): a circle's or ring's as a circle of the scaled radius around the
+ * moved centre (its pivot: a turn or a mirror changes nothing), the others point by point. */
+static tsr_status
+shape_rings(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
+{
+    bool xf = tsr_shape_transformed(s);
+    tsr_xform t = {0};
+    if (xf)
+        tsr_shape_xform(s, &t);
+    double k = xf ? s->scale : 1;
+    double cx = xf ? t.ox : s->center[0], cy = xf ? t.oy : s->center[1];
+    tsr_status st = TSR_OK;
+    switch (s->kind) {
+    case TSR_SRC_RECT:
+        st = tsr_geom_polys_add_rect(out, s->rect[0], s->rect[1], s->rect[2], s->rect[3], err);
+        break;
+    case TSR_SRC_CIRCLE: {
+        size_t n;
+        double tol = tol_for(s->radius * k, &n);
+        return tsr_geom_polys_add_circle(out, cx, cy, s->radius * k, tol, err);
+    }
+    case TSR_SRC_ELLIPSE:
+        st = add_ellipse(out, s->center[0], s->center[1], s->radii[0], s->radii[1], 0, k, err);
+        break;
+    case TSR_SRC_RING: {
+        double r0 = s->radii[0] * k, r1 = s->radii[1] * k;
+        st = add_ellipse(out, cx, cy, r1, r1, 0, 1, err);
+        if (st == TSR_OK && s->radii[0] > 0) /* the hole, wound the other way */
+            st = add_ellipse(out, cx, cy, r0, r0, 1, 1, err);
+        return st;
+    }
+    case TSR_SRC_POLYGON:
+        st = tsr_geom_polys_add(out, (const tsr_geom_pt *)s->points.p, s->points.n, err);
+        break;
+    default: return TSR_OK;
+    }
+    if (st == TSR_OK && xf)
+        tsr_xform_polys(&t, out, 0);
+    return st;
+}
+
 tsr_status
 tsr_src_shape_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
 {
     tsr_geom_polys_clear(out);
     switch (s->kind) {
     case TSR_SRC_RECT:
-        return tsr_geom_polys_add_rect(out, s->rect[0], s->rect[1], s->rect[2], s->rect[3], err);
-    case TSR_SRC_CIRCLE: {
-        size_t n;
-        double tol = tol_for(s->radius, &n);
-        return tsr_geom_polys_add_circle(out, s->center[0], s->center[1], s->radius, tol, err);
-    }
+    case TSR_SRC_CIRCLE:
     case TSR_SRC_ELLIPSE:
-        return add_ellipse(out, s->center[0], s->center[1], s->radii[0], s->radii[1], 0, err);
-    case TSR_SRC_RING: {
-        tsr_status st =
-            add_ellipse(out, s->center[0], s->center[1], s->radii[1], s->radii[1], 0, err);
-        if (st == TSR_OK && s->radii[0] > 0) /* the hole, wound the other way */
-            st = add_ellipse(out, s->center[0], s->center[1], s->radii[0], s->radii[0], 1, err);
-        return st;
-    }
+    case TSR_SRC_RING: return shape_rings(s, out, err);
     case TSR_SRC_POLYGON: {
         tsr_geom_polys raw;
         tsr_geom_polys_init(&raw);
-        tsr_status st = tsr_geom_polys_add(&raw, (const tsr_geom_pt *)s->points.p, s->points.n,
-                                           err);
+        tsr_status st = shape_rings(s, &raw, err);
         if (st == TSR_OK)
             st = tsr_geom_boolean(TSR_GEOM_UNION_EVENODD, &raw, NULL, out, err);
         tsr_geom_polys_free(&raw);

@@ -52,7 +52,10 @@ enum {
     TSR_PF_RANGE = 1u << 3,    /* check every number against [min, max] */
     TSR_PF_RECT = 1u << 4,     /* TSR_P_INT4 [x, y, w, h]: w and h must be > 0 where the key
                                 * is given (an all-zero default can still mean "none") */
-    TSR_PF_UNITLESS = 1u << 5  /* not a length: takes no physical unit (see below) */
+    TSR_PF_UNITLESS = 1u << 5, /* not a length: takes no physical unit (see below) */
+    TSR_PF_FORM_IF_SET = 1u << 6 /* in the canonical form only where it differs from its
+                                  * default: a key added to a table later leaves the
+                                  * fingerprints of designs without it as they were */
 };
 
 /* One key of a parameter struct. A static array of these is the only description of a
@@ -209,10 +212,17 @@ typedef struct tsr_source {
     bool mirror;          /* mirrored left-right about the anchor, before the rotation */
     double line_spacing;  /* capital heights baseline to baseline; 0: the font's */
     double tolerance;     /* chords within this of an outline's curves, px */
+    /* shapes placed by a transform (docs/shape-transforms.md), with `rotate` and `mirror`
+     * above: mirror, scale, rotate about the shape's centre, then translate */
+    double scale;         /* factor, > 0, default 1 */
+    double translate[2];  /* px, after the rest */
     void *vec;            /* text, booleans: the outlines (nodes/vector.h), owned */
     /* booleans (nodes/boolean_src.c): a op b of the operands' outlines, then grown by offset */
     double offset;        /* px, > 0 grows, < 0 shrinks */
     int join;             /* tsr_geom_join: round, square, miter */
+    struct tsr_source *operands; /* booleans: the operands as parsed, a's then b's, kept only
+                                  * to print the design back (their outlines dropped); owned */
+    size_t nop_a, nop_b;  /* how many of them are a's, b's */
     tsr_optic optic;     /* surface and noise keys (nodes/optics.h); terms in `points` */
 } tsr_source;
 

@@ -7,6 +7,7 @@
 #include "nodes/layout_src.h"
 #include "nodes/nodes.h"
 #include "nodes/pointwise.h"
+#include "nodes/vector.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -23,18 +24,33 @@ static const char *const aa_words[] = {"exact", NULL}; /* -1: TSR_AA_EXACT */
 #define AA {"aa", TSR_P_INT, OFF(aa), TSR_PF_RANGE | TSR_PF_UNITLESS, 1, 16, 0, aa_words, \
             "n x n sub-samples, 1..16, or exact"}
 #define POSITIVE(k, t, f, h) {k, t, OFF(f), TSR_PF_REQUIRED | TSR_PF_RANGE | TSR_PF_MIN_OPEN, 0, HUGE_VAL, 0, NULL, h}
+/* A shape's placement (docs/shape-transforms.md), spelt as the text source's rotate and mirror;
+ * a transformed shape is drawn exact. In the canonical form only when given, so the designs
+ * written before these keys keep their fingerprints. */
+#define XFORM_F (TSR_PF_FORM_IF_SET | TSR_PF_RANGE)
+#define XFORM                                                                                    \
+    {"rotate", TSR_P_F64, OFF(rotate), XFORM_F | TSR_PF_UNITLESS, -360, 360, 0, NULL,          \
+     "degrees, counterclockwise as seen, about the shape's centre"},                           \
+    {"mirror", TSR_P_BOOL, OFF(mirror), TSR_PF_FORM_IF_SET, 0, 0, 0, NULL,                      \
+     "mirrored left-right about the shape's centre, first"},                                   \
+    {"scale", TSR_P_F64, OFF(scale), XFORM_F | TSR_PF_MIN_OPEN | TSR_PF_UNITLESS, 0, 1e6, 0,  \
+     NULL, "factor about the shape's centre, > 0, default 1"},                                 \
+    {"translate", TSR_P_F64_2, OFF(translate), XFORM_F, -TSR_COORD_MAX, TSR_COORD_MAX, 0, NULL, \
+     "[dx, dy], px, moved by last"}
 
 static const tsr_param circle_params[] = {
     COORD2("center", center),
     POSITIVE("radius", TSR_P_F64, radius, "radius, px, > 0"),
     VALUE,
     AA,
+    XFORM,
 };
 static const tsr_param ellipse_params[] = {
     COORD2("center", center),
     POSITIVE("radii", TSR_P_F64_2, radii, "[rx, ry], px, > 0"),
     VALUE,
     AA,
+    XFORM,
 };
 static const tsr_param ring_params[] = {
     COORD2("center", center),
@@ -42,17 +58,20 @@ static const tsr_param ring_params[] = {
      "[r_in, r_out], 0 <= r_in < r_out"},
     VALUE,
     AA,
+    XFORM,
 };
 static const tsr_param rect_params[] = {
     {"rect", TSR_P_F64_4, OFF(rect), TSR_PF_REQUIRED, 0, 0, 0, NULL, "[x, y, w, h], w, h > 0"},
     VALUE,
     AA,
+    XFORM,
 };
 static const tsr_param polygon_params[] = {
     {"points", TSR_P_POINTS, OFF(points), TSR_PF_REQUIRED, 0, 0, 3, NULL,
      "[[x, y], ...], >= 3, even-odd fill"},
     VALUE,
     AA,
+    XFORM,
 };
 static const tsr_param linear_params[] = {
     COORD2("from", from),
@@ -143,6 +162,7 @@ tsr_source_defaults(tsr_source *s, tsr_source_kind kind)
     s->kind = kind;
     s->value = 1.0f;
     s->tolerance = 1.0 / 256.0;
+    s->scale = 1.0;
 }
 
 tsr_status
@@ -157,11 +177,16 @@ static void shape_bounds(const tsr_source *s, double *x0, double *y0, double *x1
 tsr_status
 tsr_src_shape_check(const tsr_source *s, tsr_check *c)
 {
-    if (s->aa == TSR_AA_EXACT) {
+    bool xf = tsr_shape_transformed(s);
+    if (xf && s->aa != 0 && s->aa != TSR_AA_EXACT)
+        return tsr_check_failf(c, "aa", "a transformed shape is drawn with its exact coverage: "
+                               "write 'aa: exact' or leave 'aa' out");
+    if (tsr_shape_exact(s)) {
         double x0, y0, x1, y1;
         shape_bounds(s, &x0, &y0, &x1, &y1);
         if (!tsr_src_shape_exact_fits(s, x0, y0, x1, y1))
-            return tsr_check_failf(c, "aa", "exact: the shape must lie within +-2^36 px");
+            return tsr_check_failf(c, !xf ? "aa" : s->scale != 1 ? "scale" : "translate",
+                                   "exact: the shape must lie within +-2^36 px");
     }
     if (s->kind == TSR_SRC_RING && !(s->radii[0] < s->radii[1]))
         return tsr_check_failf(c, "radii", "r_in must be < r_out");
@@ -194,6 +219,11 @@ tsr_source_free(tsr_source *s)
     free(s->where);
     tsr_src_layout_close(s);
     tsr_src_text_close(s);
+    for (size_t i = 0; s->operands && i < s->nop_a + s->nop_b; i++)
+        tsr_source_free(&s->operands[i]);
+    free(s->operands);
+    s->operands = NULL;
+    s->nop_a = s->nop_b = 0;
     free(s->text);
     s->text = NULL;
     free(s->cell);
@@ -224,6 +254,37 @@ inside(const tsr_source *s, double px, double py)
         return tsr_pw_in_polygon((const double (*)[2])s->points.p, (int64_t)s->points.n, px, py);
     default: return 0;
     }
+}
+
+/* The box of a transformed shape (docs/shape-transforms.md), from its own box in x0..y1:
+ * an ellipse's (a circle's, a ring's) turned extents, else the box of its mapped corners
+ * (every point of a polygon). Rounding moves these by ulps; the caller's 2 px cover them. */
+static void
+transformed_bounds(const tsr_source *s, double *x0, double *y0, double *x1, double *y1)
+{
+    tsr_xform t;
+    tsr_shape_xform(s, &t);
+    if (s->kind == TSR_SRC_CIRCLE || s->kind == TSR_SRC_ELLIPSE || s->kind == TSR_SRC_RING) {
+        double rx = (*x1 - *x0) * 0.5, ry = (*y1 - *y0) * 0.5;
+        double hx = sqrt(t.m[0] * rx * (t.m[0] * rx) + t.m[1] * ry * (t.m[1] * ry));
+        double hy = sqrt(t.m[2] * rx * (t.m[2] * rx) + t.m[3] * ry * (t.m[3] * ry));
+        *x0 = t.ox - hx, *x1 = t.ox + hx;
+        *y0 = t.oy - hy, *y1 = t.oy + hy;
+        return;
+    }
+    double bx0 = INFINITY, by0 = INFINITY, bx1 = -INFINITY, by1 = -INFINITY;
+    size_t n = s->kind == TSR_SRC_POLYGON ? s->points.n : 4;
+    for (size_t i = 0; i < n; i++) {
+        double x, y;
+        if (s->kind == TSR_SRC_POLYGON)
+            x = s->points.p[i][0], y = s->points.p[i][1];
+        else
+            x = (i == 1 || i == 2) ? *x1 : *x0, y = i >= 2 ? *y1 : *y0;
+        tsr_xform_point(&t, &x, &y);
+        bx0 = fmin(bx0, x), bx1 = fmax(bx1, x);
+        by0 = fmin(by0, y), by1 = fmax(by1, y);
+    }
+    *x0 = bx0, *y0 = by0, *x1 = bx1, *y1 = by1;
 }
 
 /* A box (in pixel index space, inclusive-exclusive) outside which no sample point can be
@@ -266,6 +327,8 @@ shape_bounds(const tsr_source *s, double *x0, double *y0, double *x1, double *y1
         break;
     default: break;
     }
+    if (tsr_shape_transformed(s))
+        transformed_bounds(s, x0, y0, x1, y1);
     *x0 = floor(*x0) - 2;
     *y0 = floor(*y0) - 2;
     *x1 = ceil(*x1) + 2;
@@ -617,7 +680,7 @@ tsr_src_image_scratch(const tsr_source *s, int64_t w)
 size_t
 tsr_src_shape_scratch(const tsr_source *s, int64_t w)
 {
-    if (s->aa == TSR_AA_EXACT) /* coverage floats and accumulators a block row high, rings */
+    if (tsr_shape_exact(s)) /* coverage floats and accumulators a block row high, rings */
         return (size_t)(w > 0 ? w : 0) * TSR_GEOM_BLOCK * (sizeof(float) + sizeof(int64_t)) +
                (s->points.n + 64) * 4 * sizeof(double);
     if (s->kind != TSR_SRC_POLYGON)
@@ -873,7 +936,7 @@ tsr_src_shape_render(const tsr_source *s, tsr_rect r, float *px)
     tsr_rect box = tsr_source_box(s, r);
     if (box.w == 0 || box.h == 0)
         return;
-    if (s->aa == TSR_AA_EXACT) {
+    if (tsr_shape_exact(s)) {
         /* the table's render cannot fail: out of memory leaves the rect as it was, with a
          * warning (the bounds were checked at load) */
         tsr_error err = {TSR_OK, ""};
@@ -941,7 +1004,9 @@ tsr_source_draw(const tsr_source *s, tsr_rect r, float *px, tsr_error *err)
      * failure; every other one cannot fail */
     if (s->kind == TSR_SRC_LAYOUT)
         return tsr_src_layout_draw(s, r, px, err);
-    if (s->aa == TSR_AA_EXACT && tsr_source_has(s, TSR_SRC_CAP_BOXED))
+    if (s->kind == TSR_SRC_TEXT || (s->kind >= TSR_SRC_BOOL_UNION && s->kind <= TSR_SRC_BOOL_XOR))
+        return tsr_vec_draw(s->vec, s->value, r, px, err);
+    if (tsr_source_has(s, TSR_SRC_CAP_BOXED) && tsr_shape_exact(s))
         return tsr_src_shape_exact(s, tsr_source_box(s, r), r, px, err);
     tsr_source_render(s, r, px);
     return TSR_OK;

@@ -90,26 +90,112 @@ tsr_vec_bounds(const tsr_vec *v, double b[4])
 void
 tsr_vec_render(const tsr_vec *v, float value, const char *where, tsr_rect r, float *px)
 {
-    if (!v || tsr_rect_empty(r))
-        return;
     tsr_error err = {TSR_OK, ""};
+    /* a source's render cannot fail: as a layout's, a failure leaves the rect as it was and
+     * says so on stderr (out of memory is the only one: the outlines were checked at load) */
+    if (tsr_vec_draw(v, value, r, px, &err) != TSR_OK)
+        fprintf(stderr, "tessera: %s: %s\n", where ? where : "outlines", err.msg);
+}
+
+tsr_status
+tsr_vec_draw(const tsr_vec *v, float value, tsr_rect r, float *px, tsr_error *err)
+{
+    if (!v || tsr_rect_empty(r))
+        return TSR_OK;
     tsr_geom_polys p;
     tsr_geom_polys_init(&p);
     size_t npx = (size_t)r.w * (size_t)r.h;
     float *cov = NULL;
-    tsr_status st = tsr_vec_select(v, r, &p, &err);
+    tsr_status st = tsr_vec_select(v, r, &p, err);
     if (st == TSR_OK && p.nring > 0) {
         if (!(cov = malloc(npx * sizeof *cov)))
-            st = tsr_fail(&err, TSR_ENOMEM, "out of memory for a %lldx%lld rect", (long long)r.w,
+            st = tsr_fail(err, TSR_ENOMEM, "out of memory for a %lldx%lld rect", (long long)r.w,
                           (long long)r.h);
-        else if ((st = tsr_geom_coverage(&p, r, cov, &err)) == TSR_OK)
+        else if ((st = tsr_geom_coverage(&p, r, cov, err)) == TSR_OK)
             for (size_t i = 0; i < npx; i++)
                 px[i] = tsr_src_layout_mix(px[i], cov[i], value);
     }
-    /* a source's render cannot fail: as a layout's, a failure leaves the rect as it was and
-     * says so on stderr (out of memory is the only one: the outlines were checked at load) */
-    if (st != TSR_OK)
-        fprintf(stderr, "tessera: %s: %s\n", where ? where : "outlines", err.msg);
     free(cov);
     tsr_geom_polys_free(&p);
+    return st;
+}
+
+/* ---- shapes placed by a transform ------------------------------------------------------------ */
+
+bool
+tsr_shape_transformed(const tsr_source *s)
+{
+    return s->rotate != 0 || s->mirror || s->scale != 1 || s->translate[0] != 0 ||
+           s->translate[1] != 0;
+}
+
+bool
+tsr_shape_exact(const tsr_source *s)
+{
+    return s->aa == TSR_AA_EXACT || tsr_shape_transformed(s);
+}
+
+/* cos and sin of `deg` degrees, exact at multiples of 90 (a rect turned a quarter keeps its
+ * edges on the values they had), as the text source takes them. */
+static void
+cos_sin(double deg, double *c, double *s)
+{
+    double q = deg / 90.0;
+    if (q == floor(q)) {
+        static const double cs[4][2] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+        int k = (int)fmod(fmod(q, 4.0) + 4.0, 4.0);
+        *c = cs[k][0];
+        *s = cs[k][1];
+        return;
+    }
+    double r = deg * (M_PI / 180.0);
+    *c = cos(r);
+    *s = sin(r);
+}
+
+void
+tsr_shape_xform(const tsr_source *s, tsr_xform *t)
+{
+    double px = 0, py = 0;
+    switch (s->kind) {
+    case TSR_SRC_RECT:
+        px = s->rect[0] + s->rect[2] * 0.5;
+        py = s->rect[1] + s->rect[3] * 0.5;
+        break;
+    case TSR_SRC_POLYGON: {
+        double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+        for (size_t i = 0; i < s->points.n; i++) {
+            x0 = fmin(x0, s->points.p[i][0]), x1 = fmax(x1, s->points.p[i][0]);
+            y0 = fmin(y0, s->points.p[i][1]), y1 = fmax(y1, s->points.p[i][1]);
+        }
+        px = s->points.n ? (x0 + x1) * 0.5 : 0;
+        py = s->points.n ? (y0 + y1) * 0.5 : 0;
+        break;
+    }
+    default:
+        px = s->center[0];
+        py = s->center[1];
+        break;
+    }
+    double c = 1, sn = 0, k = s->scale, mx = s->mirror ? -1 : 1;
+    cos_sin(s->rotate, &c, &sn);
+    /* mirror (x -> -x), scale, then rotate counterclockwise as seen (y is down): the text
+     * source's x' = c x + s y, y' = c y - s x */
+    *t = (tsr_xform){px, py, px + s->translate[0], py + s->translate[1],
+                     {c * k * mx, sn * k, -sn * k * mx, c * k}};
+}
+
+void
+tsr_xform_point(const tsr_xform *t, double *x, double *y)
+{
+    double dx = *x - t->px, dy = *y - t->py;
+    *x = t->ox + (t->m[0] * dx + t->m[1] * dy);
+    *y = t->oy + (t->m[2] * dx + t->m[3] * dy);
+}
+
+void
+tsr_xform_polys(const tsr_xform *t, tsr_geom_polys *p, size_t from)
+{
+    for (size_t i = from; i < p->npt; i++)
+        tsr_xform_point(t, &p->pt[i].x, &p->pt[i].y);
 }
