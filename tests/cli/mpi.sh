@@ -47,9 +47,10 @@ same() {
 
 # A sample of the examples, one per kind of work (the ranks split bands whatever computes them;
 # every example took 40 mpiruns and most of CI's time for this test): a periodic lattice, a
-# distance chain, a blur, per-copy variation, noise, a layout and a surface.
+# distance chain, a blur, per-copy variation, noise, a layout, a surface, text, a boolean and a
+# transform.
 for n in microlens-array wafer-map-150 blurred-grating dose-focus-matrix noisy-diffuser \
-    layout-wafer-dies spiral-phase-plate; do
+    layout-wafer-dies spiral-phase-plate dose-ladder wafer-keepout rotated-grating; do
     d="$SRC/designs/examples/$n.yaml"
     [ -e "$d" ] || { bad "$n.yaml: no such example"; continue; }
     same "$n.yaml rows 100:700" "$d" --rows 100:700
