@@ -410,7 +410,14 @@ boxed_layer(const tsr_edge *ed, tsr_rect r, float *px, range *g, tsr_error *err)
         free(cov);
         return tsr_fail(err, TSR_ENOMEM, "out of memory (node %s)", c->name);
     }
-    tsr_node_base(c, bc, L); /* the child's own pixels: fill, then the shape */
+    /* the child's own pixels: fill, then the shape (an exact or vector outline can run out of
+     * memory: an error, never the fill passed off as the shape) */
+    tsr_status st = tsr_node_base_draw(c, bc, L, err);
+    if (st != TSR_OK) {
+        free(L);
+        free(cov);
+        return st;
+    }
     memset(cov, 1, (size_t)bc.w);
     float *P = px + (bp.y - r.y) * r.w + (bp.x - r.x);
     for (int64_t y = 0; y < bc.h; y++)

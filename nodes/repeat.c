@@ -764,12 +764,19 @@ put_copy(acc *a, const tsr_edge *e, const tsr_view *views, size_t nviews, tsr_re
                     m = a->next;
                     a->next = (a->next + 1) % cap;
                 }
+                /* keyed once drawn: a draw that ran out of memory leaves no entry behind */
+                memset(a->memo[m].key, 0xff, sizeof k);
+                tsr_status st = tsr_node_base_draw(&leaf, tsr_rect_make(0, 0, leaf.w, leaf.h),
+                                                   a->memo[m].px, err);
+                if (st != TSR_OK)
+                    return st;
                 memcpy(a->memo[m].key, k, sizeof k);
-                tsr_node_base(&leaf, tsr_rect_make(0, 0, leaf.w, leaf.h), a->memo[m].px);
             }
             own = (tsr_view){tsr_rect_make(0, 0, leaf.w, leaf.h), a->memo[m].px, leaf.w};
         } else {
-            tsr_node_base(&leaf, cr, a->own);
+            tsr_status st = tsr_node_base_draw(&leaf, cr, a->own, err);
+            if (st != TSR_OK)
+                return st;
             own = (tsr_view){cr, a->own, cr.w};
         }
         v = &own;
