@@ -182,6 +182,40 @@ Test(layouts_xform, the_design_pixel_is_the_default_pitch)
     tsr_design_free(d);
 }
 
+static void
+put(void *ctx, const void *bytes, size_t n)
+{
+    fwrite(bytes, 1, n, ctx);
+}
+
+/* The canonical form of a design text (malloc'd). */
+static char *
+form(const char *text)
+{
+    tsr_design *d = th_design(text);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tsr_design_canonical(d, put, f);
+    fclose(f);
+    tsr_design_free(d);
+    return buf;
+}
+
+/* The pitch a layout takes from `pixel:` is in the canonical form (the pitch itself is not):
+ * another pixel: is another job, and it is the job of the same pitch given on the source. */
+Test(layouts_xform, the_pitch_from_pixel_is_in_the_canonical_form)
+{
+    const char *t = "tessera: 1\n%sroot:\n  source: {layout: tests/layouts/elements.gds, "
+                    "layers: [[1, 0, 1]]%s, window: [0, 0, 9, 9]}\n";
+    char *a = form(yaml(t, "pixel: 300nm\n", ""));
+    char *b = form(yaml(t, "pixel: 250nm\n", ""));
+    char *c = form(yaml(t, "", ", pitch_nm: 300"));
+    cr_assert(strcmp(a, b) != 0);
+    cr_assert_str_eq(a, c);
+    free(a), free(b), free(c);
+}
+
 Test(layouts_xform, pitch_errors_name_the_keys)
 {
     const char *src = "  source: {layout: tests/layouts/elements.gds, layers: [[1, 0, 1]]";
