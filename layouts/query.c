@@ -793,6 +793,11 @@ each_element(query *qy, uint64_t rep, const double b[4], const double w[4], cons
         rows_of(r, q, &j0, &j1);
     else
         j1 = (double)n - 1; /* a list, or no repetition: each element tested */
+    /* the placement's own transform, made once (cossin is libm work): each element only adds
+     * its displacement, as lev_of would */
+    lev base = {0};
+    if (ref)
+        base = lev_of(&ref->xf, 0, 0);
     for (double j = j0; j <= j1 && qy->st == TSR_OK; j++) {
         double i0 = 0, i1 = 0;
         if (r && r->n)
@@ -812,7 +817,9 @@ each_element(query *qy, uint64_t rep, const double b[4], const double w[4], cons
                 if (!qy->want || qy->want(qy->want_ctx, s->layer, s->datatype))
                     emit(qy, c, s, ex, ey, d);
             } else {
-                qy->lv[d] = lev_of(&ref->xf, ex, ey);
+                qy->lv[d] = base;
+                qy->lv[d].tx = (double)ref->xf.dx + ex;
+                qy->lv[d].ty = (double)ref->xf.dy + ey;
                 double cw[4];
                 box_through(&qy->lv[d], w, cw, true);
                 widen(cw);
