@@ -416,3 +416,25 @@ Test(layouts_xform, gpu_gives_the_cpu_bytes_turned)
     free(gpu), free(cpu);
     tsr_design_free(d);
 }
+
+/* OASIS circles are a centre and a radius: through the transform the centre moves and the
+ * radius is magnified (scale 2 at twice the pitch is the plain layout), and a quarter turn
+ * turns the image. */
+Test(layouts_xform, circles_follow_the_transform)
+{
+    const char *t = "tessera: 1\nroot:\n  source: {layout: tests/layouts/oasis_circles.oas, cell: "
+                    "CIRCLES, layers: [[20, 0, 1], [21, 3, 0.5]], pitch: %g, window: [%g, %g, %g, "
+                    "%g]%s}\n";
+    int64_t aw, ah, w, h;
+    float *a = pixels(yaml(t, 0.05, -3.0, -4.0, 21.0, 5.0, ""), &aw, &ah);
+    float *s = pixels(yaml(t, 0.1, -6.0, -8.0, 42.0, 10.0, ", scale: 2"), &w, &h);
+    cr_assert(w == aw && h == ah, "%lldx%lld", (long long)w, (long long)h);
+    same_under(a, aw, ah, s, w, h, same, 1e-6, "circles, scale 2");
+    free(s);
+    float *r = pixels(yaml(t, 0.05, -5.0, -3.0, 4.0, 21.0, ", rotate: 90"), &w, &h);
+    cr_assert(w == ah && h == aw, "%lldx%lld", (long long)w, (long long)h);
+    /* a circle's chords start at the same pixel-space angle whichever way the layout is
+     * turned: the turned polygon is another one, within the arc tolerance (1/1024 px) */
+    same_under(a, aw, ah, r, w, h, rot90, 1e-4, "circles, rotate 90");
+    free(r), free(a);
+}
