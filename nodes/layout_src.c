@@ -191,7 +191,7 @@ tsr_src_layout_open(tsr_source *s, double pixel_nm, tsr_error *err)
     double pm = pitch_m(s);
     if (!(pm > 0) || !s->path)
         return tsr_fail(err, TSR_EINVAL, "layout: no pitch or no file");
-    tsr_layout_opts o = {pm * ARC_TOL_PX};
+    tsr_layout_opts o = {.arc_tol_m = pm * ARC_TOL_PX};
     lsrc *ls = calloc(1, sizeof *ls);
     if (!ls)
         return tsr_fail(err, TSR_ENOMEM, "layout: out of memory");
