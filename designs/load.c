@@ -243,7 +243,7 @@ static tsr_status
 open_layout(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
 {
     tsr_error lerr = {TSR_OK, ""};
-    tsr_status st = tsr_src_layout_open(s, &lerr);
+    tsr_status st = tsr_src_layout_open(s, c->has_pitch ? tsr_dlen_nm(&c->pitch) : 0, &lerr);
     if (st == TSR_OK)
         return TSR_OK;
     if (st == TSR_ENOMEM)

@@ -123,6 +123,40 @@ get_int(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, int64_t *o
     return TSR_OK;
 }
 
+/* A physical length kept in um (TSR_PF_MICRONS: a layout's pitch and window): a plain number
+ * is um; one with a unit is its exact decimal value in um, rounded once, whether or not the
+ * design states a pitch (these are not pixels, so no pitch is needed). */
+static tsr_status
+get_microns(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *out)
+{
+    double d;
+    tsr_dlen len;
+    int k = v->kind == Y_SCALAR && v->plain && !tsr_ynull(v) ? tsr_dlen_parse(v->s, &len) : 0;
+    if (k < 0)
+        return tsr_derr(c, v, p,
+                        "expected a decimal number before the unit (at most 19 digits), got "
+                        "'%.64s'",
+                        v->s);
+    if (k > 0) {
+        static const tsr_dlen um = {1, 3, false};
+        d = tsr_dlen_pixels_real(&len, &um);
+        if (!isfinite(d))
+            return tsr_derr(c, v, p, "%.64s is out of the range of a double", v->s);
+    } else {
+        tsr_status st = tsr_dget_real(c, v, p, &d);
+        if (st != TSR_OK)
+            return st;
+    }
+    if (!in_range(pm, d)) {
+        char what[128], ums[40];
+        range_text(pm, what, sizeof what);
+        tsr_fmt_double(ums, sizeof ums, d);
+        return tsr_derr(c, v, p, "%s um, got %.64s (%s um)", what, v->s, ums);
+    }
+    *out = d;
+    return TSR_OK;
+}
+
 /* A real length with a unit is the quotient rounded once to double. */
 static tsr_status
 get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *out)
@@ -130,6 +164,8 @@ get_f64(dctx *c, const ynode *v, const kpath *p, const tsr_param *pm, double *ou
     double d;
     tsr_dlen len;
     tsr_status st = TSR_OK;
+    if (pm->flags & TSR_PF_MICRONS)
+        return get_microns(c, v, p, pm, out);
     int u = unit_of(c, v, p, pm, &len, &st);
     if (u < 0)
         return st;

@@ -130,6 +130,7 @@ typedef struct reader {
     size_t npending;
     tsr_lay_pt *pts;           /* scratch for one element's points */
     size_t cappts;
+    size_t told;               /* the last offset given to o->consumed */
 } reader;
 
 static tsr_status
@@ -509,8 +510,13 @@ read_stream(reader *r)
     bool units = false;
     elem e = {0};
     size_t pos = 0;
+    size_t every = r->o->consumed_every ? r->o->consumed_every : (size_t)64 << 20;
     while (state != S_END) {
         r->at = pos;
+        if (r->o->consumed && pos - r->told >= every) {
+            r->o->consumed(r->o->consumed_ctx, pos);
+            r->told = pos;
+        }
         if (r->len - pos < 4)
             return bad(r, "the file ends %s, expected %s", pos == r->len ? "here" :
                        "inside a record header", state == S_START ? "HEADER" : "ENDLIB");

@@ -41,6 +41,15 @@ typedef struct tsr_layout_opts {
      * and arcs, GDSII round path ends, OASIS circles are kept as circles): the caller passes a
      * small fraction of its pixel pitch. 0: 1e-9 m. */
     double arc_tol_m;
+    /* A reader that goes through the bytes once (GDSII) calls consumed(consumed_ctx, off) each
+     * time it has passed another `consumed_every` bytes (0: 64 MiB): it may still look back
+     * (an error message, an element's records), but seldom. tsr_layout_open gives a mapped
+     * file's pages before `off` back to the system (they are re-read from the file if asked
+     * for), so the file does not count in the peak beside the model; then it calls the
+     * caller's own. NULL: none. */
+    void (*consumed)(void *consumed_ctx, size_t off);
+    void *consumed_ctx;
+    size_t consumed_every;
 } tsr_layout_opts;
 
 /* A point in database units. */

@@ -20,6 +20,21 @@
 #define SCAN 32  /* cells with at most this many items are scanned, not treed */
 #define MAXLV 16 /* R-tree levels: 16^16 items */
 
+/* Minimum and maximum of finite doubles. Not fmin/fmax: without -ffinite-math-only those are
+ * calls into libm (their NaN rules), and the query's box arithmetic made them 4 % of a dense
+ * layout's render (perf, docs/performance.md "Layouts"). No value here is NaN. */
+static inline double
+dmin(double a, double b)
+{
+    return a < b ? a : b;
+}
+
+static inline double
+dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
 typedef struct cindex {
     bool placed;        /* some cell places this one */
     uint8_t state;      /* hierarchy walk: 0 new, 1 on the path, 2 done */
@@ -113,8 +128,8 @@ box_through(const lev *v, const double b[4], double out[4], bool inverse)
             unapply(v, &x, &y);
         else
             apply(v, &x, &y);
-        out[0] = fmin(out[0], x), out[1] = fmin(out[1], y);
-        out[2] = fmax(out[2], x), out[3] = fmax(out[3], y);
+        out[0] = dmin(out[0], x), out[1] = dmin(out[1], y);
+        out[2] = dmax(out[2], x), out[3] = dmax(out[3], y);
     }
 }
 
@@ -124,17 +139,17 @@ rep_extent(const tsr_layout *l, const tsr_lay_rep *r, double e[4])
 {
     if (r->n) {
         double a = (double)(r->n - 1), b = (double)(r->m - 1);
-        e[0] = fmin(0, a * (double)r->u[0]) + fmin(0, b * (double)r->v[0]);
-        e[2] = fmax(0, a * (double)r->u[0]) + fmax(0, b * (double)r->v[0]);
-        e[1] = fmin(0, a * (double)r->u[1]) + fmin(0, b * (double)r->v[1]);
-        e[3] = fmax(0, a * (double)r->u[1]) + fmax(0, b * (double)r->v[1]);
+        e[0] = dmin(0, a * (double)r->u[0]) + dmin(0, b * (double)r->v[0]);
+        e[2] = dmax(0, a * (double)r->u[0]) + dmax(0, b * (double)r->v[0]);
+        e[1] = dmin(0, a * (double)r->u[1]) + dmin(0, b * (double)r->v[1]);
+        e[3] = dmax(0, a * (double)r->u[1]) + dmax(0, b * (double)r->v[1]);
         return;
     }
     e[0] = e[1] = INFINITY, e[2] = e[3] = -INFINITY;
     for (uint64_t k = 0; k < r->count; k++) {
         const int64_t *d = l->disp[r->off + k];
-        e[0] = fmin(e[0], (double)d[0]), e[1] = fmin(e[1], (double)d[1]);
-        e[2] = fmax(e[2], (double)d[0]), e[3] = fmax(e[3], (double)d[1]);
+        e[0] = dmin(e[0], (double)d[0]), e[1] = dmin(e[1], (double)d[1]);
+        e[2] = dmax(e[2], (double)d[0]), e[3] = dmax(e[3], (double)d[1]);
     }
 }
 
@@ -149,8 +164,8 @@ shape_box(const tsr_lay_cell *c, const tsr_lay_shape *s, double b[4])
     }
     b[0] = b[2] = (double)p->x, b[1] = b[3] = (double)p->y;
     for (uint32_t k = 1; k < s->npts; k++) {
-        b[0] = fmin(b[0], (double)p[k].x), b[1] = fmin(b[1], (double)p[k].y);
-        b[2] = fmax(b[2], (double)p[k].x), b[3] = fmax(b[3], (double)p[k].y);
+        b[0] = dmin(b[0], (double)p[k].x), b[1] = dmin(b[1], (double)p[k].y);
+        b[2] = dmax(b[2], (double)p[k].x), b[3] = dmax(b[3], (double)p[k].y);
     }
 }
 
@@ -330,8 +345,8 @@ finish_cell(walk *w, uint32_t ci)
             }
         x->box[i][0] = down(b[0]), x->box[i][1] = down(b[1]);
         x->box[i][2] = up(b[2]), x->box[i][3] = up(b[3]);
-        cb[0] = fmin(cb[0], b[0]), cb[1] = fmin(cb[1], b[1]);
-        cb[2] = fmax(cb[2], b[2]), cb[3] = fmax(cb[3], b[3]);
+        cb[0] = dmin(cb[0], b[0]), cb[1] = dmin(cb[1], b[1]);
+        cb[2] = dmax(cb[2], b[2]), cb[3] = dmax(cb[3], b[3]);
     }
     c->has_box = cb[0] <= cb[2];
     memcpy(c->box, cb, sizeof cb);
@@ -645,7 +660,7 @@ find_items(const cindex *x, const double w[4], hits *h)
 static void
 widen(double w[4])
 {
-    double m = fmax(fmax(fabs(w[0]), fabs(w[1])), fmax(fabs(w[2]), fabs(w[3])));
+    double m = dmax(dmax(fabs(w[0]), fabs(w[1])), dmax(fabs(w[2]), fabs(w[3])));
     double e = m * 1e-12 + 1e-6;
     w[0] -= e, w[1] -= e, w[2] += e, w[3] += e;
 }
@@ -664,7 +679,7 @@ slab(double a, double lo, double hi, double *k0, double *k1)
         double t = p;
         p = q, q = t;
     }
-    *k0 = fmax(*k0, ceil(p - 1e-9)), *k1 = fmin(*k1, floor(q + 1e-9));
+    *k0 = dmax(*k0, ceil(p - 1e-9)), *k1 = dmin(*k1, floor(q + 1e-9));
 }
 
 /* The rows j of lattice r whose elements i * u + j * v may lie in q (x0, y0, x1, y1). */
@@ -681,15 +696,15 @@ rows_of(const tsr_lay_rep *r, const double q[4], double *j0, double *j1)
         for (int k = 0; k < 4; k++) {
             double x = q[k & 1 ? 2 : 0], y = q[k & 2 ? 3 : 1];
             double j = (ux * y - uy * x) / det;
-            lo = fmin(lo, j), hi = fmax(hi, j);
+            lo = dmin(lo, j), hi = dmax(hi, j);
         }
-        *j0 = fmax(*j0, ceil(lo - 1e-9)), *j1 = fmin(*j1, floor(hi + 1e-9));
+        *j0 = dmax(*j0, ceil(lo - 1e-9)), *j1 = dmin(*j1, floor(hi + 1e-9));
         return;
     }
     /* degenerate lattices: j * v within q less any i * u */
     double a = (double)(r->n - 1);
-    slab(vx, q[0] - fmax(0, a * ux), q[2] - fmin(0, a * ux), j0, j1);
-    slab(vy, q[1] - fmax(0, a * uy), q[3] - fmin(0, a * uy), j0, j1);
+    slab(vx, q[0] - dmax(0, a * ux), q[2] - dmin(0, a * ux), j0, j1);
+    slab(vy, q[1] - dmax(0, a * uy), q[3] - dmin(0, a * uy), j0, j1);
 }
 
 /* the columns i of row j */
@@ -750,8 +765,8 @@ emit(query *qy, const tsr_lay_cell *c, const tsr_lay_shape *s, double ex, double
             for (int v = d - 1; v >= 0; v--)
                 apply(&qy->lv[v], &x, &y);
             o[k][0] = x, o[k][1] = y;
-            bb[0] = fmin(bb[0], x), bb[1] = fmin(bb[1], y);
-            bb[2] = fmax(bb[2], x), bb[3] = fmax(bb[3], y);
+            bb[0] = dmin(bb[0], x), bb[1] = dmin(bb[1], y);
+            bb[2] = dmax(bb[2], x), bb[3] = dmax(bb[3], y);
         }
         it.pts = (const double(*)[2])o;
         it.n = n;
@@ -778,6 +793,11 @@ each_element(query *qy, uint64_t rep, const double b[4], const double w[4], cons
         rows_of(r, q, &j0, &j1);
     else
         j1 = (double)n - 1; /* a list, or no repetition: each element tested */
+    /* the placement's own transform, made once (cossin is libm work): each element only adds
+     * its displacement, as lev_of would */
+    lev base = {0};
+    if (ref)
+        base = lev_of(&ref->xf, 0, 0);
     for (double j = j0; j <= j1 && qy->st == TSR_OK; j++) {
         double i0 = 0, i1 = 0;
         if (r && r->n)
@@ -797,7 +817,9 @@ each_element(query *qy, uint64_t rep, const double b[4], const double w[4], cons
                 if (!qy->want || qy->want(qy->want_ctx, s->layer, s->datatype))
                     emit(qy, c, s, ex, ey, d);
             } else {
-                qy->lv[d] = lev_of(&ref->xf, ex, ey);
+                qy->lv[d] = base;
+                qy->lv[d].tx = (double)ref->xf.dx + ex;
+                qy->lv[d].ty = (double)ref->xf.dy + ey;
                 double cw[4];
                 box_through(&qy->lv[d], w, cw, true);
                 widen(cw);
@@ -823,8 +845,8 @@ cell_walk(query *qy, uint32_t ci, const double w[4], int d)
     for (size_t k = 0; k < h->n && qy->st == TSR_OK; k++) {
         uint32_t id = h->id[k];
         /* the window cut to the item's box: every range below is finite */
-        double cw[4] = {fmax(w[0], x->box[id][0]), fmax(w[1], x->box[id][1]),
-                        fmin(w[2], x->box[id][2]), fmin(w[3], x->box[id][3])};
+        double cw[4] = {dmax(w[0], x->box[id][0]), dmax(w[1], x->box[id][1]),
+                        dmin(w[2], x->box[id][2]), dmin(w[3], x->box[id][3])};
         double b[4];
         if (id < c->nshapes) {
             const tsr_lay_shape *s = &c->shapes[id];

@@ -29,8 +29,13 @@ typedef struct lsrc {
     tsr_layout *l;    /* owned */
     uint32_t cell;
     double k;         /* pixels per database unit */
-    double x0, y1;    /* the window's left and top, database units */
-    double win[4];    /* the window, database units */
+    double x0, y1;    /* the window's left and top, database units (transformed layout) */
+    double win[4];    /* the window, database units (transformed layout) */
+    bool xf;          /* a transform other than the identity is given */
+    double a[4];      /* q = (a0 x + a1 y, a2 x + a3 y): scale, rotate, mirror, database units */
+    double ai[4];     /* its inverse */
+    double tx, ty;    /* translate, px */
+    double pitch_nm;  /* the pitch used */
     int64_t w, h;     /* the window's size in pixels, rounded up */
     int64_t *lnum;    /* per table entry: its layer number in the file (DXF names resolved) */
     int64_t *dnum;    /* per table entry: its datatype, -1: any (a DXF name) */
@@ -39,9 +44,9 @@ typedef struct lsrc {
 tsr_status
 tsr_src_layout_check(const tsr_source *s, tsr_check *c)
 {
-    if ((s->pitch > 0) == (s->pitch_nm > 0))
-        return tsr_check_failf(c, s->pitch > 0 ? "pitch_nm" : NULL,
-                               "give exactly one of 'pitch' (um) or 'pitch_nm'");
+    /* neither: the design's `pixel:` (tsr_src_layout_open), or an error there */
+    if (s->pitch > 0 && s->pitch_nm > 0)
+        return tsr_check_failf(c, "pitch_nm", "give at most one of 'pitch' or 'pitch_nm'");
     const double *w = s->window;
     if ((w[0] || w[1] || w[2] || w[3]) && !(w[0] < w[2] && w[1] < w[3]))
         return tsr_check_failf(c, "window", "must be [x0, y0, x1, y1] with x0 < x1, y0 < y1");
@@ -85,6 +90,87 @@ pitch_m(const tsr_source *s)
     return s->pitch > 0 ? s->pitch * 1e-6 : s->pitch_nm * 1e-9;
 }
 
+/* The pitch: the source's own, or the design's `pixel:` (pixel_nm, 0: none) written into
+ * pitch_nm so that the canonical form holds what determines the samples; both given, they must
+ * agree (to 1e-12, as decimals do: 0.25 um and 250nm), else the keys are named. */
+static tsr_status
+resolve_pitch(tsr_source *s, double pixel_nm, tsr_error *err)
+{
+    double own = s->pitch > 0 ? s->pitch * 1e3 : s->pitch_nm;
+    if (!(own > 0)) {
+        if (!(pixel_nm > 0))
+            return tsr_fail(err, TSR_EINVAL,
+                            "no pixel pitch: give 'pitch' (um, or with a unit: 250nm) or "
+                            "'pitch_nm', or the design's 'pixel:'");
+        s->pitch_nm = pixel_nm;
+        return TSR_OK;
+    }
+    if (pixel_nm > 0 && !(fabs(own - pixel_nm) <= 1e-12 * pixel_nm))
+        return tsr_fail(err, TSR_EINVAL,
+                        "'%s' is %.17g nm, but the design's 'pixel:' is %.17g nm: a layout is "
+                        "drawn at the design's pitch (leave '%s' out, or make them equal)",
+                        s->pitch > 0 ? "pitch" : "pitch_nm", own, pixel_nm,
+                        s->pitch > 0 ? "pitch" : "pitch_nm");
+    return TSR_OK;
+}
+
+/* cos and sin of `deg` degrees, exact at multiples of 90 (so a quarter turn keeps on-grid
+ * layouts on the grid and their coverage equal to the unturned one's, turned). */
+static void
+cos_sin_deg(double deg, double *c, double *s)
+{
+    double q = deg / 90.0;
+    if (q == nearbyint(q)) {
+        static const double cs[4][2] = {{1, 0}, {0, 1}, {-1, 0}, {0, -1}};
+        int k = (int)(((long long)q % 4 + 4) % 4);
+        *c = cs[k][0];
+        *s = cs[k][1];
+        return;
+    }
+    double r = deg * (M_PI / 180.0);
+    *c = cos(r);
+    *s = sin(r);
+}
+
+/* The transform (docs/layouts.md §8): q = scale * R(rotate) * M p, M = diag(-1, 1) when
+ * mirrored, about the layout's origin, in database units; then the window and the mapping,
+ * then translate in pixels. */
+static void
+set_transform(lsrc *ls, const tsr_source *s)
+{
+    double sc = s->scale > 0 ? s->scale : 1.0, c, sn, m = s->mirror ? -1.0 : 1.0;
+    cos_sin_deg(s->rotate, &c, &sn);
+    ls->a[0] = sc * c * m;
+    ls->a[1] = -sc * sn;
+    ls->a[2] = sc * sn * m;
+    ls->a[3] = sc * c;
+    /* inverse: M R(-rotate) / scale */
+    ls->ai[0] = m * c / sc;
+    ls->ai[1] = m * sn / sc;
+    ls->ai[2] = -sn / sc;
+    ls->ai[3] = c / sc;
+    ls->tx = s->translate[0];
+    ls->ty = s->translate[1];
+    ls->xf = !(ls->a[0] == 1 && ls->a[1] == 0 && ls->a[2] == 0 && ls->a[3] == 1) ||
+             ls->tx != 0 || ls->ty != 0;
+}
+
+/* The box of box b's four corners through matrix m. */
+static void
+box_through(const double m[4], const double b[4], double out[4])
+{
+    out[0] = out[1] = HUGE_VAL;
+    out[2] = out[3] = -HUGE_VAL;
+    for (int i = 0; i < 4; i++) {
+        double x = b[i & 1 ? 2 : 0], y = b[i & 2 ? 3 : 1];
+        double qx = m[0] * x + m[1] * y, qy = m[2] * x + m[3] * y;
+        out[0] = fmin(out[0], qx);
+        out[1] = fmin(out[1], qy);
+        out[2] = fmax(out[2], qx);
+        out[3] = fmax(out[3], qy);
+    }
+}
+
 /* A size in pixels rounded up; within 1e-9 of a whole number it is that number: a window of
  * 82000 um at 25 um is 3280 px, though um -> database units -> pixels rounds on the way. */
 static double
@@ -95,14 +181,17 @@ px_up(double v)
 }
 
 tsr_status
-tsr_src_layout_open(tsr_source *s, tsr_error *err)
+tsr_src_layout_open(tsr_source *s, double pixel_nm, tsr_error *err)
 {
     if (s->lay)
         return TSR_OK;
+    tsr_status rs = resolve_pitch(s, pixel_nm, err);
+    if (rs != TSR_OK)
+        return rs;
     double pm = pitch_m(s);
     if (!(pm > 0) || !s->path)
         return tsr_fail(err, TSR_EINVAL, "layout: no pitch or no file");
-    tsr_layout_opts o = {pm * ARC_TOL_PX};
+    tsr_layout_opts o = {.arc_tol_m = pm * ARC_TOL_PX};
     lsrc *ls = calloc(1, sizeof *ls);
     if (!ls)
         return tsr_fail(err, TSR_ENOMEM, "layout: out of memory");
@@ -116,12 +205,19 @@ tsr_src_layout_open(tsr_source *s, tsr_error *err)
         goto fail;
     const tsr_lay_cell *c = &l->cells[ls->cell];
     ls->k = l->dbu_m / pm;
+    ls->pitch_nm = pm * 1e9;
+    set_transform(ls, s);
+    /* the transformed cell's box (through turns by other angles than multiples of 90 degrees,
+     * the box of the turned box: it holds everything) */
+    double cbox[4] = {0, 0, 0, 0};
+    if (c->has_box)
+        box_through(ls->a, c->box, cbox);
     const double *w = s->window;
     if (w[0] || w[1] || w[2] || w[3]) {
         for (int i = 0; i < 4; i++)
             ls->win[i] = w[i] * 1e-6 / l->dbu_m;
     } else if (c->has_box) {
-        memcpy(ls->win, c->box, sizeof ls->win);
+        memcpy(ls->win, cbox, sizeof ls->win);
     } else {
         st = tsr_fail(err, TSR_EINVAL, "%s: cell \"%s\" holds no shape: give a window", l->path,
                       c->name);
@@ -140,8 +236,8 @@ tsr_src_layout_open(tsr_source *s, tsr_error *err)
     ls->h = (int64_t)ph;
     /* every shape's pixels must stay within the rasterizer's range: the cell's box mapped */
     if (c->has_box) {
-        double b[4] = {(c->box[0] - ls->x0) * ls->k, (ls->y1 - c->box[3]) * ls->k,
-                       (c->box[2] - ls->x0) * ls->k, (ls->y1 - c->box[1]) * ls->k};
+        double b[4] = {(cbox[0] - ls->x0) * ls->k + ls->tx, (ls->y1 - cbox[3]) * ls->k + ls->ty,
+                       (cbox[2] - ls->x0) * ls->k + ls->tx, (ls->y1 - cbox[1]) * ls->k + ls->ty};
         for (int i = 0; i < 4; i++)
             if (!(fabs(b[i]) < TSR_GEOM_LIMIT / 2)) {
                 st = tsr_fail(err, TSR_EINVAL,
@@ -252,6 +348,28 @@ want(void *ctx, uint32_t layer, uint32_t datatype)
     return false;
 }
 
+/* The magnification (0 written: absent, 1). */
+static double
+s_scale(const tsr_source *s)
+{
+    return s->scale > 0 ? s->scale : 1.0;
+}
+
+/* Layout point (x, y) of the cell, database units, to node pixels: transformed, windowed,
+ * scaled to pixels, translated; without a transform the plain mapping's very operations. */
+static void
+map_pt(const lsrc *ls, double x, double y, tsr_geom_pt *o)
+{
+    if (!ls->xf) {
+        o->x = (x - ls->x0) * ls->k;
+        o->y = (ls->y1 - y) * ls->k;
+        return;
+    }
+    double qx = ls->a[0] * x + ls->a[1] * y, qy = ls->a[2] * x + ls->a[3] * y;
+    o->x = (qx - ls->x0) * ls->k + ls->tx;
+    o->y = (ls->y1 - qy) * ls->k + ls->ty;
+}
+
 static int
 visit(void *ctx, const tsr_lay_item *it)
 {
@@ -268,9 +386,14 @@ visit(void *ctx, const tsr_lay_item *it)
             g->buf = nb;
             g->cap = n;
         }
-        for (size_t i = 0; i < n; i++) {
-            g->buf[i].x = (it->pts[i][0] - ls->x0) * ls->k;
-            g->buf[i].y = (ls->y1 - it->pts[i][1]) * ls->k;
+        if (!ls->xf) {
+            for (size_t i = 0; i < n; i++) {
+                g->buf[i].x = (it->pts[i][0] - ls->x0) * ls->k;
+                g->buf[i].y = (ls->y1 - it->pts[i][1]) * ls->k;
+            }
+        } else {
+            for (size_t i = 0; i < n; i++)
+                map_pt(ls, it->pts[i][0], it->pts[i][1], &g->buf[i]);
         }
         /* Every shape fills its own outline whichever way it is wound (a mirrored placement
          * turns it over), and the layer is the union of the shapes: wound alike (positive
@@ -298,13 +421,14 @@ visit(void *ctx, const tsr_lay_item *it)
         } else {
             /* a circle: vertices on it, within ARC_TOL_PX, or fewer when that would take more
              * than the most segments a circle gets (a tolerance that fits them) */
-            double r = it->r * ls->k, tol = ARC_TOL_PX;
+            double r = it->r * ls->k * (s_scale(g->s)), tol = ARC_TOL_PX;
             size_t segs;
             tsr_error e2;
             while (tsr_geom_arc_segments(r, 2 * M_PI, tol, &segs, &e2) != TSR_OK && tol < r)
                 tol *= 2;
-            st = tsr_geom_polys_add_circle(&g->polys[e], (it->cx - ls->x0) * ls->k,
-                                           (ls->y1 - it->cy) * ls->k, r, tol, g->err);
+            tsr_geom_pt ctr;
+            map_pt(ls, it->cx, it->cy, &ctr);
+            st = tsr_geom_polys_add_circle(&g->polys[e], ctr.x, ctr.y, r, tol, g->err);
         }
         if (st != TSR_OK) {
             g->st = st;
@@ -326,10 +450,23 @@ tsr_src_layout_polys(const tsr_source *s, tsr_rect r, tsr_geom_polys *polys, tsr
     /* the reach in database units, a hair wider than the pixels so that rounding never drops a
      * shape that touches it (more is harmless: tsr_geom_reach) */
     double slack = 1.0 + 1e-9 * (fabs(ls->x0) + fabs(ls->y1));
-    double win[4] = {ls->x0 + (double)reach.x / ls->k - slack,
-                     ls->y1 - (double)(reach.y + reach.h) / ls->k - slack,
-                     ls->x0 + (double)(reach.x + reach.w) / ls->k + slack,
-                     ls->y1 - (double)reach.y / ls->k + slack};
+    double q[4] = {ls->x0 + ((double)reach.x - ls->tx) / ls->k - slack,
+                   ls->y1 - ((double)(reach.y + reach.h) - ls->ty) / ls->k - slack,
+                   ls->x0 + ((double)(reach.x + reach.w) - ls->tx) / ls->k + slack,
+                   ls->y1 - ((double)reach.y - ls->ty) / ls->k + slack};
+    double win[4];
+    if (!ls->xf) {
+        memcpy(win, q, sizeof win);
+    } else {
+        /* the box of the reach's inverse image in the cell's coordinates, widened as above
+         * (a larger window only visits shapes the coverage then finds empty) */
+        box_through(ls->ai, q, win);
+        double sl = 1.0 + 1e-9 * (fabs(win[0]) + fabs(win[3]));
+        win[0] -= sl;
+        win[1] -= sl;
+        win[2] += sl;
+        win[3] += sl;
+    }
     /* the visitor's own failure, kept apart: the query reports "stopped by its visitor" */
     tsr_error gerr = {TSR_OK, ""};
     gather g = {s, ls, polys, NULL, 0, TSR_OK, &gerr};
@@ -423,11 +560,19 @@ tsr_src_layout_describe(const tsr_source *s, FILE *f, int indent)
     fprintf(f, ": %zu cell%s, %" PRIu64 " shapes stored, %" PRIu64 " flattened\n", st.cells,
             st.cells == 1 ? "" : "s", st.shapes, st.flat_shapes);
     double um = l->dbu_m * 1e6;
-    if (c->has_box)
+    if (c->has_box) {
+        double b[4]; /* through the transform, when there is one */
+        box_through(ls->a, c->box, b);
         fprintf(f, "%*s# cell box [%.9g, %.9g, %.9g, %.9g] um = pixels [%.9g, %.9g, %.9g, %.9g]\n",
                 indent, "", c->box[0] * um, c->box[1] * um, c->box[2] * um, c->box[3] * um,
-                (c->box[0] - ls->x0) * ls->k, (ls->y1 - c->box[3]) * ls->k,
-                (c->box[2] - ls->x0) * ls->k, (ls->y1 - c->box[1]) * ls->k);
+                (b[0] - ls->x0) * ls->k + ls->tx, (ls->y1 - b[3]) * ls->k + ls->ty,
+                (b[2] - ls->x0) * ls->k + ls->tx, (ls->y1 - b[1]) * ls->k + ls->ty);
+    }
+    fprintf(f, "%*s# pitch %.9g nm\n", indent, "", ls->pitch_nm);
+    if (ls->xf)
+        fprintf(f, "%*s# transformed: mirror %s, scale %.9g, rotate %.9g deg about the origin, "
+                "then translate [%.9g, %.9g] px\n", indent, "", s->mirror ? "x -> -x" : "none",
+                s_scale(s), s->rotate, ls->tx, ls->ty);
     fprintf(f, "%*s# window [%.9g, %.9g, %.9g, %.9g] um = %" PRId64 " x %" PRId64 " px\n", indent,
             "", ls->win[0] * um, ls->win[1] * um, ls->win[2] * um, ls->win[3] * um, ls->w, ls->h);
     for (size_t i = 0; i < st.nlayers; i++) {

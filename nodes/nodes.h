@@ -53,9 +53,13 @@ enum {
     TSR_PF_RECT = 1u << 4,     /* TSR_P_INT4 [x, y, w, h]: w and h must be > 0 where the key
                                 * is given (an all-zero default can still mean "none") */
     TSR_PF_UNITLESS = 1u << 5, /* not a length: takes no physical unit (see below) */
-    TSR_PF_FORM_IF_SET = 1u << 6 /* in the canonical form only where it differs from its
-                                  * default: a key added to a table later leaves the
-                                  * fingerprints of designs without it as they were */
+    TSR_PF_FORM_IF_SET = 1u << 6, /* in the canonical form only where it differs from its
+                                   * default: a key added to a table later leaves the
+                                   * fingerprints of designs without it as they were */
+    TSR_PF_MICRONS = 1u << 7   /* TSR_P_F64, _F64_4: a physical length kept in micrometres, not
+                                * pixels (a layout's pitch and window): a plain number is um,
+                                * one with a unit (nm, um, mm) is converted to um exactly, with
+                                * or without a design pitch */
 };
 
 /* One key of a parameter struct. A static array of these is the only description of a
@@ -82,7 +86,7 @@ typedef struct tsr_param {
 static inline bool
 tsr_param_is_length(const tsr_param *pm)
 {
-    if (pm->flags & TSR_PF_UNITLESS)
+    if (pm->flags & (TSR_PF_UNITLESS | TSR_PF_MICRONS))
         return false;
     switch (pm->type) {
     case TSR_P_INT:
@@ -200,8 +204,11 @@ typedef struct tsr_source {
     /* layout (nodes/layout_src.c): the file is `path` */
     char *cell;          /* the cell drawn; NULL: the file's single top cell */
     tsr_layer_map layers;
-    double pitch, pitch_nm; /* um per pixel, or nm per pixel: exactly one is given */
-    double window[4];    /* x0, y0, x1, y1 in um; all 0: the cell's bounding box */
+    double pitch, pitch_nm; /* um per pixel, or nm per pixel: at most one is given; neither:
+                             * the design's `pixel:` (tsr_src_layout_open sets pitch_nm) */
+    double window[4];    /* x0, y0, x1, y1 in um, of the transformed layout; all 0: its box */
+    /* a layout's transform (about its origin) is `rotate`, `mirror`, `scale` and `translate`
+     * below, the fields text and shapes use */
     void *lay;           /* the opened layout and its mapping (tsr_src_layout_open), owned */
     /* text (nodes/text_src.c): `text: STRING`; the font file, when one is given, is `path` */
     char *text;
@@ -212,8 +219,9 @@ typedef struct tsr_source {
     bool mirror;          /* mirrored left-right about the anchor, before the rotation */
     double line_spacing;  /* capital heights baseline to baseline; 0: the font's */
     double tolerance;     /* chords within this of an outline's curves, px */
-    /* shapes placed by a transform (docs/shape-transforms.md), with `rotate` and `mirror`
-     * above: mirror, scale, rotate about the shape's centre, then translate */
+    /* shapes and layouts placed by a transform (docs/shape-transforms.md, docs/layouts.md),
+     * with `rotate` and `mirror` above: mirror, scale, rotate about the shape's centre (a
+     * layout's origin), then translate */
     double scale;         /* factor, > 0, default 1 */
     double translate[2];  /* px, after the rest */
     void *vec;            /* text, booleans: the outlines (nodes/vector.h), owned */
@@ -279,13 +287,15 @@ tsr_status
 tsr_src_boolean_make(tsr_source *s, void *a, void *b, tsr_error *err);
 
 /* The layout source (nodes/layout_src.c, docs/layouts.md §8). open: read s->path (format by
- * content) into s->lay, pick the cell, resolve the table; once per design, by the loader;
+ * content) into s->lay, pick the cell, resolve the table; once per design, by the loader, who
+ * passes the design's `pixel:` in nm (0: none: a source without a pitch of its own takes it,
+ * written into s->pitch_nm; one with both must agree, else TSR_EINVAL naming the keys);
  * TSR_EINVAL with the reader's "file: byte N: what" (DXF: line), TSR_EIO, TSR_ENOMEM. size: the
  * window in pixels, rounded up (0 x 0 unopened). bytes: what the opened model holds. draw:
  * the source over rect r (tsr_source_render's contract, with a status: TSR_ENOMEM, TSR_EINTR).
  * describe: `tessera check`'s lines (cells, shapes, layers found and unmapped, boxes). */
 tsr_status
-tsr_src_layout_open(tsr_source *s, tsr_error *err);
+tsr_src_layout_open(tsr_source *s, double pixel_nm, tsr_error *err);
 void
 tsr_src_layout_close(tsr_source *s);
 void

@@ -90,12 +90,21 @@ static const tsr_param layout_params[] = {
     {"cell", TSR_P_NAME, OFF(cell), 0, 0, 0, 0, NULL, "cell drawn, default: the single top cell"},
     {"layers", TSR_P_LAYERS, OFF(layers), TSR_PF_REQUIRED, 0, 0, 0, NULL,
      "[[layer, datatype, value], ...] or [[name, value], ...] (DXF), drawn in order"},
-    {"pitch", TSR_P_F64, OFF(pitch), TSR_PF_RANGE | TSR_PF_MIN_OPEN | TSR_PF_UNITLESS, 0, HUGE_VAL, 0, NULL,
-     "pixel pitch, um (or pitch_nm)"},
+    {"pitch", TSR_P_F64, OFF(pitch), TSR_PF_RANGE | TSR_PF_MIN_OPEN | TSR_PF_MICRONS, 0, HUGE_VAL, 0, NULL,
+     "pixel pitch, um or with a unit (250nm); default: the design's pixel:"},
     {"pitch_nm", TSR_P_F64, OFF(pitch_nm), TSR_PF_RANGE | TSR_PF_MIN_OPEN | TSR_PF_UNITLESS, 0, HUGE_VAL, 0, NULL,
      "pixel pitch, nm (or pitch)"},
-    {"window", TSR_P_F64_4, OFF(window), TSR_PF_UNITLESS, 0, 0, 0, NULL,
-     "[x0, y0, x1, y1], um, x0 < x1, y0 < y1; default: the cell's box"},
+    {"window", TSR_P_F64_4, OFF(window), TSR_PF_MICRONS, 0, 0, 0, NULL,
+     "[x0, y0, x1, y1], um or with units, x0 < x1, y0 < y1; default: the cell's box"},
+    /* the whole layout transformed about its origin (docs/layouts.md §8), spelt as text's */
+    /* in the fingerprint only where given (XFORM_F): a layout without them keeps its own */
+    {"rotate", TSR_P_F64, OFF(rotate), XFORM_F | TSR_PF_UNITLESS, -360, 360, 0, NULL,
+     "degrees, counterclockwise as the image is seen, about the layout's origin"},
+    {"mirror", TSR_P_BOOL, OFF(mirror), TSR_PF_FORM_IF_SET, 0, 0, 0, NULL, "mirrored left-right (x -> -x), before the rotation"},
+    {"scale", TSR_P_F64, OFF(scale), XFORM_F | TSR_PF_MIN_OPEN | TSR_PF_UNITLESS, 0, 1e6, 0, NULL,
+     "magnification about the layout's origin, > 0 (default 1)"},
+    {"translate", TSR_P_F64_2, OFF(translate), XFORM_F, -1e12, 1e12, 0, NULL,
+     "[dx, dy], px: the mapped layout shifted, sub-pixel allowed (default [0, 0])"},
 };
 
 /* text (nodes/text_src.c): `text: STRING` is the discriminator; these are the other keys. */

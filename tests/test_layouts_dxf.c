@@ -25,7 +25,7 @@ read_buf(const char *text, size_t len, const char *name, double arc_tol_m, tsr_l
     cr_assert(l);
     l->path = strdup(name);
     l->format = TSR_LAYOUT_DXF;
-    tsr_layout_opts o = {arc_tol_m};
+    tsr_layout_opts o = {.arc_tol_m = arc_tol_m};
     tsr_status st = tsr_dxf_read((const uint8_t *)text, len, &o, l, err);
     if (st != TSR_OK) {
         tsr_layout_free(l);
@@ -676,7 +676,7 @@ Test(layouts_dxf, opened_files_index_and_their_queries_see_the_flattened_shapes)
         char path[512];
         snprintf(path, sizeof path, "%s/tests/layouts/%s.dxf", TSR_SRC_DIR, names[f]);
         tsr_error err = {TSR_OK, ""};
-        tsr_layout_opts o = {1e-12};
+        tsr_layout_opts o = {.arc_tol_m = 1e-12};
         tsr_layout *l = tsr_layout_open(path, &o, &err);
         cr_assert(l, "%s", err.msg);
         cr_assert_eq(l->format, TSR_LAYOUT_DXF);

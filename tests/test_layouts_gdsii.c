@@ -5,6 +5,7 @@
  * (NAME.txt): the queries here must give the same polygons (paths: the same covered area,
  * sampled). Records gdspy does not write (BOX, NODE, properties, ELFLAGS, PLEX, negative
  * widths) and every malformed file are built here, record by record. */
+#include "helpers/helpers.h"
 #include "layouts/layouts.h"
 
 #include <criterion/criterion.h>
@@ -1424,4 +1425,52 @@ Test(layouts_gdsii, coordinates_beyond_the_limit_are_refused)
         tsr_layout_free(l);
         free(g.b);
     }
+}
+
+/* A reader that passes the file once says so every consumed_every bytes, at record starts in
+ * increasing order; tsr_layout_open gives those pages back and reads the same model. */
+typedef struct seen {
+    size_t n, last, len;
+    bool ordered;
+} seen;
+
+static void
+count_consumed(void *ctx, size_t off)
+{
+    seen *s = ctx;
+    s->ordered = s->ordered && off > s->last && off <= s->len;
+    s->last = off;
+    s->n++;
+}
+
+Test(layouts_gdsii, consumed_offsets_rise_and_open_reads_the_same_model)
+{
+    char *path = th_src("tests/layouts/hierarchy.gds");
+    size_t len = 0;
+    uint8_t *b = th_read_file(path, &len);
+    cr_assert_not_null(b);
+    tsr_error err = {0};
+    seen s = {0, 0, len, true};
+    tsr_layout_opts o = {.consumed = count_consumed, .consumed_ctx = &s, .consumed_every = 64};
+    tsr_layout *a = tsr_layout_read(b, len, "hierarchy.gds", &o, &err);
+    cr_assert_not_null(a, "%s", err.msg);
+    cr_assert(s.ordered && s.n >= len / 64 / 2, "%zu calls for %zu bytes", s.n, len);
+    seen s2 = {0, 0, len, true};
+    o.consumed_ctx = &s2;
+    tsr_layout *m = tsr_layout_open(path, &o, &err); /* its pages dropped every 64 bytes */
+    cr_assert_not_null(m, "%s", err.msg);
+    cr_assert(s2.ordered && s2.n == s.n, "the caller's callback still called");
+    cr_assert_eq(m->ncells, a->ncells);
+    for (size_t c = 0; c < a->ncells; c++) {
+        const tsr_lay_cell *x = &a->cells[c], *y = &m->cells[c];
+        cr_assert_str_eq(x->name, y->name);
+        cr_assert_eq(x->nshapes, y->nshapes);
+        cr_assert_eq(x->npts, y->npts);
+        cr_assert_eq(x->nrefs, y->nrefs);
+        cr_assert(x->npts == 0 || memcmp(x->pts, y->pts, x->npts * sizeof *x->pts) == 0);
+    }
+    tsr_layout_free(a);
+    tsr_layout_free(m);
+    free(b);
+    free(path);
 }

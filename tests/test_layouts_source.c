@@ -321,8 +321,8 @@ Test(layouts_source, parameters_are_checked)
     struct {
         const char *keys, *want;
     } cases[] = {
-        {"layers: [[1, 0, 1]]", "give exactly one of 'pitch'"},
-        {"layers: [[1, 0, 1]], pitch: 1, pitch_nm: 1000", "give exactly one of 'pitch'"},
+        {"layers: [[1, 0, 1]]", "no pixel pitch: give 'pitch'"},
+        {"layers: [[1, 0, 1]], pitch: 1, pitch_nm: 1000", "give at most one of 'pitch'"},
         {"layers: [[1, 0, 1]], pitch: 0", "root.source.pitch: must be > 0"},
         {"layers: [], pitch: 1", "needs at least one"},
         {"layers: [[1, 0]], pitch: 1", "GDSII layers are numbers"},

@@ -85,7 +85,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!l || !(l->path = strdup("fuzz.dxf")))
         abort();
     l->format = TSR_LAYOUT_DXF;
-    tsr_layout_opts o = {1e-6};
+    tsr_layout_opts o = {.arc_tol_m = 1e-6};
     tsr_error err = {TSR_OK, ""};
     tsr_status st = tsr_dxf_read(data, size, &o, l, &err);
     if (st == TSR_OK) {

@@ -6,7 +6,9 @@
 Writes small layouts with gdspy (python3-gdspy) covering every GDSII element kind and every
 placement transform (polygons, boxes, overlaps, a self-crossing polygon, paths of every end
 type with bends, references turned by 0/90/180/270 and 30 degrees, mirrored, magnified, arrays
-plain and turned, text), a layout far from the origin and off-grid edges; renders each with
+plain and turned, text), the whole layout turned by the source's own transform (rotate at
+angles off the grid, mirror, scale, a sub-pixel translate), a layout far from the origin and
+off-grid edges; renders each with
 `tessera render` at 16 bits and compares every pixel with the oracle, which flattens the
 layout with gdspy itself (not tessera's reader) and computes each pixel's exact coverage with
 shapely (tests/oracle/coverage.py: the nonzero region from noded faces and winding numbers),
@@ -102,14 +104,27 @@ def area2(r):
                for i in range(len(r)))
 
 
-def oracle(top, table, fill, pitch, window):
+def transform(xf):
+    """The layout source's transform (docs/layouts.md §8): q = scale R(rotate) M p about the
+    origin, M: x -> -x when mirrored; written here from that text, not from tessera's code."""
+    t = math.radians(xf.get("rotate", 0.0))
+    s = xf.get("scale", 1.0)
+    m = -1.0 if xf.get("mirror") else 1.0
+    c, n = math.cos(t), math.sin(t)
+    return lambda x, y: (s * (c * m * x - n * y), s * (n * m * x + c * y))
+
+
+def oracle(top, table, fill, pitch, window, xf=None):
     """Float64 pixels of the node: fill, then each layer's exact coverage blended in."""
     x0, y0, x1, y1 = window
     W = math.ceil((x1 - x0) / pitch - 1e-9)
     H = math.ceil((y1 - y0) / pitch - 1e-9)
     P = np.full((H, W), np.float32(fill), dtype=np.float64)
+    f = transform(xf or {})
+    tx, ty = (xf or {}).get("translate", (0.0, 0.0))
     for (layer, dt, value) in table:
-        rings = [[((x - x0) / pitch, (y1 - y) / pitch) for x, y in p]
+        rings = [[((q[0] - x0) / pitch + tx, (y1 - q[1]) / pitch + ty)
+                  for q in (f(x, y) for x, y in p)]
                  for p in flat_polys(top, layer, dt)]
         # every shape fills its own outline whichever way it is wound (a mirrored placement
         # turns it over): wound alike, overlapping shapes unite under the nonzero rule
@@ -120,14 +135,18 @@ def oracle(top, table, fill, pitch, window):
     return P
 
 
-def design(path, name, table, fill, pitch, window, cell_name):
+def design(path, name, table, fill, pitch, window, cell_name, xf=None):
     y = os.path.join(TMP, name + ".yaml")
     layers = ", ".join("[%d, %d, %r]" % t for t in table)
     win = ", ".join(repr(float(v)) for v in window)
+    keys = ""
+    for k, v in (xf or {}).items():
+        keys += ", %s: %s" % (k, ("[%r, %r]" % v) if k == "translate" else
+                              ("true" if v is True else repr(v)))
     with open(y, "w") as f:
         f.write("tessera: 1\noutput: {depth: 16}\nroot:\n  fill: %r\n  source: {layout: %s, "
-                "cell: %s, layers: [%s], pitch: %r, window: [%s]}\n"
-                % (fill, path, cell_name, layers, pitch, win))
+                "cell: %s, layers: [%s], pitch: %r, window: [%s]%s}\n"
+                % (fill, path, cell_name, layers, pitch, win, keys))
     return y
 
 
@@ -136,13 +155,13 @@ def render(y, raw):
     return np.fromfile(raw, dtype="<u2")
 
 
-def compare(name, L, top, table, fill, pitch, window):
+def compare(name, L, top, table, fill, pitch, window, xf=None):
     global failed
     gds = os.path.join(TMP, name + ".gds")
     L.write_gds(gds)
-    y = design(gds, name, table, fill, pitch, window, top.name)
+    y = design(gds, name, table, fill, pitch, window, top.name, xf)
     got = render(y, os.path.join(TMP, name + ".raw")).astype(np.float64) / 65535
-    want = oracle(top, table, fill, pitch, window)
+    want = oracle(top, table, fill, pitch, window, xf)
     if got.size != want.size:
         print("FAIL %s: %d samples, oracle %d" % (name, got.size, want.size))
         failed += 1
@@ -167,6 +186,12 @@ L, top = kinds()
 table = [(1, 0, 1.0), (2, 0, 0.6), (3, 0, 0.35), (4, 0, 0.8), (5, 0, 0.5)]
 compare("kinds", L, top, table, 0.1, 0.37, (-4, -17, 110, 76))
 compare("kinds_fine", L, top, [(4, 0, 1.0), (2, 0, 0.25)], 0.0, 0.113, (-2, -1, 12, 16))
+# the whole layout turned by an angle off the grid, mirrored, magnified and moved by a
+# fraction of a pixel: the window is in the transformed layout's coordinates
+compare("kinds_turned", L, top, table, 0.1, 1.1, (-176, -93, 16, 89),
+        {"rotate": 30.0, "mirror": True, "scale": 1.3, "translate": (0.3, -0.45)})
+compare("kinds_turned_fine", L, top, [(4, 0, 1.0), (2, 0, 0.25)], 0.0, 0.17, (-7, -19, 16, 3),
+        {"rotate": -117.5})
 L, top = huge()
 compare("huge", L, top, [(1, 0, 1.0), (2, 0, 0.5)], 0.0, 0.25, (2.0e9 - 1, 2.0e9 - 1,
                                                                2.0e9 + 20, 2.0e9 + 13))
