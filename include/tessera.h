@@ -105,6 +105,13 @@ typedef struct tsr_header {
     uint8_t stage;           /* version 2: the machine's scan (docs/streaming.md §2): bit 0
                               * every other row reversed, bit 1 every other swath's rows,
                               * bit 2 x mirrored, bit 3 y up */
+    uint8_t feather;         /* version 2: the overlap's weights, 0 linear, 1 cosine */
+    uint32_t overlap;        /* version 2: columns each swath goes on into the next (swath
+                              * order), its dose feathered; 0 none */
+    uint32_t overscan;       /* version 2: samples padded at both ends of every row */
+    uint16_t overscan_value; /* version 2: their sample (a level at depth 1, 2, 4) */
+    uint32_t planes;         /* version 2: 0, or rows of a swath sent as `depth` bit planes
+                              * together (docs/outputs.md §2) */
 } tsr_header;
 
 /* The header as it goes on the wire: magic "TSRA" then the fields, little-endian, packed

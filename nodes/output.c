@@ -186,3 +186,92 @@ tsr_output_row(const tsr_output *o, const tsr_dither *d, uint8_t *samples, int64
     }
     return TSR_OK;
 }
+
+/* ---- the stage's overlap and overscan (docs/outputs.md §8) ------------------------------ */
+
+uint32_t
+tsr_feather_weight(int feather, int64_t len, int64_t j)
+{
+    /* f(t) at the overlap column's centre, t = (j + 1/2) / len: linear t, cosine
+     * (1 - cos(pi t)) / 2; both have f(1 - t) = 1 - f(t), so the two swaths' weights of a column
+     * mirror each other. Rounded once to 1/65536: the weights are a table, the samples are then
+     * split in integers (tsr_feather_row), so their sum is the sample exactly. */
+    double t = ((double)j + 0.5) / (double)len;
+    double f = feather == 1 ? 0.5 - 0.5 * cos(3.14159265358979323846 * t) : t;
+    double w = floor(f * 65536.0 + 0.5);
+    return w < 0 ? 0u : w > 65536.0 ? 65536u : (uint32_t)w;
+}
+
+/* The later swath's share of sample s at weight w: round(s w / 65536). */
+static uint32_t
+share(uint32_t s, uint32_t w)
+{
+    return (uint32_t)(((uint64_t)s * w + 32768u) >> 16);
+}
+
+void
+tsr_feather_row(uint8_t *samples, int bps, int64_t w, int64_t lead, int64_t trail,
+                bool lead_left, const uint32_t *wt_lead, const uint32_t *wt_trail)
+{
+    /* column c of the row, overlap index j counted from the earlier swath's side */
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t len = pass == 0 ? lead : trail;
+        const uint32_t *wt = pass == 0 ? wt_lead : wt_trail;
+        for (int64_t j = 0; j < len; j++) {
+            int64_t c;
+            if (pass == 0) /* this swath is the later one: its first columns */
+                c = lead_left ? j : w - 1 - j;
+            else           /* the earlier one: the columns after its own */
+                c = lead_left ? w - len + j : len - 1 - j;
+            uint8_t *p = samples + (size_t)c * (size_t)bps;
+            uint32_t s = bps == 1 ? p[0] : (uint32_t)p[0] | (uint32_t)p[1] << 8;
+            uint32_t v = pass == 0 ? share(s, wt[j]) : s - share(s, wt[j]);
+            p[0] = (uint8_t)v;
+            if (bps == 2)
+                p[1] = (uint8_t)(v >> 8);
+        }
+    }
+}
+
+void
+tsr_output_pad(const tsr_output *o, const uint8_t *data, int64_t w, uint8_t *dst)
+{
+    int64_t n = o->overscan;
+    uint32_t v = (uint32_t)o->overscan_value;
+    if (!o->bits) {
+        size_t bps = o->depth == 16 ? 2 : 1;
+        memmove(dst + (size_t)n * bps, data, (size_t)w * bps);
+        for (int64_t side = 0; side < 2; side++) {
+            uint8_t *p = dst + (size_t)(side ? n + w : 0) * bps;
+            if (bps == 1) {
+                memset(p, (int)v, (size_t)n);
+            } else {
+                for (int64_t i = 0; i < n; i++) {
+                    p[2 * i] = (uint8_t)v;
+                    p[2 * i + 1] = (uint8_t)(v >> 8);
+                }
+            }
+        }
+        return;
+    }
+    /* packed: the data's bits shifted by the padding's, whose pixels hold level v */
+    int bits = o->bits;
+    uint64_t px = (uint64_t)(w + 2 * n);
+    size_t nb = (size_t)((px * (uint64_t)bits + 7) / 8), db = (size_t)tsr_output_row_bytes(o, w);
+    uint64_t off = (uint64_t)n * (uint64_t)bits;
+    size_t bs = (size_t)(off / 8);
+    int sh = (int)(off % 8);
+    memset(dst, 0, nb);
+    for (size_t i = 0; i < db; i++) {
+        dst[bs + i] |= (uint8_t)(data[i] >> sh);
+        if (sh && bs + i + 1 < nb)
+            dst[bs + i + 1] |= (uint8_t)(data[i] << (8 - sh));
+    }
+    if (v)
+        for (int64_t i = 0; i < n; i++)
+            for (int side = 0; side < 2; side++) {
+                int64_t q = side ? n + w + i : i;
+                dst[(size_t)((uint64_t)q * (uint64_t)bits / 8)] |=
+                    (uint8_t)(v << tsr_dm_shift(q, bits));
+            }
+}
