@@ -178,6 +178,23 @@ check "bit planes into BMPs: refused ($(cat "$tmp/err"))" grep -q "streams bit p
 "$TESSERA" render "$tmp/pl.yaml" -o "$tmp/pl.tif" --progress none 2>"$tmp/err"
 check "bit planes into a TIFF: refused" grep -q "a TIFF holds pixels, the design streams bit planes" "$tmp/err"
 
+# ---- profile: packed bytes, and samples where the stage's stream goes -------------------------------
+design "$tmp/pq.yaml" 1 "dither: bayer8"
+rm -f "$tmp/pq.raw"
+"$TESSERA" profile "$tmp/pq.yaml" --region 0,0,$W,$H -o "$tmp/pq.raw" >"$tmp/pq.txt" 2>&1
+"$TESSERA" check "$tmp/pq.yaml" >"$tmp/check.txt" 2>&1
+pqt=$(sed -n 's/^stream: \([0-9]*\) bytes.*/\1/p' "$tmp/check.txt")
+check "profile -o at depth 1: the sink gets the rows the profile rendered (render --rows 0:$H, $pqt bytes)" \
+  grep -q "$pqt bytes (render --rows 0:$H)" "$tmp/pq.txt"
+design "$tmp/pm.yaml" 8 "$SW" "swath: {width: 70}" "stage: {mirror-x: true}"
+"$TESSERA" profile "$tmp/pm.yaml" --json --seconds 0.3 >"$tmp/pm.json" 2>/dev/null
+check "profile with mirror-x: the first sample is in the swath at the right edge" \
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["samples"][0]["region"]; sys.exit(0 if r[0] == 301 - 70 else 1)' "$tmp/pm.json"
+design "$tmp/py.yaml" 8 "stage: {y-up: true}"
+"$TESSERA" profile "$tmp/py.yaml" --json --seconds 0.3 >"$tmp/py.json" 2>/dev/null
+check "profile with y-up: the first sample ends at the bottom row" \
+  "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["samples"][0]["region"]; sys.exit(0 if r[1] + r[3] == 67 else 1)' "$tmp/py.json"
+
 # ---- bad keys -------------------------------------------------------------------------------------
 refuse() {
   local name=$1 msg=$2 out=$3
