@@ -257,3 +257,20 @@ Test(stage, the_gpu_gives_the_cpus_stream)
     free(b);
     tsr_design_free(d);
 }
+
+Test(stage, a_job_refuses_planes_overlap_and_overscan_with_a_reason)
+{
+    const char *ys[] = {
+        "tessera: 1\noutput: {planes: 4}\nroot: {size: [16, 16]}\n",
+        "tessera: 1\noutput: {stage: {overscan: 2}}\nroot: {size: [16, 16]}\n",
+        "tessera: 1\noutput: {order: swath, swath: {width: 8}, stage: {overlap: 2}}\n"
+        "root: {size: [16, 16]}\n",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        tsr_error err = {0};
+        tsr_job *j = tsr_job_open_yaml(ys[i], strlen(ys[i]), "s.yaml", NULL, &err);
+        cr_assert(j == NULL, "design %zu", i);
+        cr_assert_eq(err.status, TSR_EINVAL);
+        cr_assert(strstr(err.msg, "is not read through a job yet"), "%s", err.msg);
+    }
+}

@@ -169,6 +169,12 @@ for k in range(4):
 sys.exit(0 if b"".join(parts) == open(tmp + "/raw.raw", "rb").read() else 1)
 PYEOF
 done
+design "$tmp/tf.yaml" 8 "stage: {overscan: 6, overscan-value: 200, bidirectional: rows}"
+"$TESSERA" render "$tmp/tf.yaml" -o "$tmp/tf.raw" --progress none
+"$TESSERA" render "$tmp/tf.yaml" -o "$tmp/tf.tif" --progress none 2>"$tmp/err"
+check "a raster stream with overscan as a TIFF: $((W + 12)) px wide, the raw stream's rows ($(head -c 200 "$tmp/err"))" \
+  "$NP" -c 'import sys, numpy as np, tifffile; a=tifffile.imread(sys.argv[1]); r=np.fromfile(sys.argv[2],np.uint8); sys.exit(0 if a.shape==(int(sys.argv[4]),int(sys.argv[3])) and a.tobytes()==r.tobytes() else 1)' \
+  "$tmp/tf.tif" "$tmp/tf.raw" $((W + 12)) $H
 design "$tmp/bs.yaml" 8 "$SW" "swath: {width: 96}"
 "$TESSERA" render "$tmp/bs.yaml" -o "$tmp/one.bmp" --progress none 2>"$tmp/err"
 check "a swath design into one BMP: refused, naming %d ($(cat "$tmp/err"))" \
