@@ -86,7 +86,8 @@ tsr_version(void);
 /* What a stream is: its sizes, order and the fingerprint that names its bytes. A controller
  * resumes a job only for the same fingerprint and total (docs/streaming.md §7). */
 typedef struct tsr_header {
-    uint16_t version;        /* 1; 2 when depth < 8 or flags: TSR_HEADER_EXT more bytes */
+    uint16_t version;        /* 1; 2 when depth < 8, flags, a stage or bit planes:
+                              * TSR_HEADER_EXT more bytes */
     uint16_t depth;          /* 8 or 16 bits per sample; 16-bit samples are little-endian;
                               * version 2 also 1, 2, 4: dithered, packed MSB-first, each row
                               * padded to whole bytes */
