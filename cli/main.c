@@ -1030,7 +1030,8 @@ sample_at(const tsr_design *d, int i, int k, int64_t *rows)
         double f = (i + 0.5) / k * (double)nsw;
         int64_t s = (int64_t)f < nsw ? (int64_t)f : nsw - 1;
         f -= (double)s; /* how far down that swath */
-        bool right = o->start == TSR_TOP_RIGHT || o->start == TSR_BOTTOM_RIGHT;
+        int corner = tsr_output_start(o); /* the stage's mirror-x and y-up applied */
+        bool right = corner == TSR_TOP_RIGHT || corner == TSR_BOTTOM_RIGHT;
         x = right ? W - (s + 1) * sw : s * sw;
         if (x < 0) {
             w = sw + x; /* the narrow last swath */
@@ -1046,7 +1047,8 @@ sample_at(const tsr_design *d, int i, int k, int64_t *rows)
         y = (int64_t)i * H / k;
         y = y + *rows > H ? H - *rows : y;
     }
-    if (o->start == TSR_BOTTOM_LEFT || o->start == TSR_BOTTOM_RIGHT)
+    int from = tsr_output_start(o); /* raster too: y-up streams from the bottom row */
+    if (from == TSR_BOTTOM_LEFT || from == TSR_BOTTOM_RIGHT)
         y = H - y - *rows; /* rows run upwards from the bottom */
     return tsr_rect_make(x, y, w, 0);
 }
@@ -1063,7 +1065,10 @@ static tsr_status
 run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double share,
            sample *sm, int idx, int of, double t_all, double budget, tsr_error *err)
 {
-    int64_t bps = d->out.depth / 8, band = tsr_engine_plan(e)->band_rows;
+    /* the stream's bytes a pixel (packed depths, overscan, planes: tsr_design_stream_bytes),
+     * not depth / 8: what the chunks' sizes and a cut chunk's bytes are reckoned in */
+    double bps = (double)tsr_design_stream_bytes(d, 1) / (double)d->root->w;
+    int64_t band = tsr_engine_plan(e)->band_rows;
     band = band < 1 ? 1 : band;
     int64_t n = rows < band ? rows : band, cw = band;
     bool tty = isatty(STDERR_FILENO);
@@ -1081,7 +1086,7 @@ run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double
         double t0 = now_s();
         if (tsr_engine_drain(e, c, &b, err) != TSR_OK) {
             sm->cut_secs = now_s() - t0; /* the chunk's time, for a rate bound */
-            sm->cut_bytes = (uint64_t)(c.w * c.h * bps);
+            sm->cut_bytes = (uint64_t)((double)(c.w * c.h) * bps);
             return err->status;
         }
         sm->secs += now_s() - t0;
@@ -1098,12 +1103,12 @@ run_sample(tsr_engine *e, const tsr_design *d, tsr_rect at, int64_t rows, double
         /* the next chunk: twice this one, but no more than the time left at this rate */
         double left = (share - sm->secs) * (double)sm->bytes / sm->secs; /* bytes */
         if (widen) {
-            double fit = left / (double)(n * bps);
+            double fit = left / ((double)n * bps);
             cw = fit < (double)(2 * c.w) ? (int64_t)fit : 2 * c.w;
             cw = cw < band ? band : cw;
             chunk = band;
         } else {
-            double fit = left / (double)(at.w * bps);
+            double fit = left / ((double)at.w * bps);
             chunk = fit < (double)(2 * c.h) ? (int64_t)fit : 2 * c.h;
             chunk = chunk < band ? band : chunk;
         }
@@ -1197,7 +1202,7 @@ summarize(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p)
 {
     const sample *sm = p->sm;
     int ns = p->ns;
-    p->total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    p->total = (double)tsr_design_stream_bytes(d, d->root->h); /* packed, padded */
     double spb = 0;
     p->slow = HUGE_VAL;
     for (int i = 0; i < ns; i++) {
@@ -1445,7 +1450,8 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
 static tsr_status
 sink_rate(const args *a, const tsr_design *d, profile_sum *p, tsr_error *err)
 {
-    int64_t rowb = d->root->w * (d->out.depth / 8), h = d->root->h;
+    /* a stream row's bytes: packed depths (1, 2, 4) have fewer than w * depth / 8 */
+    int64_t rowb = (int64_t)tsr_design_stream_bytes(d, 1), h = d->root->h;
     int64_t k = (int64_t)(p->bytes / (uint64_t)rowb) + (p->bytes % (uint64_t)rowb != 0);
     k = k < 1 ? 1 : k > h ? h : k;
     tsr_engine_opts o = a->eo;
@@ -1534,7 +1540,7 @@ static int
 print_unfinished(const args *a, const tsr_design *d, const profile_sum *p, FILE *f)
 {
     double bound = p->cut_secs > 0 ? (double)p->cut_bytes / p->cut_secs : 0;
-    double total = (double)d->root->w * (double)d->root->h * (double)(d->out.depth / 8);
+    double total = (double)tsr_design_stream_bytes(d, d->root->h);
     char rb[48], tb[32], pb[32];
     fmt_rate(rb, sizeof rb, bound);
     tsr_human_bytes(tb, sizeof tb, (double)p->cut_bytes);

@@ -281,6 +281,14 @@ tsr_design_canonical(const tsr_design *d, tsr_canonical_put put, void *ctx)
         emit(&w, " bits %d dither %d %d", d->out.bits, d->out.dither, d->out.dither_size);
     if (d->out.bidir || d->out.mirror_x || d->out.y_up)
         emit(&w, " stage %d %d %d", d->out.bidir, d->out.mirror_x ? 1 : 0, d->out.y_up ? 1 : 0);
+    /* overlap, overscan, planes: only when set, so older designs keep their form */
+    if (d->out.overlap)
+        emit(&w, " overlap %lld feather %d", (long long)d->out.overlap, d->out.feather);
+    if (d->out.overscan)
+        emit(&w, " overscan %lld %lld", (long long)d->out.overscan,
+             (long long)d->out.overscan_value);
+    if (d->out.planes)
+        emit(&w, " planes %lld", (long long)d->out.planes);
     /* the loader refuses swath keys without order: swath, so raster has nothing more */
     if (d->out.order == TSR_ORDER_SWATH) {
         emit(&w, " swath");

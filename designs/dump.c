@@ -452,7 +452,7 @@ tsr_design_write_pixels(const tsr_design *d, FILE *f)
         fputs("nm\n", f);
     }
     tsr_output dout = {8, {0.0, 1.0}, {NULL, 0}, TSR_ORDER_RASTER, 0, false, TSR_TOP_LEFT,
-                       0, 0, 0, 0, false, false};
+                       0, 0, 0, 0, false, false, 0, 0, 0, 0, 0};
     fputs("output:\n", f);
     if (d->out.bits) { /* a packed output: its bits and its dither (docs/outputs.md) */
         char dn[32];
@@ -461,10 +461,20 @@ tsr_design_write_pixels(const tsr_design *d, FILE *f)
     } else {
         fprintf(f, "  depth: %" PRId64 "\n", d->out.depth);
     }
-    if (d->out.bidir || d->out.mirror_x || d->out.y_up)
-        fprintf(f, "  stage: {bidirectional: %s, mirror-x: %s, y-up: %s}\n",
+    if (d->out.bidir || d->out.mirror_x || d->out.y_up || d->out.overlap || d->out.overscan) {
+        fprintf(f, "  stage: {bidirectional: %s, mirror-x: %s, y-up: %s",
                 d->out.bidir == 1 ? "rows" : d->out.bidir == 2 ? "swaths" : "none",
                 d->out.mirror_x ? "true" : "false", d->out.y_up ? "true" : "false");
+        if (d->out.overlap) /* the stage's geometry (docs/outputs.md §8) */
+            fprintf(f, ", overlap: %lld, feather: %s", (long long)d->out.overlap,
+                    d->out.feather ? "cosine" : "linear");
+        if (d->out.overscan)
+            fprintf(f, ", overscan: %lld, overscan-value: %lld", (long long)d->out.overscan,
+                    (long long)d->out.overscan_value);
+        fputs("}\n", f);
+    }
+    if (d->out.planes)
+        fprintf(f, "  planes: %lld\n", (long long)d->out.planes);
     put_changed(f, 2, tsr_dtab_output + 1, tsr_dtab_noutput - 1, &d->out, &dout);
     if (d->out.order == TSR_ORDER_SWATH) {
         fputs("  swath:\n", f);

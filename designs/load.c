@@ -814,7 +814,7 @@ static tsr_status
 parse_output(dctx *c, const ynode *m, tsr_output *out)
 {
     static const char *const out_keys[] = {"depth", "range", "calibration", "order", "swath",
-                                           "dither", "stage", NULL};
+                                           "dither", "stage", "planes", NULL};
     const char **keys = NULL;
     kpath p = KP_KEY(NULL, "output");
     tsr_status st;
@@ -877,6 +877,7 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
     const ynode *stg = tsr_ymap_get(m, "stage");
     if (stg) { /* the machine's scan (docs/outputs.md §7) */
         static const char *const bidir_names[] = {"none", "rows", "swaths", NULL};
+        static const char *const feather_names[] = {"linear", "cosine", NULL};
         static const tsr_param stage_params[] = {
             {"bidirectional", TSR_P_ENUM, offsetof(tsr_output, bidir), 0, 0, 0, 0, bidir_names,
              "none | rows | swaths: every other row, or swath, right to left"},
@@ -884,6 +885,15 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
              "the machine's x runs the other way"},
             {"y-up", TSR_P_BOOL, offsetof(tsr_output, y_up), 0, 0, 0, 0, NULL,
              "the machine's y runs upwards"},
+            {"overlap", TSR_P_INT, offsetof(tsr_output, overlap), TSR_PF_RANGE, 0,
+             (double)UINT32_MAX, 0, NULL, "columns each swath shares with the next, px"},
+            {"feather", TSR_P_ENUM, offsetof(tsr_output, feather), 0, 0, 0, 0, feather_names,
+             "linear | cosine: the dose's weights across an overlap"},
+            {"overscan", TSR_P_INT, offsetof(tsr_output, overscan), TSR_PF_RANGE, 0,
+             (double)UINT32_MAX, 0, NULL, "samples padded at both ends of every row, px"},
+            {"overscan-value", TSR_P_INT, offsetof(tsr_output, overscan_value),
+             TSR_PF_RANGE | TSR_PF_UNITLESS, 0, 65535, 0, NULL,
+             "the padding's sample (a level at depth 1, 2, 4), default 0: laser off"},
         };
         const size_t nstage = sizeof stage_params / sizeof stage_params[0];
         kpath kg = KP_KEY(&p, "stage");
@@ -903,6 +913,39 @@ parse_output(dctx *c, const ynode *m, tsr_output *out)
             kpath kb = KP_KEY(&kg, "bidirectional");
             return tsr_derr(c, bv, &kb, "swaths: only with order: swath (use rows)");
         }
+        /* docs/outputs.md §8: an overlap is between swaths, and its feathered dose needs
+         * gray samples (two dithered passes would not add up to the pixel's level) */
+        const ynode *ov = tsr_ymap_get(stg, "overlap");
+        kpath ko = KP_KEY(&kg, "overlap");
+        if (ov && out->overlap > 0 && out->order != TSR_ORDER_SWATH)
+            return tsr_derr(c, ov, &ko, "only with order: swath");
+        if (ov && out->overlap > 0 && out->bits)
+            return tsr_derr(c, ov, &ko, "a feathered overlap needs depth 8 or 16, not %d",
+                            out->bits);
+        const ynode *fv = tsr_ymap_get(stg, "feather");
+        if (fv && out->overlap == 0) {
+            kpath kf = KP_KEY(&kg, "feather");
+            return tsr_derr(c, fv, &kf, "only with an overlap");
+        }
+        const ynode *vv = tsr_ymap_get(stg, "overscan-value");
+        int64_t vmax = out->bits ? (1 << out->bits) - 1 : out->depth == 16 ? 65535 : 255;
+        if (vv && out->overscan_value > vmax) {
+            kpath kv = KP_KEY(&kg, "overscan-value");
+            return tsr_derr(c, vv, &kv, "must be 0..%lld at %d bit", (long long)vmax,
+                            out->bits ? out->bits : (int)out->depth);
+        }
+    }
+    if ((v = tsr_ymap_get(m, "planes"))) { /* docs/outputs.md §2 */
+        static const tsr_param planes_param[] = {
+            {"planes", TSR_P_INT, offsetof(tsr_output, planes), TSR_PF_RANGE | TSR_PF_UNITLESS,
+             1, (double)UINT32_MAX, 0, NULL, "rows of a swath sent as bit planes together"},
+        };
+        kpath kp = KP_KEY(&p, "planes");
+        if ((st = tsr_dparse_params(c, m, &p, planes_param, 1, out)) != TSR_OK)
+            return st;
+        if (out->bits)
+            return tsr_derr(c, v, &kp, "bit planes are of depth 8 or 16 samples, not depth %d",
+                            out->bits);
     }
     const ynode *sw = tsr_ymap_get(m, "swath");
     if (out->order == TSR_ORDER_SWATH && !sw)

@@ -119,14 +119,24 @@ extern const tsr_backend_ops tsr_backend_gpu; /* gpu/backend.c */
 
 /* ---- what backends share of the plan (read-only helpers over the context) ------------------ */
 
-/* Columns of a stream band: the swath's in swath order (the last may be narrower), else the
- * root's width. */
+/* The swath's step: its columns in swath order (the last may be narrower), else the root's
+ * width. */
 static inline int64_t
-tsr_band_width(const tsr_design *d)
+tsr_swath_step(const tsr_design *d)
 {
     const tsr_output *o = &d->out;
     return o->order == TSR_ORDER_SWATH && o->swath_width < d->root->w ? o->swath_width
                                                                       : d->root->w;
+}
+
+/* Columns of the widest stream band: a swath and the overlap it goes on into the next one
+ * (docs/outputs.md §8), at most the root's width. */
+static inline int64_t
+tsr_band_width(const tsr_design *d)
+{
+    int64_t sw = tsr_swath_step(d), W = d->root->w;
+    return sw < W && d->out.overlap > 0 ? (sw + d->out.overlap < W ? sw + d->out.overlap : W)
+                                        : sw;
 }
 
 /* Whether node n repeats somewhere (engine/plan.c). */

@@ -284,15 +284,35 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err)
     return e->ops->values(e->bk, r, out, err);
 }
 
-/* Rows x (the full swaths' row bytes + the last one's): at 8 and 16 bits width * height *
- * depth / 8; packed rows (depth 1, 2, 4) are padded per swath. */
+void
+tsr_design_geom(const tsr_design *d, int64_t rows, tsr_stream_geom *g)
+{
+    const tsr_output *o = &d->out;
+    g->width = (uint64_t)d->root->w;
+    g->height = (uint64_t)rows;
+    g->swath_width = (uint64_t)tsr_swath_step(d);
+    g->bits = tsr_output_bits(o);
+    g->overlap = (uint64_t)o->overlap;
+    g->overscan = (uint64_t)o->overscan;
+    g->planes = (uint64_t)o->planes;
+}
+
+/* Rows x the swaths' row bytes (stream/geom.c): at 8 and 16 bits without stage geometry
+ * width * height * depth / 8; packed rows (depth 1, 2, 4) are padded per swath. UINT64_MAX
+ * when it overflows (the loader's bounds keep a design's far below). */
 static uint64_t
 design_stream_bytes(const tsr_design *d, int64_t rows)
 {
-    const tsr_output *o = &d->out;
-    int64_t W = d->root->w, sw = tsr_band_width(d);
-    return (uint64_t)rows * ((uint64_t)(W / sw) * tsr_output_row_bytes(o, sw) +
-                             tsr_output_row_bytes(o, W % sw));
+    tsr_stream_geom g;
+    uint64_t total;
+    tsr_design_geom(d, rows, &g);
+    return tsr_geom_total(&g, &total) ? total : UINT64_MAX;
+}
+
+uint64_t
+tsr_design_stream_bytes(const tsr_design *d, int64_t rows)
+{
+    return design_stream_bytes(d, rows);
 }
 
 uint64_t
@@ -315,6 +335,20 @@ tsr_swath_cols(const tsr_design *d, int64_t sw, int64_t k, int64_t *x, int64_t *
         *x = a;
         *w = b - a;
     }
+}
+
+void
+tsr_stream_swath(const tsr_design *d, const tsr_stream_geom *g, int64_t k, int64_t *x,
+                 int64_t *w, uint64_t *lead, uint64_t *trail)
+{
+    uint64_t base;
+    int corner = tsr_output_start(&d->out);
+    tsr_swath_cols(d, tsr_swath_step(d), k, x, w);
+    tsr_geom_swath(g, (uint64_t)k, &base, lead, trail);
+    /* the overlap: the next swath's first columns, on the side the swaths go to */
+    if (corner == TSR_TOP_RIGHT || corner == TSR_BOTTOM_RIGHT)
+        *x -= (int64_t)*trail;
+    *w += (int64_t)*trail;
 }
 
 tsr_status
@@ -402,6 +436,10 @@ typedef struct pipe_slot {
     int64_t x, w, y, h; /* the band (root columns and rows): where its pixels are dithered */
     bool up;
     int64_t k;          /* its swath, counted in stream order (the stage's alternation) */
+    int64_t lead, trail; /* overlap columns it shares with the swath before / after it */
+    bool lead_left;     /* the swath before it lies to its left */
+    int64_t drop;       /* bit planes: rows of its swath (stream order) before this one are
+                         * not sent (a resume inside a unit starts at the unit's first row) */
 } pipe_slot;
 
 typedef struct pipeline {
@@ -417,7 +455,16 @@ typedef struct pipeline {
     _Atomic uint64_t *computed; /* tsr_stream_opts.computed */
     tsr_dither *dither;         /* depth 1, 2, 4: the array the samples are dithered against */
     uint8_t *row;               /* ... and one packed row (tsr_output_row) */
-    int64_t swath;              /* the swath of the bands pushed now */
+    int64_t swath;              /* the swath of the bands pushed now ... */
+    int64_t lead, trail;        /* ... its overlaps (docs/outputs.md §8) */
+    bool lead_left;
+    int64_t drop;               /* ... and its first row sent (bit planes' resume) */
+    int64_t first, nrows;       /* the root rows a swath spans (stream order from its side) */
+    size_t cap;                 /* bytes of a writer buffer */
+    uint32_t *wt[2];            /* the overlap's weights for its (at most) two lengths */
+    int64_t wt_len[2];
+    uint8_t *unit, *planes;     /* bit planes: a unit's rows of samples, and its planes */
+    uint64_t skip_out;          /* bit planes: bytes of the next planes not sent (a resume) */
 } pipeline;
 
 /* *c = max(*c, v): the pipeline's own accounting never takes back what rects added. */
@@ -429,8 +476,31 @@ raise_to(_Atomic uint64_t *c, uint64_t v)
         ;
 }
 
+static void
+pipe_free_bufs(pipeline *p)
+{
+    tsr_dither_free(p->dither);
+    free(p->row);
+    free(p->wt[0]);
+    free(p->wt[1]);
+    free(p->unit);
+    free(p->planes);
+    p->dither = NULL;
+    p->row = p->unit = p->planes = NULL;
+    p->wt[0] = p->wt[1] = NULL;
+}
+
+/* The overlap's weights for an overlap of len columns (one of the two it can have). */
+static const uint32_t *
+pipe_weights(const pipeline *p, int64_t len)
+{
+    return len == p->wt_len[0] ? p->wt[0] : p->wt[1];
+}
+
 /* Writer buffers: the bands in flight plus what the writer holds (two queued and one being
- * written), so the backend never waits for the sink while the sink has work. */
+ * written), so the backend never waits for the sink while the sink has work. `width`: the
+ * widest band's columns (a swath's with its overlap). Its buffers hold a band's samples and
+ * then, in place, its stream rows (overscan makes them longer, packing shorter). */
 static tsr_status
 pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t rows,
           tsr_error *err)
@@ -441,37 +511,148 @@ pipe_open(pipeline *p, tsr_engine *e, tsr_sink *sink, int64_t width, int64_t row
     p->e = e;
     p->depth = (size_t)(e->shape.depth > 0 && e->shape.depth <= PIPE_MAX ? e->shape.depth : 1);
     const tsr_output *o = &e->d->out;
+    int64_t bps = o->depth / 8, pw, rowb, cap;
+    if (!tsr_add_checked(width, 2 * o->overscan, &pw) || !tsr_mul_checked(pw, bps, &rowb) ||
+        !tsr_mul_checked(rowb, rows, &cap))
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (a band of %lld rows)", (long long)rows);
     if (o->bits) { /* the writer's buffers hold a band's samples, packed in place (pipe_pop) */
         p->dither = tsr_dither_new((tsr_dither_kind)o->dither, o->dither_size, err);
-        p->row = malloc((size_t)tsr_output_row_bytes(o, width) + 1);
-        if (!p->dither || !p->row) {
-            tsr_status st = p->dither ? tsr_fail(err, TSR_ENOMEM, "out of memory (a packed row)")
-                                      : err ? err->status : TSR_ENOMEM;
-            tsr_dither_free(p->dither);
-            free(p->row);
-            p->dither = NULL;
-            p->row = NULL;
-            return st;
+        if (!p->dither)
+            return err ? err->status : TSR_ENOMEM;
+    }
+    bool oom = false;
+    if (o->bits || o->overscan)
+        oom = !(p->row = malloc((size_t)tsr_output_row_bytes(o, pw) + 1));
+    if (o->overlap > 0) { /* the full overlap's, and the narrow last swath's */
+        int64_t W = e->d->root->w, sw = tsr_swath_step(e->d), last = W % sw ? W % sw : sw;
+        p->wt_len[0] = o->overlap < sw ? o->overlap : sw;
+        p->wt_len[1] = o->overlap < last ? o->overlap : last;
+        for (int t = 0; t < 2 && !oom; t++) {
+            oom = !(p->wt[t] = malloc((size_t)p->wt_len[t] * sizeof *p->wt[t]));
+            for (int64_t j = 0; !oom && j < p->wt_len[t]; j++)
+                p->wt[t][j] = tsr_feather_weight(o->feather, p->wt_len[t], j);
         }
     }
-    size_t cap = (size_t)(width * rows * (e->d->out.depth / 8));
+    if (o->planes > 0 && !oom) { /* a unit of `planes` rows, and its planes */
+        int64_t ub, pb;
+        oom = !tsr_mul_checked(rowb, o->planes, &ub) ||
+              !tsr_mul_checked((pw + 7) / 8 * o->depth, o->planes, &pb) ||
+              !(p->unit = malloc((size_t)ub)) || !(p->planes = malloc((size_t)pb));
+    }
+    if (oom) {
+        pipe_free_bufs(p);
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (the stream's rows)");
+    }
+    p->cap = (size_t)cap;
     if (!e->ops->attach) {
-        p->wr = tsr_writer_new(sink, (size_t)e->shape.writer_bufs, cap);
+        p->wr = tsr_writer_new(sink, (size_t)e->shape.writer_bufs, (size_t)cap);
         return p->wr ? TSR_OK : tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
     }
     /* A backend that pins the pool keeps it for the engine's life (pinning costs time per
      * byte: a profile's samples and a job's streams pin it once); a bigger one replaces it. */
-    if (e->wmem.mem && (e->wmem.nbuf != (size_t)e->shape.writer_bufs || e->wmem.cap < cap)) {
+    if (e->wmem.mem &&
+        (e->wmem.nbuf != (size_t)e->shape.writer_bufs || e->wmem.cap < (size_t)cap)) {
         e->ops->detach(e->bk, e->wmem.mem);
         tsr_writer_mem_free(&e->wmem);
     }
-    if (!e->wmem.mem && !tsr_writer_mem_new(&e->wmem, (size_t)e->shape.writer_bufs, cap))
+    if (!e->wmem.mem && !tsr_writer_mem_new(&e->wmem, (size_t)e->shape.writer_bufs, (size_t)cap))
         return tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
     tsr_status st = e->ops->attach(e->bk, e->wmem.mem, e->wmem.memlen, err);
     if (st != TSR_OK)
         return st;
-    p->wr = tsr_writer_new_in(sink, &e->wmem, cap); /* never donates its (pinned) pages */
+    p->wr = tsr_writer_new_in(sink, &e->wmem, (size_t)cap); /* never donates its (pinned) pages */
     return p->wr ? TSR_OK : tsr_fail(err, TSR_ENOMEM, "out of memory (writer)");
+}
+
+/* Hand n bytes of bit planes to the writer in buffers of its own, the first skip_out bytes
+ * left out (a resume). A writer that has failed takes nothing: its error comes from finish. */
+static void
+pipe_emit(pipeline *p, const uint8_t *b, size_t n)
+{
+    size_t k = p->skip_out < n ? (size_t)p->skip_out : n;
+    b += k;
+    n -= k;
+    p->skip_out -= k;
+    while (n > 0) {
+        uint8_t *buf = tsr_writer_acquire(p->wr);
+        if (!buf)
+            return;
+        size_t c = n < p->cap ? n : p->cap;
+        memcpy(buf, b, c);
+        tsr_writer_submit(p->wr, buf, c);
+        b += c;
+        n -= c;
+    }
+}
+
+/* A unit's `rows` rows of pw samples (in p->unit) as its bit planes, the top bit first
+ * (docs/outputs.md §2). */
+static tsr_status
+pipe_planes(pipeline *p, int64_t rows, int64_t pw, tsr_error *err)
+{
+    const tsr_output *o = &p->e->d->out;
+    int depth = (int)o->depth;
+    size_t rowb = (size_t)pw * (size_t)(depth / 8), pb = (size_t)(pw + 7) / 8;
+    uint8_t *out = p->planes;
+    for (int b = depth - 1; b >= 0; b--)
+        for (int64_t r = 0; r < rows; r++, out += pb) {
+            tsr_status st = tsr_planes_row(p->unit + (size_t)r * rowb, depth, (size_t)pw, b, out,
+                                           err);
+            if (st != TSR_OK)
+                return st;
+        }
+    pipe_emit(p, p->planes, (size_t)(out - p->planes));
+    return TSR_OK;
+}
+
+/* A band's rows as the stream carries them (docs/outputs.md §5, §7, §8), in place in its
+ * buffer: each row's overlaps feathered, reversed where the stage says, dithered and packed,
+ * padded with the overscan; with bit planes gathered into units instead and sent as planes. */
+static tsr_status
+pipe_rows(pipeline *p, const pipe_slot *s, tsr_error *err)
+{
+    const tsr_output *o = &p->e->d->out;
+    size_t bps = o->depth == 16 ? 2 : 1, in_b = (size_t)s->w * bps;
+    int64_t pw = s->w + 2 * o->overscan; /* pixels of a stream row */
+    size_t orb = o->planes ? (size_t)pw * bps : (size_t)tsr_output_row_bytes(o, pw);
+    /* a row i of the stream starts at i * orb, row i of samples at i * in_b: where rows grow
+     * (overscan) they are made from the last one, so none is overwritten before it is read */
+    bool back = !o->planes && orb > in_b;
+    tsr_status st = TSR_OK;
+    for (int64_t n = 0; n < s->h && st == TSR_OK; n++) {
+        int64_t i = back ? s->h - 1 - n : n;
+        int64_t r = s->up ? s->y + s->h - 1 - i : s->y + i;
+        int64_t si = s->up ? p->first + p->nrows - 1 - r : r - p->first; /* in its swath */
+        if (o->planes && si < s->drop)
+            continue;
+        uint8_t *src = s->buf + (size_t)i * in_b;
+        if (s->lead || s->trail)
+            tsr_feather_row(src, (int)bps, s->w, s->lead, s->trail, s->lead_left,
+                            pipe_weights(p, s->lead), pipe_weights(p, s->trail));
+        st = tsr_output_row(o, p->dither, src, s->x, s->w, r, tsr_output_reversed(o, s->k, si),
+                            o->bits ? p->row : NULL, err);
+        if (st != TSR_OK)
+            break;
+        const uint8_t *data = o->bits ? p->row : src;
+        if (o->planes) {
+            int64_t u0 = si / o->planes * o->planes;
+            int64_t u1 = u0 + o->planes < p->nrows ? u0 + o->planes : p->nrows;
+            uint8_t *dst = p->unit + (size_t)(si - u0) * orb;
+            if (o->overscan)
+                tsr_output_pad(o, data, s->w, dst);
+            else
+                memcpy(dst, data, orb);
+            if (si == u1 - 1)
+                st = pipe_planes(p, u1 - u0, pw, err);
+            continue;
+        }
+        uint8_t *dst = s->buf + (size_t)i * orb;
+        if (o->overscan)
+            tsr_output_pad(o, data, s->w, dst);
+        else if (o->bits)
+            memcpy(dst, data, orb);
+    }
+    return st;
 }
 
 /* Complete the oldest band and give it to the writer. */
@@ -483,24 +664,18 @@ pipe_pop(pipeline *p, tsr_error *err)
     p->head = (p->head + 1) % PIPE_MAX;
     p->n--;
     const tsr_output *o = &p->e->d->out;
-    if (st == TSR_OK && (p->dither || o->mirror_x || o->bidir)) {
-        /* row by row in place: a packed row i starts at i * rb <= i * w * bps, where row i's
-         * samples start, and is made in p->row before it is stored */
-        size_t bps = o->depth == 16 ? 2 : 1, rb = (size_t)tsr_output_row_bytes(o, s.w);
-        for (int64_t i = 0; i < s.h && st == TSR_OK; i++) {
-            int64_t r = s.up ? s.y + s.h - 1 - i : s.y + i;
-            int64_t si = s.up ? p->e->rows1 - 1 - r : r - p->e->rows0; /* in its swath */
-            st = tsr_output_row(o, p->dither, s.buf + (size_t)i * (size_t)s.w * bps, s.x, s.w, r,
-                                tsr_output_reversed(o, s.k, si), p->row, err);
-            if (st == TSR_OK && p->dither)
-                memcpy(s.buf + (size_t)i * rb, p->row, rb);
-        }
-    }
+    if (st == TSR_OK && (p->dither || o->mirror_x || o->bidir || o->overscan || o->planes ||
+                         s.lead || s.trail))
+        st = pipe_rows(p, &s, err);
     if (st != TSR_OK)
         return st;
-    if (s.skip)
-        memmove(s.buf, s.buf + s.skip, (size_t)(s.len - s.skip));
-    tsr_writer_submit(p->wr, s.buf, (size_t)(s.len - s.skip));
+    if (o->planes) { /* its rows went out as planes (pipe_planes): the buffer goes back */
+        tsr_writer_submit(p->wr, s.buf, 0);
+    } else {
+        if (s.skip)
+            memmove(s.buf, s.buf + s.skip, (size_t)(s.len - s.skip));
+        tsr_writer_submit(p->wr, s.buf, (size_t)(s.len - s.skip));
+    }
     p->pos += s.len;
     if (p->computed) /* a band computed whole (the GPU, a periodic root) counts now */
         raise_to(p->computed, p->pos);
@@ -509,10 +684,11 @@ pipe_pop(pipeline *p, tsr_error *err)
     return TSR_OK;
 }
 
-/* Submit band b (root rows); *stopped when the writer has failed (its error comes from finish). */
+/* Submit band b (root rows); *stopped when the writer has failed (its error comes from
+ * finish). rb: the bytes of one of its stream rows. */
 static tsr_status
 pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint64_t skip,
-          bool *stopped, tsr_error *err)
+          uint64_t rb, bool *stopped, tsr_error *err)
 {
     int64_t bps = p->e->d->out.depth / 8;
     *stopped = false;
@@ -530,7 +706,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     }
     /* its rects add to the counter from the band's own offset (before the resume offset in
      * the band that holds it: the display takes the larger of this and what was delivered) */
-    uint64_t len = (uint64_t)h * tsr_output_row_bytes(&p->e->d->out, w);
+    uint64_t len = (uint64_t)h * rb;
     if (p->computed)
         raise_to(p->computed, p->next);
     p->next += len;
@@ -538,7 +714,8 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     tsr_status st = p->e->ops->submit(p->e->bk, &j, err);
     if (st != TSR_OK)
         return st;
-    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len, x, w, y, h, up, p->swath};
+    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len, x, w, y, h, up, p->swath,
+                                                    p->lead, p->trail, p->lead_left, p->drop};
     p->n++;
     return TSR_OK;
 }
@@ -558,10 +735,7 @@ pipe_close(pipeline *p, tsr_status st, tsr_error *err)
             p->n--;
         }
     }
-    tsr_dither_free(p->dither);
-    free(p->row);
-    p->dither = NULL;
-    p->row = NULL;
+    pipe_free_bufs(p);
     tsr_error werr;
     tsr_status ws = tsr_writer_finish(p->wr, &werr);
     if (st == TSR_OK && ws != TSR_OK) {
@@ -581,17 +755,19 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     uint64_t start = so->start;
     const tsr_design *d = e->d;
     const tsr_output *o = &d->out;
-    int64_t W = d->root->w, H = e->rows1 - e->rows0;
-    int64_t sw = tsr_band_width(d);
-    int64_t nswath = (W + sw - 1) / sw;
+    int64_t H = e->rows1 - e->rows0;
     int64_t bh = e->shape.band_rows;
+    tsr_stream_geom g;
+    tsr_design_geom(d, H, &g);
+    int64_t nswath = (int64_t)tsr_geom_swaths(&g);
     uint64_t total = tsr_engine_stream_bytes(e), pos = 0;
     if (start > total)
         return tsr_fail(err, TSR_EINVAL, "resume offset %llu is past the end (%llu bytes)",
                         (unsigned long long)start, (unsigned long long)total);
     pipeline p;
-    tsr_status st = pipe_open(&p, e, sink, sw, bh, err);
+    tsr_status st = pipe_open(&p, e, sink, tsr_band_width(d), bh, err);
     if (st != TSR_OK) {
+        pipe_free_bufs(&p);
         if (p.wr)
             (void)tsr_writer_finish(p.wr, NULL);
         return st;
@@ -600,20 +776,40 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
     p.ctx = so->ctx;
     p.computed = so->computed;
     p.total = total;
+    p.first = e->rows0;
+    p.nrows = H;
     int corner = tsr_output_start(o);
     bool bottom = corner == TSR_BOTTOM_LEFT || corner == TSR_BOTTOM_RIGHT, stopped = false;
+    bool right = corner == TSR_TOP_RIGHT || corner == TSR_BOTTOM_RIGHT;
     for (int64_t k = 0; k < nswath && st == TSR_OK && !stopped; k++) {
         int64_t x, w;
-        tsr_swath_cols(e->d, sw, k, &x, &w);
+        uint64_t lead, trail, rb = 0;
+        tsr_stream_swath(d, &g, k, &x, &w, &lead, &trail);
+        (void)tsr_geom_row_bytes(&g, (uint64_t)k, &rb); /* the total above did not overflow */
         p.swath = k;
+        p.lead = (int64_t)lead;
+        p.trail = (int64_t)trail;
+        p.lead_left = !right;
+        p.drop = 0;
+        uint64_t swath_len = (uint64_t)H * rb;
+        if (pos + swath_len <= start) { /* before the resume offset: nothing to compute */
+            pos += swath_len;
+            p.pos = p.next = pos;
+            continue;
+        }
+        if (o->planes && start > pos) { /* from the first row of the unit holding it */
+            uint64_t unit = (uint64_t)o->planes * rb, u = (start - pos) / unit;
+            p.drop = (int64_t)u * o->planes;
+            p.skip_out = start - pos - u * unit;
+        }
         bool up = bottom;
         if (o->order == TSR_ORDER_SWATH && o->serpentine && (k & 1))
             up = !up;
         for (int64_t i = 0; i * bh < H && st == TSR_OK && !stopped; i++) {
             int64_t h = (H - i * bh) < bh ? (H - i * bh) : bh;
             int64_t y = up ? H - i * bh - h : i * bh;
-            uint64_t len = (uint64_t)h * tsr_output_row_bytes(o, w);
-            if (pos + len <= start) { /* before the resume offset: nothing to compute */
+            uint64_t len = (uint64_t)h * rb;
+            if (o->planes ? i * bh + h <= p.drop : pos + len <= start) { /* nothing to send */
                 pos += len;
                 p.pos = p.next = pos;
                 continue;
@@ -622,8 +818,8 @@ tsr_engine_stream_ex(tsr_engine *e, tsr_sink *sink, const tsr_stream_opts *so, t
                 st = tsr_fail(err, TSR_EINTR, "interrupted");
                 break;
             }
-            st = pipe_push(&p, x, w, e->rows0 + y, h, up, start > pos ? start - pos : 0,
-                           &stopped, err);
+            st = pipe_push(&p, x, w, e->rows0 + y, h, up,
+                           !o->planes && start > pos ? start - pos : 0, rb, &stopped, err);
             pos += len;
         }
     }
@@ -652,19 +848,32 @@ tsr_engine_drain(tsr_engine *e, tsr_rect r, uint64_t *bytes, tsr_error *err)
         bh = e->shape.band_bytes / (r.w * bps);
         bh = bh < 1 ? 1 : (bh > e->shape.band_rows ? e->shape.band_rows : bh);
     }
+    /* its rows as a stream's of the region's width: overscan, packing, planes (a region is
+     * one swath: no overlap) */
+    tsr_stream_geom g;
+    tsr_design_geom(e->d, r.h, &g);
+    g.width = g.swath_width = (uint64_t)r.w;
+    uint64_t rb = 0;
+    if (!tsr_geom_row_bytes(&g, 0, &rb)) {
+        tsr_sink_close(null, NULL);
+        return tsr_fail(err, TSR_EINVAL, "region %lld wide: its rows overflow", (long long)r.w);
+    }
     pipeline p;
     tsr_status st = pipe_open(&p, e, null, r.w, bh, err);
     if (st != TSR_OK) {
+        pipe_free_bufs(&p);
         if (p.wr)
             (void)tsr_writer_finish(p.wr, NULL);
         tsr_sink_close(null, NULL);
         return st;
     }
+    p.first = r.y;
+    p.nrows = r.h;
     bool stopped = false;
     for (int64_t y = r.y; y < r.y + r.h && st == TSR_OK && !stopped; y += bh) {
         int64_t h = (r.y + r.h - y) < bh ? (r.y + r.h - y) : bh;
-        st = pipe_push(&p, r.x, r.w, y, h, false, 0, &stopped, err);
-        *bytes += (uint64_t)h * tsr_output_row_bytes(&e->d->out, r.w);
+        st = pipe_push(&p, r.x, r.w, y, h, false, 0, rb, &stopped, err);
+        *bytes += (uint64_t)h * rb;
     }
     st = pipe_close(&p, st, err);
     tsr_error cerr;
@@ -700,7 +909,13 @@ tsr_design_header(const tsr_design *d, int64_t rows0, int64_t rows1, tsr_header 
     tsr_header h = {0};
     h.stage = (uint8_t)((o->bidir == 1 ? 1 : 0) | (o->bidir == 2 ? 2 : 0) |
                         (o->mirror_x ? 4 : 0) | (o->y_up ? 8 : 0));
-    h.version = o->bits || h.stage ? 2 : 1; /* version 1 for every stream it can describe */
+    h.feather = (uint8_t)(o->overlap ? o->feather : 0);
+    h.overlap = (uint32_t)o->overlap;
+    h.overscan = (uint32_t)o->overscan;
+    h.overscan_value = (uint16_t)o->overscan_value;
+    h.planes = (uint32_t)o->planes;
+    /* version 1 for every stream it can describe */
+    h.version = o->bits || h.stage || h.overlap || h.overscan || h.planes ? 2 : 1;
     h.depth = (uint16_t)tsr_output_bits(o);
     if (o->bits) {
         h.dither = (uint8_t)(o->dither + 1);

@@ -183,6 +183,14 @@ tsr_engine_render_rect(tsr_engine *e, tsr_rect r, float *out, tsr_error *err);
 uint64_t
 tsr_engine_stream_bytes(const tsr_engine *e);
 
+/* The stream geometry of design d streamed over `rows` rows (stream/stream.h: swaths,
+ * overlap, overscan, planes), and its bytes (what tessera profile counts a row at). */
+void
+tsr_design_geom(const tsr_design *d, int64_t rows, tsr_stream_geom *g);
+
+uint64_t
+tsr_design_stream_bytes(const tsr_design *d, int64_t rows);
+
 /* Stream the root (cropped by opts->rows) in output order to `sink` (borrowed) from byte
  * offset `start` (0 for a fresh job). Progress, if `progress` is non-NULL, is called from the
  * caller's thread after each band with the bytes produced so far. */

@@ -29,6 +29,13 @@ struct tsr_engine {
     int64_t rows0, rows1;       /* the crop: stream rows [rows0, rows1) of the root */
 };
 
+/* Swath k of design d's stream (geometry g, tsr_design_geom): the root columns [*x, *x + *w)
+ * its bands compute, the overlap it shares with the next swath included, and its overlaps
+ * (tsr_geom_swath). */
+void
+tsr_stream_swath(const tsr_design *d, const tsr_stream_geom *g, int64_t k, int64_t *x,
+                 int64_t *w, uint64_t *lead, uint64_t *trail);
+
 /* Fill e->plan, e->nest, e->stack, e->inner and e->uncached for e->opts; TSR_EPLAN when the
  * plan does not fit, or its threads do not fit ulimit -v. */
 tsr_status

@@ -159,12 +159,13 @@ job_setup(tsr_job *j, tsr_error *err)
     if (o->bits) /* its bands are packed by the stream's pipeline, which a job does not run */
         return tsr_fail(err, TSR_EINVAL, "job: depth %d (dithered) is not read through a job "
                         "yet: stream it (tsr_engine_stream, tessera render)", o->bits);
-    if (o->bidir || o->mirror_x || o->y_up) /* likewise the stage's order */
+    if (o->bidir || o->mirror_x || o->y_up || o->overlap || o->overscan || o->planes)
+        /* likewise the stage's order, overlaps, overscan and bit planes */
         return tsr_fail(err, TSR_EINVAL, "job: a design with stage options is not read through "
                         "a job yet: stream it (tsr_engine_stream, tessera render)");
     j->H = e->rows1 - e->rows0;
     j->bps = o->depth / 8;
-    j->sw = tsr_band_width(j->d);
+    j->sw = tsr_swath_step(j->d);
     j->bh = e->shape.band_rows;
     j->per_swath = (uint64_t)j->sw * (uint64_t)j->H * (uint64_t)j->bps;
     j->nb = (uint64_t)((j->H + j->bh - 1) / j->bh);

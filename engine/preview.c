@@ -624,14 +624,18 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
         tsr_design_length_text(d, (double)d->root->h, ph, sizeof ph);
         fprintf(f, "pixel: %s; root %s x %s\n", pp, pw, ph);
     }
+    tsr_stream_geom g;
+    uint64_t rb0 = 0;
+    tsr_design_geom(d, e->rows1 - e->rows0, &g);
+    (void)tsr_geom_row_bytes(&g, 0, &rb0);
     if (d->out.bits) { /* docs/outputs.md */
         char dn[32];
         fprintf(f, "output: %d bit%s a pixel, dithered from 8-bit samples against %s; rows "
                 "packed MSB-first, padded to whole bytes (%llu bytes a row%s); header "
                 "version 2\n", d->out.bits, d->out.bits > 1 ? "s" : "",
                 tsr_output_dither_name(&d->out, dn, sizeof dn),
-                (unsigned long long)tsr_output_row_bytes(&d->out, tsr_band_width(d)),
-                d->out.order == TSR_ORDER_SWATH ? " of a full swath" : "");
+                (unsigned long long)rb0,
+                d->out.order == TSR_ORDER_SWATH ? " of the first swath" : "");
     }
     if (d->out.bidir || d->out.mirror_x || d->out.y_up) { /* docs/outputs.md §7 */
         static const char *const corner[] = {"top-left", "top-right", "bottom-left",
@@ -642,6 +646,36 @@ tsr_engine_print_check(tsr_engine *e, FILE *f, bool tree)
                 d->out.mirror_x ? ", x mirrored (every row right to left)" : "",
                 d->out.y_up ? ", y up" : "", corner[tsr_output_start(&d->out) & 3]);
     }
+    if (d->out.overlap || d->out.overscan) { /* docs/outputs.md §8: the stage's geometry */
+        uint64_t n = tsr_geom_swaths(&g);
+        if (d->out.overlap)
+            fprintf(f, "overlap: each swath goes on %lld px into the next, the dose feathered "
+                    "(%s weights: the two swaths' samples of a column sum to its sample)\n",
+                    (long long)d->out.overlap, d->out.feather ? "cosine" : "linear");
+        if (d->out.overscan)
+            fprintf(f, "overscan: %lld px of %lld at both ends of every row\n",
+                    (long long)d->out.overscan, (long long)d->out.overscan_value);
+        for (uint64_t k = 0; k < n; k++) {
+            if (k == 4 && n > 6) { /* the middle ones are alike */
+                fprintf(f, "  ... %llu more swaths like swath 1\n", (unsigned long long)(n - 6));
+                k = n - 2;
+            }
+            int64_t x, w;
+            uint64_t lead, trail, rb = 0;
+            tsr_stream_swath(d, &g, (int64_t)k, &x, &w, &lead, &trail);
+            (void)tsr_geom_row_bytes(&g, k, &rb);
+            fprintf(f, "  swath %llu: columns [%lld, %lld), overlap %llu with the one before, "
+                    "%llu with the next; a row %lld px, %llu bytes\n", (unsigned long long)k,
+                    (long long)x, (long long)(x + w), (unsigned long long)lead,
+                    (unsigned long long)trail, (long long)(w + 2 * d->out.overscan),
+                    (unsigned long long)rb);
+        }
+    }
+    if (d->out.planes) /* docs/outputs.md §2 */
+        fprintf(f, "bit planes: every %lld rows of a swath (stream order) go as %lld 1-bit "
+                "planes, top bit first, each row padded to whole bytes (%llu bytes a row of the "
+                "first swath, all planes)\n", (long long)d->out.planes,
+                (long long)d->out.depth, (unsigned long long)rb0);
     fprintf(f, "stream: %llu bytes (%s); `tessera profile` measures the compute rate\n",
             (unsigned long long)bytes, sb);
     tsr_human_bytes(a, sizeof a, (double)p->bands);

@@ -86,7 +86,8 @@ tsr_version(void);
 /* What a stream is: its sizes, order and the fingerprint that names its bytes. A controller
  * resumes a job only for the same fingerprint and total (docs/streaming.md §7). */
 typedef struct tsr_header {
-    uint16_t version;        /* 1; 2 when depth < 8 or flags: TSR_HEADER_EXT more bytes */
+    uint16_t version;        /* 1; 2 when depth < 8, flags, a stage or bit planes:
+                              * TSR_HEADER_EXT more bytes */
     uint16_t depth;          /* 8 or 16 bits per sample; 16-bit samples are little-endian;
                               * version 2 also 1, 2, 4: dithered, packed MSB-first, each row
                               * padded to whole bytes */
@@ -105,6 +106,13 @@ typedef struct tsr_header {
     uint8_t stage;           /* version 2: the machine's scan (docs/streaming.md §2): bit 0
                               * every other row reversed, bit 1 every other swath's rows,
                               * bit 2 x mirrored, bit 3 y up */
+    uint8_t feather;         /* version 2: the overlap's weights, 0 linear, 1 cosine */
+    uint32_t overlap;        /* version 2: columns each swath goes on into the next (swath
+                              * order), its dose feathered; 0 none */
+    uint32_t overscan;       /* version 2: samples padded at both ends of every row */
+    uint16_t overscan_value; /* version 2: their sample (a level at depth 1, 2, 4) */
+    uint32_t planes;         /* version 2: 0, or rows of a swath sent as `depth` bit planes
+                              * together (docs/outputs.md §2) */
 } tsr_header;
 
 /* The header as it goes on the wire: magic "TSRA" then the fields, little-endian, packed

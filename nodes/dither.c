@@ -614,6 +614,22 @@ tsr_planes_row(const void *samples, int depth, size_t n, int plane, uint8_t *out
     const uint8_t *p = s + (plane >= 8 ? 1 : 0);
     int sh = plane & 7;
     size_t i = 0;
+    if (step == 1) {
+        /* eight samples at once: their bit `sh` at bits 8j of a word, gathered into the top
+         * byte by one multiplication (pixel j to bit 63 - j: each partial product has a place
+         * of its own and the ones below the top byte sum to less than 2^56, so none carries
+         * into it); sample j is byte j of the word on a little-endian host, swapped into
+         * place on a big-endian one */
+        for (; i + 8 <= n; i += 8) {
+            uint64_t x;
+            memcpy(&x, p + i, sizeof x);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            x = __builtin_bswap64(x);
+#endif
+            out[i / 8] = (uint8_t)((((x >> sh) & 0x0101010101010101ull) *
+                                    0x8040201008040201ull) >> 56);
+        }
+    }
     for (; i + 8 <= n; i += 8) {
         uint8_t b = 0;
         for (int j = 0; j < 8; j++)

@@ -92,9 +92,10 @@ tsr_dither_spec(const char *spec, tsr_dither_kind *kind, int *size, tsr_error *e
 struct tsr_output;
 
 /* One row of a band as the stream carries it (docs/outputs.md §5, §7): its 8/16-bit samples
- * (pixels of root columns x .. x + w - 1, row y) reversed in place when `rev`; at depth 1, 2, 4
- * then dithered at each pixel's root column and packed into `out`
- * (tsr_output_row_bytes(o, w) bytes; d unused otherwise). TSR_EINVAL as tsr_dither_row. */
+ * (pixels of root columns x .. x + w - 1, row y) reversed in place when `rev`; or at depth 1,
+ * 2, 4 dithered at each pixel's root column and packed into `out`, right to left when `rev`
+ * (tsr_output_row_bytes(o, w) bytes; the samples are then left as they were, d unused at 8
+ * and 16). TSR_EINVAL as tsr_dither_row. */
 tsr_status
 tsr_output_row(const struct tsr_output *o, const tsr_dither *d, uint8_t *samples, int64_t x,
                int64_t w, int64_t y, bool rev, uint8_t *out, tsr_error *err);

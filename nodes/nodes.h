@@ -402,6 +402,16 @@ typedef struct tsr_output {
      * other swath's rows reversed; mirror_x, y_up: the machine's axes point the other way */
     int bidir;
     bool mirror_x, y_up;
+    /* stage overlap (docs/outputs.md §8): each swath goes on `overlap` columns into the next
+     * one (stream order), the dose there feathered: feather 0 linear, 1 cosine */
+    int64_t overlap;
+    int feather;
+    /* overscan: `overscan` samples of `overscan_value` (a sample, or a level at depth 1, 2, 4)
+     * at both ends of every stream row */
+    int64_t overscan, overscan_value;
+    /* bit planes (docs/outputs.md §2): 0 none; else each `planes` rows of a swath (stream
+     * order) are sent as depth 1-bit planes, top bit first */
+    int64_t planes;
 } tsr_output;
 
 /* The corner the stream starts from, the stage's axes applied (mirror_x swaps left and right,
@@ -421,6 +431,28 @@ tsr_output_bits(const tsr_output *o);
 /* Stream bytes of one row of w pixels ((w * bits + 7) / 8; w * depth / 8 at depth 8, 16). */
 uint64_t
 tsr_output_row_bytes(const tsr_output *o, int64_t w);
+
+/* The overlap's weight (docs/outputs.md §8) of the later swath at overlap column j of len
+ * (0 .. len - 1, counted from the earlier swath's side), in 1/65536: feather 0 linear, 1
+ * cosine. The earlier swath gets the rest of each sample. */
+uint32_t
+tsr_feather_weight(int feather, int64_t len, int64_t j);
+
+/* Feather one row of w samples (bps 1 or 2 bytes, little-endian) of a swath in place: its
+ * first `lead` columns (counted from the side of the swath before it: the left when
+ * lead_left) get the later swath's share round(s w / 65536) of wt_lead[j], its `trail`
+ * columns past its own (on the other side) the rest, s - round(s wt_trail[j] / 65536); so a
+ * column two swaths send sums to its sample exactly. */
+void
+tsr_feather_row(uint8_t *samples, int bps, int64_t w, int64_t lead, int64_t trail,
+                bool lead_left, const uint32_t *wt_lead, const uint32_t *wt_trail);
+
+/* A stream row with overscan: `overscan` pixels of `overscan_value`, the row's w pixels
+ * (`data`: w samples at depth 8 or 16, which may lie inside dst; or at depth 1, 2, 4 its
+ * packed row from pixel 0, apart from dst), `overscan` more, into dst
+ * ((w + 2 overscan) pixels, packed and padded like any row). */
+void
+tsr_output_pad(const tsr_output *o, const uint8_t *data, int64_t w, uint8_t *dst);
 
 /* The dither array's spelling ("blue64", "bayer8", "threshold") into buf; "" without bits. */
 const char *

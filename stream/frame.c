@@ -116,6 +116,13 @@ tsr_header_decode(const uint8_t in[TSR_HEADER_SIZE], tsr_header *h, tsr_error *e
     if (v.swath_width == 0 || v.swath_width > v.width)
         return tsr_fail(err, TSR_EINVAL, "header: swath width %llu: must be 1..%llu",
                         (unsigned long long)v.swath_width, (unsigned long long)v.width);
+    v.feather = 0;
+    v.overlap = v.overscan = v.planes = 0;
+    v.overscan_value = 0;
+    if (v.version == 2) { /* overlap, overscan and planes change it: tsr_header_decode_ext */
+        *h = v;
+        return TSR_OK;
+    }
     /* height x (the full swaths' rows + the last one's), each row (w * depth + 7) / 8 bytes:
      * width * height * depth / 8 at 8 and 16 bits */
     uint64_t full = v.width / v.swath_width, rest = v.width % v.swath_width, rb, rrest, row,
@@ -140,6 +147,11 @@ tsr_header_encode_ext(const tsr_header *h, uint8_t out[TSR_HEADER_EXT])
     out[1] = h->dither_log2;
     out[2] = h->flags;
     out[3] = h->stage;
+    out[4] = h->feather;
+    put32(out + 8, h->overlap);
+    put32(out + 12, h->overscan);
+    put16(out + 16, h->overscan_value);
+    put32(out + 20, h->planes);
 }
 
 tsr_status
@@ -161,14 +173,43 @@ tsr_header_decode_ext(const uint8_t in[TSR_HEADER_EXT], tsr_header *h, tsr_error
     if ((stage & ~15u) || (stage & 3) == 3)
         return tsr_fail(err, TSR_EINVAL, "header: stage 0x%x: bits 0..3, not both 0 and 1",
                         (unsigned)stage);
-    for (int i = 4; i < TSR_HEADER_EXT; i++)
-        if (in[i])
+    static const int reserved[] = {5, 6, 7, 18, 19, 24, 25, 26, 27, 28, 29, 30, 31};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (in[reserved[i]])
             return tsr_fail(err, TSR_EINVAL, "header: byte %d: reserved, must be 0",
-                            TSR_HEADER_SIZE + i);
-    h->dither = kind;
-    h->dither_log2 = k;
-    h->flags = flags;
-    h->stage = stage;
+                            TSR_HEADER_SIZE + reserved[i]);
+    tsr_header v = *h;
+    v.dither = kind;
+    v.dither_log2 = k;
+    v.flags = flags;
+    v.stage = stage;
+    v.feather = in[4];
+    v.overlap = get32(in + 8);
+    v.overscan = get32(in + 12);
+    v.overscan_value = get16(in + 16);
+    v.planes = get32(in + 20);
+    /* docs/streaming.md §2: the stage's geometry */
+    if (v.feather > 1 || (v.feather && !v.overlap))
+        return tsr_fail(err, TSR_EINVAL, "header: feather %u: must be 0 (linear) or 1 (cosine), "
+                        "and 0 without an overlap", (unsigned)v.feather);
+    if (v.overlap && (!v.order || v.depth < 8))
+        return tsr_fail(err, TSR_EINVAL, "header: overlap %u: only in swath order at depth 8 "
+                        "or 16", (unsigned)v.overlap);
+    uint32_t vmax = v.depth == 16 ? 65535u : v.depth == 8 ? 255u : (1u << v.depth) - 1u;
+    if (v.overscan_value > vmax)
+        return tsr_fail(err, TSR_EINVAL, "header: overscan value %u: must be 0..%u at %u bit",
+                        (unsigned)v.overscan_value, (unsigned)vmax, (unsigned)v.depth);
+    if (v.planes && v.depth < 8)
+        return tsr_fail(err, TSR_EINVAL, "header: planes %u: only at depth 8 or 16",
+                        (unsigned)v.planes);
+    tsr_stream_geom g;
+    tsr_geom_from_header(&v, &g);
+    uint64_t want;
+    if (!tsr_geom_total(&g, &want) || want != v.total)
+        return tsr_fail(err, TSR_EINVAL, "header: total %llu bytes does not match %llu x %llu "
+                        "at %u bit", (unsigned long long)v.total, (unsigned long long)v.width,
+                        (unsigned long long)v.height, (unsigned)v.depth);
+    *h = v;
     return TSR_OK;
 }
 

@@ -24,6 +24,12 @@ tsr_sink_image_from_header(const tsr_header *h, tsr_sink_image *im)
     im->start = h->start;
     im->swath_width = h->swath_width;
     memcpy(im->fingerprint, h->fingerprint, sizeof im->fingerprint);
+    im->stage = h->stage;
+    im->feather = h->feather;
+    im->overlap = h->overlap;
+    im->overscan = h->overscan;
+    im->overscan_value = h->overscan_value;
+    im->planes = h->planes;
     if (h->dither == 1)
         snprintf(im->dither, sizeof im->dither, "threshold");
     else if (h->dither == 2 || h->dither == 3)
@@ -103,9 +109,24 @@ sidecar_text(const char *raw_path, const tsr_sink_image *im, uint64_t bytes, boo
                       "  \"bytes\": %llu,\n"
                       "  \"crc32\": %s\n"
                       "}\n";
-    char dither[64] = ""; /* a line for packed outputs only: the 8/16-bit sidecar as it was */
+    char dither[512] = ""; /* lines for packed outputs and stages only: the plain 8/16-bit
+                            * sidecar as it was */
+    size_t dl = 0;
     if (im->dither[0])
-        snprintf(dither, sizeof dither, "  \"dither\": \"%.16s\",\n", im->dither);
+        dl += (size_t)snprintf(dither, sizeof dither, "  \"dither\": \"%.16s\",\n", im->dither);
+    if (im->stage || im->overlap || im->overscan)
+        dl += (size_t)snprintf(dither + dl, sizeof dither - dl,
+                               "  \"stage\": {\"bidirectional\": \"%s\", \"mirror_x\": %s, "
+                               "\"y_up\": %s, \"overlap\": %llu, \"feather\": \"%s\", "
+                               "\"overscan\": %llu, \"overscan_value\": %u},\n",
+                               im->stage & 1 ? "rows" : im->stage & 2 ? "swaths" : "none",
+                               im->stage & 4 ? "true" : "false", im->stage & 8 ? "true" : "false",
+                               (unsigned long long)im->overlap,
+                               im->feather ? "cosine" : "linear",
+                               (unsigned long long)im->overscan, (unsigned)im->overscan_value);
+    if (im->planes)
+        snprintf(dither + dl, sizeof dither - dl, "  \"planes\": %llu,\n",
+                 (unsigned long long)im->planes);
     int n = snprintf(NULL, 0, fmt, name, (unsigned long long)im->width,
                      (unsigned long long)im->height, im->depth, dither,
                      (unsigned long long)row_bytes,

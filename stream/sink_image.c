@@ -23,7 +23,44 @@ struct tsr_sink_img {
     uint32_t crc;          /* raw: crc32 of the stream's bytes so far */
     bool have_crc;         /* false: the kept bytes of a resume could not be read */
     bool finished;
+    /* one BMP per swath (a "%d" in the name): the swath being written, its rows so far, the
+     * swaths there are, the geometry, and the name with the number's place */
+    bool per_swath;
+    uint64_t swath, rows, nswath;
+    tsr_stream_geom geom;
+    char *spec;
 };
+
+void
+tsr_sink_image_geom(const tsr_sink_image *im, tsr_stream_geom *g)
+{
+    g->width = im->width;
+    g->height = im->height;
+    g->swath_width = im->order == 1 && im->swath_width > 0 ? im->swath_width : im->width;
+    g->bits = im->depth;
+    g->overlap = im->overlap;
+    g->overscan = im->overscan;
+    g->planes = im->planes;
+}
+
+/* Whether a .bmp name asks for one file per swath. */
+static bool
+per_swath_name(const char *spec)
+{
+    return strstr(spec, "%d") != NULL;
+}
+
+/* The name of swath k's BMP: the first "%d" of spec replaced by k. NULL when out of memory. */
+static char *
+swath_name(const char *spec, uint64_t k)
+{
+    const char *at = strstr(spec, "%d");
+    size_t n = strlen(spec) + 24;
+    char *out = malloc(n);
+    if (out)
+        snprintf(out, n, "%.*s%llu%s", (int)(at - spec), spec, (unsigned long long)k, at + 2);
+    return out;
+}
 
 int
 tsr_sink_image_kind(const char *spec)
@@ -84,9 +121,18 @@ tsr_sink_image_check(const char *spec, const tsr_sink_opts *o, bool framed, tsr_
                             "its strips and directory are written as it goes; render it whole, "
                             "or to a .raw file, which resumes", spec, what,
                             (unsigned long long)o->start);
-        if (im->order != 0 && im->swath_width < im->width)
+        if (im && im->planes)
+            return tsr_fail(err, TSR_EINVAL, "%s: a %s holds pixels, the design streams bit "
+                            "planes (planes: %llu): write a .raw file", spec, what,
+                            (unsigned long long)im->planes);
+        if (fmt == SINK_IMG_BMP && per_swath_name(spec)) {
+            if (strlen(spec) > 4000)
+                return tsr_fail(err, TSR_EINVAL, "%.64s...: name too long", spec);
+        } else if (im->order != 0 && im->swath_width < im->width) {
             return tsr_fail(err, TSR_EINVAL, "%s: a %s holds rows top to bottom, the design "
-                            "streams swaths (order: swath): write a .raw file", spec, what);
+                            "streams swaths (order: swath): write a .raw file, or one BMP a "
+                            "swath with %%d in its name (out-%%d.bmp)", spec, what);
+        }
         if (im->order == 0 && im->start != 0)
             return tsr_fail(err, TSR_EINVAL, "%s: a %s starts at the top-left corner", spec,
                             what);
@@ -98,12 +144,10 @@ tsr_sink_image_check(const char *spec, const tsr_sink_opts *o, bool framed, tsr_
         im->height > INT64_MAX / 16)
         return tsr_fail(err, TSR_EINVAL, "%s: size %llu x %llu: out of range", spec,
                         (unsigned long long)im->width, (unsigned long long)im->height);
-    int64_t t;
-    uint64_t row = (im->width * (uint64_t)im->depth + 7) / 8; /* < 2^62 here */
-    if (im->order == 1 && im->swath_width > 0 && im->swath_width < im->width) /* each padded */
-        row = (im->width / im->swath_width) * ((im->swath_width * (uint64_t)im->depth + 7) / 8) +
-              ((im->width % im->swath_width) * (uint64_t)im->depth + 7) / 8;
-    if (row > INT64_MAX || !tsr_mul_checked((int64_t)row, (int64_t)im->height, &t))
+    tsr_stream_geom g;
+    uint64_t t;
+    tsr_sink_image_geom(im, &g);
+    if (!tsr_geom_total(&g, &t) || t > INT64_MAX || im->overscan > INT64_MAX / 4)
         return tsr_fail(err, TSR_EINVAL, "%s: %llu x %llu: too large", spec,
                         (unsigned long long)im->width, (unsigned long long)im->height);
     return TSR_OK;
@@ -152,6 +196,28 @@ img_fail(tsr_sink *s, const tsr_error *e, tsr_error *err)
     return s->first.status;
 }
 
+/* One BMP a swath: open swath k's file, (base + overlap + 2 overscan) x height pixels, its
+ * rows in stream order top down (docs/outputs.md §3). */
+static tsr_status
+open_swath(struct tsr_sink_img *g, uint64_t k, tsr_error *err)
+{
+    uint64_t base, lead, trail, rb = 0;
+    tsr_geom_swath(&g->geom, k, &base, &lead, &trail);
+    (void)tsr_geom_row_bytes(&g->geom, k, &rb);
+    char *name = swath_name(g->spec, k);
+    if (!name)
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", g->spec);
+    tsr_image_opts io = {.width = (int64_t)(base + trail + 2 * g->im.overscan),
+                         .height = (int64_t)g->im.height, .bits = g->im.depth,
+                         .pitch_um = {g->im.pitch_um[0], g->im.pitch_um[1]}};
+    g->bmp = tsr_bmp_open(name, &io, err);
+    free(name);
+    g->swath = k;
+    g->rows = 0;
+    g->row_bytes = (size_t)rb;
+    return g->bmp ? TSR_OK : err ? err->status : TSR_EIO;
+}
+
 tsr_status
 tsr_sink_image_open(tsr_sink *s, const char *spec, const tsr_sink_opts *o, tsr_error *err)
 {
@@ -165,14 +231,14 @@ tsr_sink_image_open(tsr_sink *s, const char *spec, const tsr_sink_opts *o, tsr_e
     s->img = g;
     g->fmt = fmt;
     g->im = *o->image;
-    g->row_bytes = (size_t)((g->im.width * (uint64_t)g->im.depth + 7) / 8);
-    g->total = (uint64_t)g->row_bytes * g->im.height;
-    if (g->im.order == 1 && g->im.swath_width > 0 && g->im.swath_width < g->im.width) {
-        /* (a raw file's) swaths: each swath's rows padded on their own (docs/outputs.md) */
-        uint64_t sw = g->im.swath_width, d = (uint64_t)g->im.depth;
-        g->total = g->im.height * ((g->im.width / sw) * ((sw * d + 7) / 8) +
-                                   ((g->im.width % sw) * d + 7) / 8);
-    }
+    /* swaths, overlaps, overscan, planes: stream/geom.c (checked by tsr_sink_image_check) */
+    tsr_sink_image_geom(&g->im, &g->geom);
+    uint64_t rb = 0;
+    (void)tsr_geom_total(&g->geom, &g->total);
+    (void)tsr_geom_row_bytes(&g->geom, 0, &rb);
+    g->row_bytes = (size_t)rb;
+    g->nswath = tsr_geom_swaths(&g->geom);
+    g->per_swath = fmt == SINK_IMG_BMP && per_swath_name(spec);
     if (fmt == SINK_IMG_RAW) {
         /* a sidecar says the file is whole: an older one goes before the first new byte */
         char *side = malloc(strlen(spec) + 6);
@@ -191,14 +257,22 @@ tsr_sink_image_open(tsr_sink *s, const char *spec, const tsr_sink_opts *o, tsr_e
         g->have_crc = o->start == 0 || crc_prefix(spec, o->start, &g->crc);
         return TSR_OK;
     }
-    tsr_image_opts io = {.width = (int64_t)g->im.width, .height = (int64_t)g->im.height,
+    /* a row holds the overscan at both ends (the image is that much wider); one BMP a
+     * swath: the widest swath's row (the first: its own columns and its overlap) */
+    g->row = malloc(g->row_bytes ? g->row_bytes : 1);
+    if (!g->row)
+        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (a row)", spec);
+    if (g->per_swath) {
+        if (!(g->spec = strdup(spec)))
+            return tsr_fail(err, TSR_ENOMEM, "%s: out of memory", spec);
+        return open_swath(g, 0, err);
+    }
+    tsr_image_opts io = {.width = (int64_t)(g->im.width + 2 * g->im.overscan),
+                         .height = (int64_t)g->im.height,
                          .bits = g->im.depth,
                          .pitch_um = {g->im.pitch_um[0], g->im.pitch_um[1]},
                          .compression = (tsr_tiff_compression)g->im.compression,
                          .bigtiff = g->im.bigtiff};
-    g->row = malloc(g->row_bytes ? g->row_bytes : 1);
-    if (!g->row)
-        return tsr_fail(err, TSR_ENOMEM, "%s: out of memory (a row)", spec);
     if (fmt == SINK_IMG_TIFF)
         g->tiff = tsr_tiff_open(spec, &io, err);
     else
@@ -227,26 +301,36 @@ tsr_sink_image_put(tsr_sink *s, const uint8_t *p, size_t n, tsr_error *err)
         return img_fail(s, &e, err);
     }
     size_t took = 0;
-    if (g->have > 0) { /* complete the row cut by the last write */
-        size_t k = g->row_bytes - g->have < n ? g->row_bytes - g->have : n;
-        memcpy(g->row + g->have, p, k);
-        g->have += k;
-        took = k;
-        if (g->have == g->row_bytes) {
-            if (put_rows(g, g->row, 1, &e) != TSR_OK)
+    while (took < n) {
+        if (g->per_swath && g->rows == g->im.height) { /* the next swath's file */
+            tsr_status st = tsr_bmp_finish(g->bmp, &e);
+            g->bmp = NULL;
+            if (st == TSR_OK)
+                st = open_swath(g, g->swath + 1, &e);
+            if (st != TSR_OK)
                 return img_fail(s, &e, err);
-            g->have = 0;
         }
-    }
-    size_t whole = (n - took) / g->row_bytes;
-    if (whole > 0) {
+        /* rows left in this file (all of them but in one BMP a swath) */
+        uint64_t left = g->per_swath ? g->im.height - g->rows : UINT64_MAX;
+        if (g->have > 0 || n - took < g->row_bytes) { /* a row cut by a write's end */
+            size_t k = g->row_bytes - g->have < n - took ? g->row_bytes - g->have : n - took;
+            memcpy(g->row + g->have, p + took, k);
+            g->have += k;
+            took += k;
+            if (g->have == g->row_bytes) {
+                if (put_rows(g, g->row, 1, &e) != TSR_OK)
+                    return img_fail(s, &e, err);
+                g->have = 0;
+                g->rows++;
+            }
+            continue;
+        }
+        uint64_t whole = (n - took) / g->row_bytes;
+        whole = whole < left ? whole : left;
         if (put_rows(g, p + took, (int64_t)whole, &e) != TSR_OK)
             return img_fail(s, &e, err);
-        took += whole * g->row_bytes;
-    }
-    if (took < n) { /* the start of a row the next write completes */
-        memcpy(g->row, p + took, n - took);
-        g->have = n - took;
+        took += (size_t)whole * g->row_bytes;
+        g->rows += whole;
     }
     atomic_fetch_add(&s->bytes, (uint64_t)n);
     return TSR_OK;
@@ -297,6 +381,7 @@ tsr_sink_image_free(tsr_sink *s)
     tsr_tiff_abandon(g->tiff);
     tsr_bmp_abandon(g->bmp);
     free(g->row);
+    free(g->spec);
     free(g);
     s->img = NULL;
 }

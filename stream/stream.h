@@ -40,6 +40,44 @@ tsr_sink_close(tsr_sink *s, tsr_error *err);
 uint64_t
 tsr_sink_bytes(const tsr_sink *s);
 
+/* ---- the stream's geometry (docs/outputs.md §2, §8) ------------------------------------ */
+
+/* What fixes the stream's byte layout: swaths (in stream order: full ones, the last
+ * narrower), the overlap each swath carries into the next, overscan at row ends, bit planes. */
+typedef struct tsr_stream_geom {
+    uint64_t width, height; /* pixels of the image (the rows crop applied) */
+    uint64_t swath_width;   /* = width (or more, or 0) for raster */
+    int bits;               /* bits a pixel: 1, 2, 4, 8, 16; with planes the samples' 8 or 16 */
+    uint64_t overlap;       /* columns swath k goes on into swath k + 1 */
+    uint64_t overscan;      /* pixels padded at each end of every row */
+    uint64_t planes;        /* 0, or rows sent as `bits` 1-bit planes together */
+} tsr_stream_geom;
+
+/* Swaths in the stream (1 for raster). */
+uint64_t
+tsr_geom_swaths(const tsr_stream_geom *g);
+
+/* Swath k (stream order, < tsr_geom_swaths): its own columns (*base), and the overlaps it
+ * shares with the swath before it (*lead: its first columns, which the one before also
+ * sends) and after it (*trail: columns of the next swath it sends after its own). A row of
+ * swath k carries overscan + base + trail + overscan pixels. */
+void
+tsr_geom_swath(const tsr_stream_geom *g, uint64_t k, uint64_t *base, uint64_t *lead,
+               uint64_t *trail);
+
+/* Bytes of one stream row of swath k: (pixels x bits + 7) / 8, or with planes `bits` rows of
+ * (pixels + 7) / 8. False on overflow. */
+bool
+tsr_geom_row_bytes(const tsr_stream_geom *g, uint64_t k, uint64_t *rb);
+
+/* Bytes of the whole stream: height x the sum of the swaths' row bytes. False on overflow. */
+bool
+tsr_geom_total(const tsr_stream_geom *g, uint64_t *total);
+
+/* The geometry a (decoded) header describes. */
+void
+tsr_geom_from_header(const tsr_header *h, tsr_stream_geom *g);
+
 /* ---- framing (docs/streaming.md) ------------------------------------------------------- */
 
 #define TSR_FRAME_HEAD 24       /* u64 offset, u32 wire, u32 raw, u32 crc, u32 flags */
@@ -160,6 +198,11 @@ typedef struct tsr_sink_image {
     int compression;          /* TIFF: TSR_TIFF_NONE, _PACKBITS, _DEFLATE (image/image.h) */
     bool bigtiff;             /* TIFF: BigTIFF even below 4 GB */
     char dither[16];          /* depth 1, 2, 4: the threshold array ("blue64"); "" otherwise */
+    /* the stage (docs/outputs.md §7, §8) as tsr_header has it: its order bits, the overlap,
+     * the overscan; and bit planes (§2). Each changes the stream's bytes (tsr_stream_geom) */
+    uint8_t stage, feather;
+    uint64_t overlap, overscan, planes;
+    uint32_t overscan_value;
 } tsr_sink_image;
 
 /* The part of *im a stream header says (size, depth, order, swath, fingerprint); the rest is
@@ -173,8 +216,13 @@ tsr_sink_image_from_header(const tsr_header *h, tsr_sink_image *im);
 bool
 tsr_sink_wants_image(const char *spec);
 
+/* The geometry of an image's stream (tsr_stream_geom). */
+void
+tsr_sink_image_geom(const tsr_sink_image *im, tsr_stream_geom *g);
+
 /* Whether `spec` names an image file output (.tif, .tiff, .bmp, any case): written through
- * image/, neither framed nor resumable. */
+ * image/, neither framed nor resumable. A .bmp whose name holds "%d" is one BMP per swath,
+ * the swath's number (0, 1, ... in stream order) in place of the first "%d". */
 bool
 tsr_sink_image_file(const char *spec);
 

@@ -107,6 +107,8 @@ writer_main(void *arg)
 
         tsr_error e;
         tsr_status st = TSR_OK;
+        if (j.len == 0) /* a buffer handed back unused (bit planes go out in others) */
+            skip = true;
         if (!skip && w->keep_pages)
             st = tsr_sink_write(w->sink, w->mem + j.idx * w->stride, j.len, &e);
         else if (!skip)

@@ -211,7 +211,7 @@ refuse "a blue-noise size out of range" "output.dither: blue size 8: must be 16,
 refuse "a dither that is not a name" "output.dither: expected threshold, bayerN or blueN" "{depth: 1, dither: [8]}"
 refuse "depth 3" "output.depth: must be 1, 2, 4, 8 or 16, got 3" "{depth: 3}"
 refuse "bidirectional swaths in raster order" "output.stage.bidirectional: swaths: only with order: swath (use rows)" "{stage: {bidirectional: swaths}}"
-refuse "an unknown stage key" "output.stage.overscan: unknown key 'overscan'" "{stage: {overscan: 4}}"
+refuse "an unknown stage key" "output.stage.speed: unknown key 'speed'" "{stage: {speed: 4}}"
 refuse "an unknown bidirectional" "output.stage.bidirectional" "{stage: {bidirectional: diagonal}}"
 design "$tmp/r2.yaml" 2 bayer8
 "$TESSERA" render "$tmp/r2.yaml" -o "$tmp/x.bmp" --progress none 2>"$tmp/err"

@@ -1,7 +1,8 @@
 /* Fuzz target: the framed stream's decoders (docs/streaming.md), as a receiver meets them: a
  * 75-byte header, then frames (24-byte head + payload) until the input ends. Properties: a
  * header that decodes encodes back to the same bytes and is self-consistent (depth 8|16,
- * total = width * height * depth / 8, 1 <= swath width <= width); a frame head round-trips;
+ * total = width * height * depth / 8 at version 1, the geometry's at version 2 once its
+ * extension decoded, 1 <= swath width <= width); a frame head round-trips;
  * a deflated payload either inflates to exactly its raw length or fails with a message.
  * Payloads claiming more than 1 MiB raw are skipped (the receiver's TSR_FRAME_MAX_RAW check
  * is its own; this is about the decoders).
@@ -37,10 +38,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         PROPERTY(h.depth == 8 || h.depth == 16 || (h.version == 2 && h.depth < 8),
                  "depth %u at version %u", h.depth, h.version);
         PROPERTY(h.swath_width >= 1 && h.swath_width <= h.width, "swath width");
-        /* each swath's rows padded to whole bytes (docs/streaming.md §2) */
+        /* each swath's rows padded to whole bytes (docs/streaming.md §2); at version 2 the
+         * total is checked with the extension (overlap, overscan and planes change it) */
         unsigned __int128 sw = h.swath_width, rows =
             (h.width / sw) * ((sw * h.depth + 7) / 8) + ((h.width % sw) * h.depth + 7) / 8;
-        PROPERTY(rows * h.height == h.total, "total %llu", (unsigned long long)h.total);
+        PROPERTY(h.version == 2 || rows * h.height == h.total, "total %llu",
+                 (unsigned long long)h.total);
     }
     size_t at = TSR_HEADER_SIZE;
     if (err.status == TSR_OK && h.version == 2 && size - at >= TSR_HEADER_EXT) {
@@ -54,6 +57,26 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                      "extension does not round-trip");
             PROPERTY((h.dither != 0) == (h.depth < 8), "dither %u at depth %u", h.dither,
                      h.depth);
+            /* the total is the geometry's, summed here swath by swath (stream/geom.c's
+             * definition, docs/streaming.md §2) */
+            unsigned __int128 sum = 0;
+            uint64_t n = h.swath_width >= h.width ? 1 : h.width / h.swath_width +
+                                                            (h.width % h.swath_width != 0);
+            PROPERTY(h.overscan_value <= (1u << h.depth) - 1, "overscan value %u",
+                     h.overscan_value);
+            for (uint64_t k = 0; k < n && n < 4096; k++) {
+                uint64_t base = n == 1 ? h.width : k + 1 < n ? h.swath_width
+                                                             : h.width - (n - 1) * h.swath_width;
+                uint64_t next = k + 1 < n ? (k + 2 < n ? h.swath_width
+                                                       : h.width - (n - 1) * h.swath_width)
+                                          : 0;
+                unsigned __int128 px = (unsigned __int128)base +
+                                       (h.overlap < next ? h.overlap : next) +
+                                       2 * (unsigned __int128)h.overscan;
+                sum += h.planes ? h.depth * ((px + 7) / 8) : (px * h.depth + 7) / 8;
+            }
+            PROPERTY(n >= 4096 || sum * h.height == h.total, "total %llu with the geometry",
+                     (unsigned long long)h.total);
         }
         at += TSR_HEADER_EXT;
     }
