@@ -46,26 +46,28 @@ same() {
 }
 
 # A sample of the examples, one per kind of work (the ranks split bands whatever computes them;
-# every example took 40 mpiruns and most of CI's time for this test): a periodic lattice, a
-# distance chain, a blur, per-copy variation, noise, a layout, a surface, text, a boolean and a
-# transform.
-for n in microlens-array wafer-map-150 blurred-grating dose-focus-matrix noisy-diffuser \
-    layout-wafer-dies spiral-phase-plate dose-ladder wafer-keepout rotated-grating; do
+# every example took 40 mpiruns and most of CI's time for this test): a periodic lattice under
+# distance, a blur, per-copy variation, noise, a layout, text, a boolean and a transform
+# (wafer-map-150, a swath order, is the abort tests' design below).
+for n in microlens-array blurred-grating dose-focus-matrix noisy-diffuser layout-wafer-dies \
+    dose-ladder wafer-keepout rotated-grating; do
     d="$SRC/designs/examples/$n.yaml"
     [ -e "$d" ] || { bad "$n.yaml: no such example"; continue; }
     same "$n.yaml rows 100:700" "$d" --rows 100:700
 done
-# The oracle designs whose `# rows:` crop exercises an order (raster and swath, serpentine, every
-# start corner: the ranks must deliver bands in the stream's order) by that crop, and whole
-# those whose bands read across band edges (blurs, distances, a periodic root).
+# The oracle designs whose `# rows:` crop exercises an order (swath, serpentine, every start
+# corner: the ranks must deliver bands in the stream's order) or a periodic chain by that crop,
+# and whole two whose bands read across band edges (a blur's and a distance's seams).
 for d in "$SRC"/tests/oracle/designs/*.yaml; do
     n=$(basename "$d")
     rows=$(sed -n 's/^# rows: *\([0-9]*:[0-9]*\).*/\1/p' "$d" | head -n 1)
+    case "$n" in swath_* | blur_periodic_chain.yaml | microlens_600.yaml | periodic_root.yaml) ;;
+    *) continue ;; esac
     if [ -n "$rows" ]; then
         same "$n rows $rows" "$d" --tile 8 --rows "$rows"
     fi
 done
-for n in blur_seams seam_distance periodic_root microlens_600; do
+for n in blur_seams seam_distance; do
     same "$n.yaml" "$SRC/tests/oracle/designs/$n.yaml" --tile 8
 done
 

@@ -94,7 +94,7 @@ fi
 # --gpus 3: the engines share the one --memory (wafer-fields' 100000 px disc churns its caches)
 W="$SRC/designs/examples/wafer-fields.yaml"
 if TSR_MULTI_CPU=1 /usr/bin/time -f "%M" -o "$tmp/rss.g" "$TESSERA" render "$W" --gpus 3 \
-    --rows 0:1500 --threads 1 --memory 160M --progress none -o null 2>"$tmp/err.g"; then
+    --rows 0:800 --threads 1 --memory 160M --progress none -o null 2>"$tmp/err.g"; then
     within 160000000 "$(tail -1 "$tmp/rss.g")" "--gpus 3 (CPU engines), --memory 160M"
 else bad "--gpus 3 --memory 160M: $(head -c 300 "$tmp/err.g")"; fi
 # a share too small for an engine's plan names the share
