@@ -19,7 +19,9 @@ assert_rect_invariant(const tsr_design *d, tsr_rect r, const char *what)
 {
     float *ref = th_rect(d, r, 512, 1);
     for (size_t t = 0; t < 4; t++) {
-        for (int threads = 1; threads <= 2; threads++) {
+        /* 1 px tiles on two threads only: they cost most of this suite under the sanitizers,
+         * and two threads race for the same tiny tiles, which one thread never does */
+        for (int threads = tiles[t] == 1 ? 2 : 1; threads <= 2; threads++) {
             float *got = th_rect(d, r, tiles[t], threads);
             cr_assert(memcmp(ref, got, (size_t)r.w * (size_t)r.h * sizeof(float)) == 0,
                       "%s: rect %lld,%lld,%lld,%lld differs at tile %lld, %d threads", what,
