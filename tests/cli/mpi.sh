@@ -96,7 +96,8 @@ resume "resume" "$off"
 rank_pid() {
     local p
     for p in $(pgrep -P "$mp"); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+        # not `tr | grep -q`: under pipefail tr's SIGPIPE, when grep stops early, fails it
+        if grep -qx "OMPI_COMM_WORLD_RANK=$1" <<<"$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null)"; then
             echo "$p"
             return
         fi

@@ -21,7 +21,8 @@ MPI=(mpirun --oversubscribe -n 3)
 rank_pid() { # R: the pid of rank R of the running mpirun $mp
     local p
     for p in $(pgrep -P "$mp"); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1"; then
+        # not `tr | grep -q`: under pipefail tr's SIGPIPE, when grep stops early, fails it
+        if grep -qx "OMPI_COMM_WORLD_RANK=$1" <<<"$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null)"; then
             echo "$p"; return
         fi
     done

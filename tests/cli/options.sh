@@ -86,7 +86,9 @@ for c in $cmds; do
     done
     # every other command's option is refused by c, named with c and only c's usage
     for o in $all; do
-        echo "$own" | grep -qx -- "$o" && continue
+        # a here-string, not `echo | grep -q`: under pipefail, echo killed by SIGPIPE when grep
+        # stops at its first line made the pipeline fail now and then (render --backend)
+        grep -qx -- "$o" <<<"$own" && continue
         # shellcheck disable=SC2086
         "$TESSERA" "$c" $design "$o" >"$tmp/out" 2>"$tmp/err" </dev/null
         rc=$?
