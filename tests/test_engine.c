@@ -46,8 +46,10 @@ Test(engine, examples_give_identical_pixels_at_every_tile_size_and_thread_count)
 {
     char **files = th_glob("designs/examples/*.yaml");
     cr_assert(files[0] != NULL, "no example designs found");
-    size_t n = 0;
+    size_t n = 0, step = th_sample_step();
     for (; files[n]; n++) {
+        if (n % step)
+            continue; /* the sanitizer build renders a sample (th_sample_step) */
         tsr_design *d = load_file(files[n]);
         int64_t w = d->root->w, h = d->root->h;
         /* the corner, and a region in the middle that straddles tile seams of every size */

@@ -24,14 +24,14 @@ now() { date +%s%N; }
 # Under the sanitizer build the leak check at exit walks the million tiles for seconds: that is
 # LeakSanitizer's time, not the exit's; leaks after a stop are cli_stop's to find.
 [ -n "${ASAN_OPTIONS:-}" ] && export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"
-# stopped SIGNAL ARGS...: run tessera ARGS for 15 s, send SIGNAL, and time the resume line to
-# the exit
+# stopped SIGNAL ARGS...: run tessera ARGS for 8 s (half a million tiles and more), send
+# SIGNAL, and time the resume line to the exit
 stopped() {
     local sig=$1
     shift
     "$TESSERA" "$@" >/dev/null 2>"$tmp/err" &
     pid=$!
-    sleep 15
+    sleep 8
     local rss
     rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
     kill -"$sig" "$pid"

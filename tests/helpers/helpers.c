@@ -129,6 +129,14 @@ th_glob(const char *rel_pattern)
     return v;
 }
 
+size_t
+th_sample_step(void)
+{
+    const char *v = getenv("TSR_TEST_SAMPLE");
+    long k = v ? strtol(v, NULL, 10) : 1;
+    return k > 1 ? (size_t)k : 1;
+}
+
 void
 th_glob_free(char **v)
 {

@@ -48,6 +48,12 @@ float *th_rect(const tsr_design *d, tsr_rect r, int64_t tile, int threads);
 char **th_glob(const char *rel_pattern);
 void th_glob_free(char **v);
 
+/* Every how many files of a long list (every example, every design) a test that renders each
+ * one takes: $TSR_TEST_SAMPLE, which the sanitizer build sets (tests/CMakeLists.txt: there the
+ * same renders cost several times as much, and every file is still rendered by the normal
+ * build); 1 elsewhere. The files kept are the 0th, kth, 2kth, ... of the sorted list. */
+size_t th_sample_step(void);
+
 /* A scratch folder for a suite's tests (Criterion `.init = th_dir_make, .fini =
  * th_dir_remove`; each test runs in its own process, so each gets a fresh one): th_dir() is its
  * path, th_in_dir(name) a path inside it (static storage, 4 slots in turn). */
