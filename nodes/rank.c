@@ -67,28 +67,6 @@ rank_check(const tsr_edge *e, tsr_check *c)
 
 /* ---- need ------------------------------------------------------------------------------ */
 
-/* [a, a + len) taken modulo n as at most two spans inside [0, n) (as blur's). */
-static int
-wrap_spans(int64_t a, int64_t len, int64_t n, int64_t *s0, int64_t *sl)
-{
-    if (len >= n) {
-        s0[0] = 0;
-        sl[0] = n;
-        return 1;
-    }
-    int64_t b = tsr_floor_mod(a, n);
-    if (b + len <= n) {
-        s0[0] = b;
-        sl[0] = len;
-        return 1;
-    }
-    s0[0] = b;
-    sl[0] = n - b;
-    s0[1] = 0;
-    sl[1] = b + len - n;
-    return 2;
-}
-
 static size_t
 rank_need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
 {
@@ -104,8 +82,8 @@ rank_need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
         return 1;
     }
     int64_t x0[2], xl[2], y0[2], yl[2];
-    int nx = wrap_spans(g.x, g.w, e->child->w, x0, xl);
-    int ny = wrap_spans(g.y, g.h, e->child->h, y0, yl);
+    int nx = tsr_wrap_spans(g.x, g.w, e->child->w, x0, xl);
+    int ny = tsr_wrap_spans(g.y, g.h, e->child->h, y0, yl);
     size_t n = 0;
     for (int j = 0; j < ny; j++)
         for (int i = 0; i < nx; i++)

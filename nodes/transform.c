@@ -182,28 +182,6 @@ map_of(const tsr_edge *e, tsr_xf *tmp)
 
 /* ---- need ------------------------------------------------------------------------------ */
 
-/* [a, a + len) taken modulo n as at most two spans inside [0, n) (as rank's and blur's). */
-static int
-wrap_spans(int64_t a, int64_t len, int64_t n, int64_t *s0, int64_t *sl)
-{
-    if (len >= n) {
-        s0[0] = 0;
-        sl[0] = n;
-        return 1;
-    }
-    int64_t b = tsr_floor_mod(a, n);
-    if (b + len <= n) {
-        s0[0] = b;
-        sl[0] = len;
-        return 1;
-    }
-    s0[0] = b;
-    sl[0] = n - b;
-    s0[1] = 0;
-    sl[1] = b + len - n;
-    return 2;
-}
-
 /* Bound a double before it becomes an int64 (|u| stays below 2^52 for any design the table
  * admits; this keeps a conversion defined whatever the edge holds). */
 static double
@@ -264,8 +242,8 @@ transform_need(const tsr_edge *e, tsr_rect pr, tsr_rect *out)
         return 1;
     }
     int64_t sx[2], sw[2], sy[2], sh[2];
-    int nx = wrap_spans(x0, x1 - x0 + 1, f->cw, sx, sw);
-    int ny = wrap_spans(y0, y1 - y0 + 1, f->ch, sy, sh);
+    int nx = tsr_wrap_spans(x0, x1 - x0 + 1, f->cw, sx, sw);
+    int ny = tsr_wrap_spans(y0, y1 - y0 + 1, f->ch, sy, sh);
     size_t n = 0;
     for (int j = 0; j < ny; j++)
         for (int i = 0; i < nx; i++)

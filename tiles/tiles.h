@@ -58,6 +58,29 @@ tsr_floor_mod(int64_t a, int64_t b)
     return m < 0 ? m + b : m;
 }
 
+/* [a, a + len) taken modulo n (n > 0, len >= 0) as at most two spans inside [0, n): starts in
+ * s0, lengths in sl, their count returned. The wrapped reads of blur, rank and transform. */
+static inline int
+tsr_wrap_spans(int64_t a, int64_t len, int64_t n, int64_t *s0, int64_t *sl)
+{
+    if (len >= n) {
+        s0[0] = 0;
+        sl[0] = n;
+        return 1;
+    }
+    int64_t b = tsr_floor_mod(a, n);
+    if (b + len <= n) {
+        s0[0] = b;
+        sl[0] = len;
+        return 1;
+    }
+    s0[0] = b;
+    sl[0] = n - b;
+    s0[1] = 0;
+    sl[1] = b + len - n;
+    return 2;
+}
+
 /* ---- rectangles ---------------------------------------------------------- */
 
 /* Pixels [x, x+w) x [y, y+h). A rect with w <= 0 or h <= 0 is empty. */
