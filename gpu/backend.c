@@ -1237,9 +1237,6 @@ gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_erro
     int64_t want = 4 * minimum > ((int64_t)2 << 30) ? 4 * minimum : ((int64_t)2 << 30);
     want += cache_want(e, s);
     int64_t most = (int64_t)(freeb / 10 * 9);
-    /* the plan's own want, when half of what was free is gone by the time it is asked for
-     * (other processes on the card: test suites run several at once) */
-    int64_t fallback = want < most ? want : most;
     if (want < (int64_t)(freeb / 2))
         want = (int64_t)(freeb / 2);
     int64_t arena = e->opts->gpu_memory > 0 ? e->opts->gpu_memory : (want < most ? want : most);
@@ -1254,9 +1251,20 @@ gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_erro
     uint64_t t1 = tsr_now_ns();
     s->arena = arena;
     s->g = tsr_gpu_open(e->opts->gpu_device, (size_t)arena, err);
-    if (!s->g && e->opts->gpu_memory <= 0 && err && err->status == TSR_ENOMEM &&
-        fallback >= minimum && fallback < arena) {
-        arena = s->arena = fallback;
+    /* The default is a share of what was free a moment ago: other processes on the card (a
+     * second job, the ranks of mpirun on one GPU, test suites run side by side) may have taken
+     * it since. Then half as much, or 90 % of what is free now when that is less, down to the
+     * minimum the plan needs; an explicit --gpu-memory is taken as given or refused. */
+    for (int tries = 0; !s->g && e->opts->gpu_memory <= 0 && err && err->status == TSR_ENOMEM &&
+                        arena > minimum && tries < 16;
+         tries++) {
+        arena /= 2;
+        if (tsr_gpu_meminfo(e->opts->gpu_device, &freeb, &total, NULL) == TSR_OK &&
+            (int64_t)(freeb / 10 * 9) < arena)
+            arena = (int64_t)(freeb / 10 * 9);
+        if (arena < minimum)
+            arena = minimum;
+        s->arena = arena;
         s->g = tsr_gpu_open(e->opts->gpu_device, (size_t)arena, err);
     }
     if (!s->g) {

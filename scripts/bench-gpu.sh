@@ -111,7 +111,7 @@ echo
 echo "device tile cache off / on (profile --region of 16384 x 16384 px; TSR_GPU_CACHE)"
 for f in designs/bench/lens-blur.yaml designs/examples/lens-lattice-dose.yaml \
          designs/examples/microlens-sphere.yaml; do
-  for c in off on; do
+  for c in off all; do
     printf '  %-40s %-4s ' "$(basename "$f")" "$c"
     TSR_GPU_CACHE=$c "$T" profile "$f" --backend gpu --region 0,0,16384,16384 2>&1 |
         grep -E "throughput|device" | tr -s ' ' | tr '\n' ' '

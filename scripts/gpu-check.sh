@@ -3,13 +3,16 @@
 # the Debian packages it lacks into a prefix (never /), build tessera with CUDA, run every test
 # (the GPU suite included), compute-sanitizer on the GPU suite, and the GPU benchmarks. Logs
 # and results go to $OUT (default out/gpu). One call does it all: device time is scarce.
-#   GPU_CHECK_STEPS="build test sanitize bench" (default: all), or "quick": only what the GPU
+#   GPU_CHECK_STEPS="build cputest test clitest sanitize bench" (default: all; each step may be
+#   named alone, so a short call can take part of it: cputest = the suite as CI runs it, test =
+#   the GPU suites and every suite's CPU == GPU cases, clitest = the CLI suites with the GPU as
+#   `auto`), or "quick": only what the GPU
 #   changes (tessera and the GPU-facing suites: test_gpu, test_gpu_math, test_job), when device
 #   time is short; test_multi's GPU test runs two engines on the one device (--gpus 2)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-out/gpu}
-STEPS=${GPU_CHECK_STEPS:-build test sanitize bench}
+STEPS=${GPU_CHECK_STEPS:-build cputest test clitest sanitize bench}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd) # absolute: some steps run from build-gpu
 . scripts/gpu-env.sh
@@ -40,13 +43,15 @@ if has build; then
       { tail -40 "$OUT/build.log" "$OUT/cmake.log"; exit 1; }
   grep -h "tessera:" "$OUT/cmake.log"
 fi
-if has test; then
+if has cputest; then
   # The suite as CI runs it (CPU backend: TSR_NOGPU hides the device from `auto`; the numpy
-  # oracle is CI's), then the GPU suites, then the CLI suites again with `auto` = the GPU.
+  # oracle is CI's)
   (cd build-gpu && TSR_NOGPU=1 timeout 300 ctest --output-on-failure -j 8 -LE 'oracle|pyread' -E test_gpu \
       2>&1) >"$OUT/ctest-cpu.log"
   rc=$?
   echo "ctest, CPU backend: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cpu.log")"
+fi
+if has test; then
   ./build-gpu/tests/test_gpu --verbose --jobs 4 >"$OUT/test_gpu.log" 2>&1 || rc=1
   grep -E "^\[(FAIL|SKIP)|Synthesis" "$OUT/test_gpu.log"
   ./build-gpu/tests/test_gpu_math >"$OUT/test_gpu_math.log" 2>&1 || rc=1
@@ -66,6 +71,8 @@ if has test; then
     echo "$t (its GPU cases): $(grep -E "Synthesis" "$OUT/$t-gpu.log")"
     grep -E "^\[(FAIL|SKIP)|Assertion" -A2 "$OUT/$t-gpu.log" | head -10
   done
+fi
+if has clitest; then
   (cd build-gpu && timeout 420 ctest --output-on-failure -j 8 -R '^cli_' -LE 'oracle|rss|pyread' \
       2>&1) >"$OUT/ctest-cli-gpu.log"
   echo "ctest, CLI suites with --backend auto = gpu: $(grep -E 'tests passed|tests failed' "$OUT/ctest-cli-gpu.log")"

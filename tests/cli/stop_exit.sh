@@ -57,6 +57,6 @@ stopped() {
         bad "$* (RSS ${rss:-?} KiB): SIG$sig: exit $rc ${ms} ms after the resume line: $(cat "$tmp/err")"
     fi
 }
-stopped INT render "$tmp/many.yaml" --tile 1 --memory 8G -o null --progress none --threads 2
-stopped TERM render "$tmp/many.yaml" --tile 1 --memory 8G -o "$tmp/out.raw" --progress none --threads 2
+stopped INT render "$tmp/many.yaml" --tile 1 --memory 8G -o null --progress none --threads 2 --backend cpu
+stopped TERM render "$tmp/many.yaml" --tile 1 --memory 8G -o "$tmp/out.raw" --progress none --threads 2 --backend cpu
 finish
