@@ -559,6 +559,69 @@ tsr_cpu_team(tsr_cpu *cp, tsr_error *err)
     return TSR_OK;
 }
 
+/* One node's rect cut into strips of rows, shared by the team (tsr_cpu_compute_team). */
+typedef struct strips {
+    tsr_cpu *cp;
+    const tsr_node *n;
+    tsr_rect r;
+    float *px;
+    int64_t rows;        /* per strip; the last is shorter */
+    tsr_error *errs;     /* [threads] */
+    _Atomic int failed;
+    _Atomic int first;
+} strips;
+
+static void
+strip_rect(void *ctx, int w, size_t k)
+{
+    strips *b = ctx;
+    tsr_error *mine = &b->errs[w];
+    if (atomic_load(&b->failed) || mine->status != TSR_OK)
+        return;
+    int64_t y = b->r.y + (int64_t)k * b->rows;
+    int64_t h = b->r.y + b->r.h - y < b->rows ? b->r.y + b->r.h - y : b->rows;
+    tsr_rect sub = tsr_rect_make(b->r.x, y, b->r.w, h);
+    if (stopping(b->cp))
+        interrupted(mine);
+    else {
+        tsr_stop_bind(b->cp->ctx->opts->stop);
+        tsr_cpu_compute(b->cp, b->n, sub, b->px + (size_t)(y - b->r.y) * (size_t)b->r.w, mine);
+        tsr_stop_bind(NULL);
+    }
+    if (mine->status != TSR_OK && atomic_exchange(&b->failed, 1) == 0)
+        atomic_store(&b->first, w);
+}
+
+tsr_status
+tsr_cpu_compute_team(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_error *err)
+{
+    tsr_status st = tsr_cpu_team(cp, err);
+    if (st != TSR_OK)
+        return st;
+    int threads = tsr_pool_threads(cp->pool);
+    /* two strips a thread (their costs differ: a lattice's edge, an empty margin), of at least
+     * STRIP_ROWS rows, so that a row's tiles are not fetched by many strips */
+    enum { STRIP_ROWS = 8 };
+    int64_t rows = (r.h + 2 * threads - 1) / (2 * threads);
+    if (rows < STRIP_ROWS)
+        rows = STRIP_ROWS;
+    size_t nstrips = (size_t)((r.h + rows - 1) / rows);
+    if (threads == 1 || nstrips < 2)
+        return tsr_cpu_compute(cp, n, r, px, err);
+    strips b = {cp, n, r, px, rows, calloc((size_t)threads, sizeof(tsr_error)), 0, 0};
+    if (!b.errs)
+        return tsr_fail(err, TSR_ENOMEM, "out of memory (strips of %s)", n->name);
+    tsr_pool_run(cp->pool, nstrips, strip_rect, &b);
+    st = TSR_OK;
+    if (atomic_load(&b.failed)) {
+        st = b.errs[atomic_load(&b.first)].status;
+        if (err)
+            *err = b.errs[atomic_load(&b.first)];
+    }
+    free(b.errs);
+    return st;
+}
+
 tsr_status
 tsr_cpu_root_batch(tsr_cpu *cp, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)

@@ -33,6 +33,12 @@ tsr_cpu_free(tsr_cpu *c);
 tsr_status
 tsr_cpu_compute(tsr_cpu *c, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
 
+/* tsr_cpu_compute of n over r cut into strips of rows on c's team (started if need be), the
+ * caller included: how the GPU backend computes the nodes it leaves to the host. Not from two
+ * threads at once (one team job at a time); from inside a team item it runs inline. */
+tsr_status
+tsr_cpu_compute_team(tsr_cpu *c, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
+
 /* The same without the periodic shortcut: fill, source, then every edge. */
 tsr_status
 tsr_cpu_compute_direct(tsr_cpu *c, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);

@@ -5,12 +5,12 @@
 # (scripts/bench/cupy_peers.py), the device tile cache on and off, and `tessera profile` of
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
-# GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks; the d2h
+# GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks previews; the d2h
 # ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
 OUT=${2:-out/gpu}
-SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks}
+SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews}
 mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
@@ -188,4 +188,25 @@ TSR_SINK_DESIGN=designs/bench/gpu-fill.yaml TSR_SINK_WIDTH=131072 TSR_SINK_ARGS=
     bash scripts/bench-sinks.sh "$T" 16384 2
 echo "sinks behind the host's row copies (microlens-array, a periodic root, 8192 rows = 1.6 GB):"
 bash scripts/bench-sinks.sh "$T" 8192 2
+fi
+if on previews; then
+echo
+echo "previews: a whole plate's overview (--scale 150) on the GPU and the render of the same plate"
+echo "  (-o null) on the GPU; a strip of a tenth of the plate on the GPU and on all host cores (the"
+echo "  PNGs compared); wall seconds of each command"
+secs() { local t0 t1 rc; t0=$(date +%s.%N); timeout 300 "$@" >/dev/null 2>>"$OUT/err.txt"; rc=$?
+         t1=$(date +%s.%N); [ $rc = 0 ] || { echo "exit-$rc"; return; }
+         awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'; }
+for f in wafer-map-150 microlens-sphere lens-lattice-dose; do
+  y=designs/examples/$f.yaml
+  read -r W H < <(sed -n '/^root:/,$ s/^  size: \[\([0-9]*\), \([0-9]*\)\]/\1 \2/p' "$y" | head -1)
+  whole=$(secs "$T" preview "$y" --backend gpu --region "0,0,$W,$H" --scale 150 -o "$OUT/pv-$f.png")
+  fast=$(secs "$T" preview "$y" --backend gpu --region "0,0,$W,$H" --scale 150 --fast -o "$OUT/pf-$f.png")
+  ren=$(secs "$T" render "$y" --backend gpu -o null --progress none)
+  sg=$(secs "$T" preview "$y" --backend gpu --region "0,0,$W,$((H / 10))" --scale 150 -o "$OUT/sg-$f.png")
+  sc=$(secs "$T" preview "$y" --backend cpu --region "0,0,$W,$((H / 10))" --scale 150 -o "$OUT/sc-$f.png")
+  same=$(cmp -s "$OUT/sg-$f.png" "$OUT/sc-$f.png" && echo identical || echo DIFFER)
+  printf '  %-20s %6s x %6s: preview gpu %7s s (--fast %7s s), render gpu %7s s; strip gpu %6s s, cpu %6s s, PNGs %s\n' \
+      "$f" "$W" "$H" "$whole" "$fast" "$ren" "$sg" "$sc" "$same"
+done
 fi
