@@ -137,10 +137,9 @@ heap_within_budget(const tsr_cpu *cp)
 
 /* The periodic shortcut over the root's interior, and the rest (the whole band of a root that
  * does not repeat) cut into the root's tiles, computed in parallel and quantized into place. */
-static tsr_status
-cpu_submit(void *bk, const tsr_band_job *j, tsr_error *err)
+tsr_status
+tsr_cpu_band(tsr_cpu *cp, const tsr_band_job *j, tsr_error *err)
 {
-    tsr_cpu *cp = bk;
     tsr_rect rest[4];
     size_t nrest;
     tsr_status st = tsr_cpu_fill_inner(cp, j, rest, &nrest, err);
@@ -155,6 +154,12 @@ cpu_submit(void *bk, const tsr_band_job *j, tsr_error *err)
     }
     heap_within_budget(cp); /* between bands: no tile is being computed */
     return st;
+}
+
+static tsr_status
+cpu_submit(void *bk, const tsr_band_job *j, tsr_error *err)
+{
+    return tsr_cpu_band(bk, j, err);
 }
 
 static tsr_status

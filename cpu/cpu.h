@@ -54,6 +54,12 @@ tsr_status
 tsr_cpu_root_batch(tsr_cpu *c, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err);
 
+/* Band j as the CPU backend makes it: the periodic shortcut over the root's interior, the rest
+ * in root tiles on c's team, quantized into j->dst. The GPU backend's way for a root it leaves
+ * to the host (no device work, nothing across the link). */
+tsr_status
+tsr_cpu_band(tsr_cpu *c, const tsr_band_job *j, tsr_error *err);
+
 /* Root rect r cut into pieces one root tile wide (the last narrower) and r.h tall, into *out
  * (malloc'd): the rects the CPU computes a band in. Returns their count; 0 on out of memory. */
 size_t

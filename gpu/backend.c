@@ -784,6 +784,20 @@ gpu_submit(void *bk, const tsr_band_job *j, tsr_error *err)
      * at 16; a choice timed on the first bands misjudged the host (its first, small bands ran at
      * 36 against 57 GB/s later) and cost ~100 ms of probing, so the device's way is kept: it is
      * at the link every time and leaves the host's cores to the sink (framing, deflate). */
+    /* A root the device cannot compute (a lattice of per-copy sources, a long polygon): the
+     * band as the CPU backend makes it, in host memory. Through the device (computed on the
+     * host's team, uploaded, converted, copied back) it ran at a quarter of the CPU backend's
+     * rate (lens-array-graded, H200 host: 474 against 1987 MB/s). */
+    if (s->cls[root->id] == CLASS_HOST) {
+        uint64_t t0 = tsr_now_ns();
+        st = tsr_cpu_band(s->host, j, err);
+        s->host_ns += tsr_now_ns() - t0;
+        if (st != TSR_OK)
+            return st;
+        s->pend[at].copy = false;
+        s->pn++;
+        return TSR_OK;
+    }
     if (nrest == 0 && s->period_host) {
         if ((st = tsr_cpu_fill_inner(s->host, j, rest, &nrest, err)) != TSR_OK)
             return st;

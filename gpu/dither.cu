@@ -19,6 +19,12 @@ struct tsr_gpu_dither {
 extern "C" tsr_gpu_dither *
 tsr_gpu_dither_new(const tsr_dither *d, int depth, tsr_error *err)
 {
+    if (!tsr_gpu_available()) { /* none, or hidden (TSR_NOGPU): as every GPU path says */
+        char why[256];
+        tsr_gpu_describe(why, sizeof why);
+        tsr_fail(err, TSR_EINVAL, "gpu: dither: %s", why);
+        return NULL;
+    }
     const uint16_t *t = tsr_dither_thresholds(d, depth);
     if (!t) {
         tsr_fail(err, TSR_EINVAL, "gpu: dither: sample depth %d: must be 8 or 16", depth);

@@ -130,7 +130,8 @@ Test(limits, a_root_3e9_wide_needs_a_plan_for_its_full_width_bands)
     /* raster order: three bands of the full width, 9e9 bytes; the plan names the minimum */
     tsr_design *d = load_limits("wide_3e9.yaml");
     tsr_error err = {TSR_OK, ""};
-    tsr_engine_opts o = {.backend = "cpu", .threads = 1};
+    /* 2 GiB: the default grows with the host's memory (a quarter of what is available) */
+    tsr_engine_opts o = {.backend = "cpu", .threads = 1, .memory = (int64_t)2 << 30};
     tsr_engine *e = tsr_engine_new(d, &o, &err);
     cr_assert(e == NULL);
     cr_assert_eq(err.status, TSR_EPLAN, "%s", err.msg);
