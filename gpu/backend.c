@@ -1272,7 +1272,7 @@ gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_erro
      * it since. Then half as much, or 90 % of what is free now when that is less, down to the
      * minimum the plan needs; an explicit --gpu-memory is taken as given or refused. */
     for (int tries = 0; !s->g && e->opts->gpu_memory <= 0 && err && err->status == TSR_ENOMEM &&
-                        arena > minimum && tries < 16;
+                        arena > minimum && tries < 16 && !tsr_ctx_stopping(e);
          tries++) {
         arena /= 2;
         if (tsr_gpu_meminfo(e->opts->gpu_device, &freeb, &total, NULL) == TSR_OK &&
@@ -1285,6 +1285,11 @@ gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_erro
     }
     if (!s->g) {
         gpu_close(s);
+        /* a stop that came while the arena was being mapped (a signal in the driver's call
+         * fails the allocation: seen on an H200 host, a SIGTERM 1.5 s into an 80 GB arena) is
+         * the stop, not a lack of memory */
+        if (tsr_ctx_stopping(e))
+            return tsr_fail(err, TSR_EINTR, "interrupted");
         return err ? err->status : TSR_EIO;
     }
     /* the device tile cache takes 7/8 of what the minimum leaves (the rest: alignment slack) */
