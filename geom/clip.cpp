@@ -125,9 +125,20 @@ tsr_clip_offset(const tsr_clip_set *a, double delta, int join, double arc_tol,
         ClipperLib::Paths u, res;
         if (!c.Execute(ClipperLib::ctUnion, u, ClipperLib::pftNonZero, ClipperLib::pftNonZero))
             return execute_failed(msg, msgn);
+        ClipperLib::JoinType jt = joins[join < 0 || join > 2 ? 0 : join];
         ClipperLib::ClipperOffset o(2.0, arc_tol);
-        o.AddPaths(u, joins[join < 0 || join > 2 ? 0 : join], ClipperLib::etClosedPolygon);
+        o.AddPaths(u, jt, ClipperLib::etClosedPolygon);
         o.Execute(res, delta);
+        // ClipperOffset ignores the failure of its own closing union (out of memory swallowed
+        // inside it, as in Execute above) and returns an empty set. A grown set is never empty;
+        // a shrunk one may be, so it is made once more, and only an empty second answer stands
+        if (res.empty() && !u.empty()) {
+            if (delta > 0)
+                return execute_failed(msg, msgn);
+            ClipperLib::ClipperOffset again(2.0, arc_tol);
+            again.AddPaths(u, jt, ClipperLib::etClosedPolygon);
+            again.Execute(res, delta);
+        }
         return from_paths(res, out);
     } catch (const std::bad_alloc &) {
         return TSR_CLIP_NOMEM;

@@ -102,11 +102,16 @@ Test(alloc_geom, circles_booleans_and_offsets_fail_cleanly)
                                      &err);
             bool fired = fa_fired();
             fa_disarm();
-            if (!fired) {
+            if (!fired || st == TSR_OK) {
+                /* none injected, or one absorbed (a shrink made again: geom/clip.cpp): the
+                 * reference either way */
                 cr_assert_eq(st, TSR_OK, "%s", err.msg);
-                cr_assert(out.npt == ref.npt && out.nring == ref.nring);
+                cr_assert(out.npt == ref.npt && out.nring == ref.nring, "op %d failure %ld", op, k);
                 cr_assert(memcmp(out.pt, ref.pt, ref.npt * sizeof *ref.pt) == 0);
-                break;
+                if (!fired)
+                    break;
+                NO_LEAKS("boolean");
+                continue;
             }
             expect_nomem(st, &err, k);
             cr_assert(out.nring == 1 && out.npt == 4 && out.pt[2].x == 4 && out.pt[2].y == 6,
