@@ -5,14 +5,19 @@
 # (scripts/bench/cupy_peers.py), the device tile cache on and off, and `tessera profile` of
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
-# GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks previews; the d2h
+# GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks previews
+# packed; the d2h
 # ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
 OUT=${2:-out/gpu}
-SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews}
+SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews packed}
 mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
+# secs CMD...: the command's wall seconds (its output dropped), or exit-N when it failed
+secs() { local t0 t1 rc; t0=$(date +%s.%N); timeout 300 "$@" >/dev/null 2>>"$OUT/err.txt"; rc=$?
+         t1=$(date +%s.%N); [ $rc = 0 ] || { echo "exit-$rc"; return; }
+         awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'; }
 nvcc -O2 -arch=sm_90 scripts/bench/d2h.cu -o "$OUT/d2h" && "$OUT/d2h" | tee "$OUT/d2h.txt"
 d2h=$(awk '/d2h_gbps/ {print $2}' "$OUT/d2h.txt")
 store=$(awk '/store_gbps/ {print $2}' "$OUT/d2h.txt")
@@ -194,9 +199,6 @@ echo
 echo "previews: a whole plate's overview (--scale 150) on the GPU and the render of the same plate"
 echo "  (-o null) on the GPU; a strip of a tenth of the plate on the GPU and on all host cores (the"
 echo "  PNGs compared); wall seconds of each command"
-secs() { local t0 t1 rc; t0=$(date +%s.%N); timeout 300 "$@" >/dev/null 2>>"$OUT/err.txt"; rc=$?
-         t1=$(date +%s.%N); [ $rc = 0 ] || { echo "exit-$rc"; return; }
-         awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'; }
 for f in wafer-map-150 microlens-sphere lens-lattice-dose; do
   y=designs/examples/$f.yaml
   read -r W H < <(sed -n '/^root:/,$ s/^  size: \[\([0-9]*\), \([0-9]*\)\]/\1 \2/p' "$y" | head -1)
@@ -208,5 +210,22 @@ for f in wafer-map-150 microlens-sphere lens-lattice-dose; do
   same=$(cmp -s "$OUT/sg-$f.png" "$OUT/sc-$f.png" && echo identical || echo DIFFER)
   printf '  %-20s %6s x %6s: preview gpu %7s s (--fast %7s s), render gpu %7s s; strip gpu %6s s, cpu %6s s, PNGs %s\n' \
       "$f" "$W" "$H" "$whole" "$fast" "$ren" "$sg" "$sc" "$same"
+done
+fi
+if on packed; then
+echo
+echo "1-bit streams (depth: 1, dither: blue64): tessera profile on the GPU and on all host cores"
+echo "  (MB of packed output), and the whole plate rendered to -o null on the GPU (wall seconds)"
+for f in microlens-array wafer-map-150 lens-lattice-dose; do
+  y=$OUT/$f-1bit.yaml
+  sed 's/^  depth: 8$/  depth: 1\n  dither: blue64/' "designs/examples/$f.yaml" >"$y"
+  g=$("$T" profile "$y" --backend gpu --json 2>>"$OUT/err.txt" | sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
+  c=$("$T" profile "$y" --backend cpu --json 2>>"$OUT/err.txt" | sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
+  b=$("$T" check "$y" 2>>"$OUT/err.txt" | sed -n 's/^stream: \([0-9]*\) bytes.*/\1/p')
+  w=$(secs "$T" render "$y" --backend gpu -o null --progress none)
+  awk -v n="$f" -v g="${g:-0}" -v c="${c:-0}" -v b="${b:-0}" -v w="$w" -v d="$d2h" 'BEGIN {
+      r = (w + 0 > 0) ? b / w / 1e6 : 0
+      printf "  %-18s profile gpu %8.1f MB/s, cpu %8.1f MB/s; render %.2f GB in %s s = %.1f MB/s (%.1f%% of the link)\n",
+             n, g, c, b / 1e9, w, r, 100 * r / 1000 / d }'
 done
 fi
