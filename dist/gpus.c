@@ -96,7 +96,7 @@ submit_parts(mworker *w, const tsr_band_job *j, int64_t bh, int64_t from, int ma
     for (int64_t i = from; i < j->h && *sent < max && st == TSR_OK; i += bh) {
         int64_t n = j->h - i < bh ? j->h - i : bh;
         tsr_band_job p = {j->x, j->w, j->up ? j->y + j->h - i - n : j->y + i, n, j->up, j->bps,
-                          j->dst + i * j->w * j->bps, j->seq, NULL};
+                          j->dst + i * j->w * j->bps, j->seq, NULL, NULL, NULL};
         if ((st = tsr_engine_submit(w->e, &p, err)) == TSR_OK)
             (*sent)++;
     }

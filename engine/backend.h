@@ -61,6 +61,13 @@ typedef struct tsr_band_job {
     _Atomic uint64_t *done; /* may be NULL: a backend that finishes the band in parts adds
                              * each part's bytes as it is done (the CPU: per root rect), for
                              * the progress display; the pipeline accounts the rest */
+    /* May be NULL: the threshold array of a packed output (depth 1, 2, 4) whose band needs no
+     * other row work (no overlap, reversal, overscan, planes, bottom-up rows). A backend may
+     * then deliver the band dithered and packed as the stream carries it (row i at dst + i *
+     * tsr_output_row_bytes(w), nodes/nodes.h) and set *packed during submit; else the
+     * pipeline dithers the samples on the host. */
+    const struct tsr_dither *dither;
+    bool *packed;
 } tsr_band_job;
 
 /* Bands in flight at most: the CPU keeps 1, the GPU up to 4, --gpus a run per engine, rank 0

@@ -374,7 +374,7 @@ tsr_engine_band(tsr_engine *e, int64_t x, int64_t w, int64_t y, int64_t h, bool 
     for (int64_t i = 0; i < h && st == TSR_OK; i += bh) {
         int64_t n = h - i < bh ? h - i : bh;
         int64_t y0 = up ? y + h - i - n : y + i;
-        tsr_band_job j = {x, w, y0, n, up, bps, dst + i * w * bps, 0, NULL};
+        tsr_band_job j = {x, w, y0, n, up, bps, dst + i * w * bps, 0, NULL, NULL, NULL};
         st = e->ops->submit(e->bk, &j, err);
         if (st == TSR_OK)
             st = e->ops->complete(e->bk, err);
@@ -440,6 +440,7 @@ typedef struct pipe_slot {
     bool lead_left;     /* the swath before it lies to its left */
     int64_t drop;       /* bit planes: rows of its swath (stream order) before this one are
                          * not sent (a resume inside a unit starts at the unit's first row) */
+    bool packed;        /* the backend delivered it dithered and packed (tsr_band_job) */
 } pipe_slot;
 
 typedef struct pipeline {
@@ -664,8 +665,8 @@ pipe_pop(pipeline *p, tsr_error *err)
     p->head = (p->head + 1) % PIPE_MAX;
     p->n--;
     const tsr_output *o = &p->e->d->out;
-    if (st == TSR_OK && (p->dither || o->mirror_x || o->bidir || o->overscan || o->planes ||
-                         s.lead || s.trail))
+    if (st == TSR_OK && !s.packed &&
+        (p->dither || o->mirror_x || o->bidir || o->overscan || o->planes || s.lead || s.trail))
         st = pipe_rows(p, &s, err);
     if (st != TSR_OK)
         return st;
@@ -710,12 +711,20 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     if (p->computed)
         raise_to(p->computed, p->next);
     p->next += len;
-    tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++, p->computed};
+    /* a band whose rows need only the dither may come back packed from the backend (the GPU
+     * dithers on the device and copies an eighth of the bytes at depth 1) */
+    const tsr_output *o = &p->e->d->out;
+    bool packed = false, only_dither = p->dither && !o->mirror_x && !o->bidir && !o->overscan &&
+                                       !o->planes && !p->lead && !p->trail && !up;
+    tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++, p->computed,
+                      only_dither ? p->dither : NULL, &packed};
     tsr_status st = p->e->ops->submit(p->e->bk, &j, err);
     if (st != TSR_OK)
         return st;
-    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf, skip, len, x, w, y, h, up, p->swath,
-                                                    p->lead, p->trail, p->lead_left, p->drop};
+    p->q[(p->head + p->n) % PIPE_MAX] = (pipe_slot){buf,     skip,    len,          x,
+                                                    w,       y,       h,            up,
+                                                    p->swath, p->lead, p->trail,    p->lead_left,
+                                                    p->drop, packed};
     p->n++;
     return TSR_OK;
 }

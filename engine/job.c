@@ -54,7 +54,7 @@ band_at(const tsr_job *j, uint64_t b, tsr_band_job *bj, uint64_t *at)
         up = !up;
     int64_t h = j->H - i * j->bh < j->bh ? j->H - i * j->bh : j->bh;
     int64_t y = up ? j->H - i * j->bh - h : i * j->bh;
-    *bj = (tsr_band_job){x, w, j->e->rows0 + y, h, up, j->bps, NULL, b, NULL};
+    *bj = (tsr_band_job){x, w, j->e->rows0 + y, h, up, j->bps, NULL, b, NULL, NULL, NULL};
     *at = (uint64_t)k * j->per_swath + (uint64_t)(i * j->bh * w * j->bps);
 }
 

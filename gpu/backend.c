@@ -37,6 +37,7 @@
  * CPU's bit for bit (tests/test_gpu.c compares them). */
 #include "cache/cache.h"
 #include "cpu/cpu.h"
+#include "gpu/dither.h"
 #include "gpu/gpu.h"
 #include "nodes/params.h"
 #include "tiles/tune.h"
@@ -66,6 +67,11 @@ typedef struct gpu_state {
     float **period;        /* per node id: the host's period tile of a periodic node */
     uint8_t *slot[DEPTH];  /* device band buffers (attached pipelines) */
     size_t slot_bytes;
+    uint8_t *pslot[DEPTH]; /* packed outputs (depth 1, 2, 4): each band's rows dithered on the
+                            * device, copied instead of its samples; NULL: dithered on the host */
+    size_t pslot_bytes;
+    tsr_gpu_dither *gd;    /* the pipeline's threshold array on the device (first packed band) */
+    const tsr_dither *gd_src;
     uint64_t slot_ticket[DEPTH];
     bool slot_used[DEPTH];
     size_t slots_mark;     /* arena level below the band buffers */
@@ -761,6 +767,39 @@ band_period(const tsr_backend_ctx *e, gpu_state *s, const tsr_band_job *j, size_
     return st;
 }
 
+/* Band j's samples in slot k dithered and packed on the device into pslot[k], as the stream
+ * carries them (the pipeline then leaves the band alone: *j->packed), when the pipeline allows
+ * it (j->dither) and the room is there; *bytes becomes the packed size. False: the host
+ * dithers the samples (nothing changed). The threshold array is uploaded at the first such
+ * band: 2 x N^2 bytes (N <= 256), the one device allocation outside the arena. */
+static bool
+pack_band(gpu_state *s, const tsr_band_job *j, size_t k, size_t *bytes, tsr_error *err)
+{
+    const tsr_output *o = &s->ctx->d->out;
+    if (!j->dither || !j->packed || !o->bits || j->up || !s->pslot[k])
+        return false;
+    size_t rb = (size_t)tsr_output_row_bytes(o, j->w);
+    if (rb > s->pslot_bytes / (size_t)j->h)
+        return false;
+    if (s->gd_src != j->dither) {
+        tsr_error ignore;
+        tsr_gpu_dither_free(s->gd);
+        s->gd = tsr_gpu_dither_new(j->dither, o->depth, &ignore);
+        s->gd_src = s->gd ? j->dither : NULL;
+        if (!s->gd)
+            return false;
+    }
+    int tm = tsr_gpu_stage_begin(s->g);
+    tsr_status st = tsr_gpu_dither_band(s->g, s->gd, s->slot[k], (size_t)(j->w * j->bps), j->x,
+                                        j->y, j->w, j->h, o->bits, s->pslot[k], rb, err);
+    tsr_gpu_stage_end(s->g, tm, TSR_GPU_CONVERT);
+    if (st != TSR_OK)
+        return false;
+    *bytes = rb * (size_t)j->h;
+    *j->packed = true;
+    return true;
+}
+
 /* A band: the part inside a periodic root's interior from its period (on the device, or by
  * the host's row copies when the whole band is inside and s->period_host), the rest computed
  * on the device; then one copy to the host. */
@@ -818,9 +857,12 @@ gpu_submit(void *bk, const tsr_band_job *j, tsr_error *err)
         st = band_period(e, s, j, k, in, err);
     for (size_t i = 0; i < nrest && st == TSR_OK; i++)
         st = band_rect(e, s, j, k, rest[i], err);
+    const uint8_t *from = s->slot[k];
+    if (st == TSR_OK && pack_band(s, j, k, &bytes, err))
+        from = s->pslot[k];
     uint64_t t = 0;
     if (st == TSR_OK)
-        st = tsr_gpu_copy_out(s->g, j->dst, s->slot[k], bytes, &t, err);
+        st = tsr_gpu_copy_out(s->g, j->dst, from, bytes, &t, err);
     if (st == TSR_OK && s->fault_at && s->nsubmit == s->fault_at)
         tsr_gpu_inject_fault(s->g);
     if (st != TSR_OK)
@@ -859,6 +901,7 @@ gpu_detach(void *bk, uint8_t *mem)
     tsr_gpu_unregister(s->g, mem);
     tsr_gpu_reset(s->g, s->slots_mark);
     memset(s->slot, 0, sizeof s->slot);
+    memset(s->pslot, 0, sizeof s->pslot);
     s->att_mem = NULL;
     s->att_len = 0;
 }
@@ -890,6 +933,16 @@ gpu_attach(void *bk, uint8_t *mem, size_t len, tsr_error *err)
             return TSR_ENOMEM;
         }
     }
+    /* packed outputs: a packed band is at most half its 8-bit samples and a byte a row; where
+     * the arena has no room for these, the host dithers as before */
+    if (s->ctx->d->out.bits) {
+        tsr_error ignore;
+        s->pslot_bytes = s->slot_bytes / 2 + 4096;
+        for (int k = 0; k < DEPTH; k++)
+            s->pslot[k] = tsr_gpu_alloc(s->g, s->pslot_bytes, &ignore);
+        if (!s->pslot[DEPTH - 1])
+            memset(s->pslot, 0, sizeof s->pslot);
+    }
     s->att_mem = mem;
     s->att_len = len;
     return TSR_OK;
@@ -916,6 +969,7 @@ gpu_close(void *bk)
     free(s->memo);
     free(s->res);
     tsr_cpu_free(s->host);
+    tsr_gpu_dither_free(s->gd);
     free(s);
 }
 

@@ -111,6 +111,53 @@ tsr_gpu_dither_rows(const tsr_gpu_dither *g, const void *in, size_t in_pitch, in
     return TSR_OK;
 }
 
+/* A band's rows as the stream packs them (nodes/dither.c tsr_dither_piece): pixel i of a row
+ * piece in bits [8 - bits (i % per + 1), ...) of byte i / per, counted from the piece's first
+ * pixel x0, the thresholds at the root's (x0 + i, y); the last byte's padding 0. One thread
+ * per output byte, every byte written. */
+static __global__ void
+piece_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_pitch,
+             int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+             size_t out_pitch)
+{
+    int per = 8 / bits;
+    uint32_t m = (1u << k) - 1u, max = depth == 8 ? 255u : 65535u, levels = (1u << bits) - 1u;
+    TSR_FOR_PIXELS((w + per - 1) / per, h, lb, ly) {
+        const uint16_t *trow = t + (size_t)((uint64_t)(y0 + ly) & m) * ((size_t)m + 1);
+        const uint8_t *s = in + (size_t)ly * in_pitch;
+        uint32_t v = 0;
+        for (int j = 0; j < per; j++) {
+            int64_t i = lb * per + j;
+            if (i >= w)
+                break;
+            uint32_t smp = depth == 8 ? s[i] : (uint32_t)s[2 * i] | (uint32_t)s[2 * i + 1] << 8;
+            v |= tsr_dm_level(smp, max, levels, trow[(uint64_t)(x0 + i) & m])
+                 << (8 - bits * (j + 1));
+        }
+        out[(size_t)ly * out_pitch + (size_t)lb] = (uint8_t)v;
+    }
+}
+
+extern "C" tsr_status
+tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t in_pitch,
+                    int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+                    size_t out_pitch, tsr_error *err)
+{
+    if (!d || (bits != 1 && bits != 2 && bits != 4) || x0 < 0 || y0 < 0 || w < 0 || h < 0 ||
+        x0 > INT64_MAX / 8 - w)
+        return tsr_fail(err, TSR_EINVAL, "gpu: dither: bad arguments (bits %d, %lld x %lld at "
+                        "%lld, %lld)", bits, (long long)w, (long long)h, (long long)x0,
+                        (long long)y0);
+    if (w == 0 || h == 0)
+        return TSR_OK;
+    int64_t nb = (w + 8 / bits - 1) / (8 / bits);
+    piece_kernel<<<tsr_grid2(nb, h), 256, 0, g->compute>>>(d->t, d->k, d->depth,
+                                                           (const uint8_t *)in, in_pitch, x0, y0,
+                                                           w, h, bits, out, out_pitch);
+    TSR_LAUNCHED("dither band", err);
+    return TSR_OK;
+}
+
 extern "C" tsr_status
 tsr_gpu_dither_row_host(const tsr_dither *d, const void *samples, int depth, int64_t x0,
                         size_t n, int64_t y, int bits, uint8_t *row, tsr_error *err)

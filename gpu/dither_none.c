@@ -34,3 +34,13 @@ tsr_gpu_dither_row_host(const tsr_dither *d, const void *samples, int depth, int
     (void)d, (void)samples, (void)depth, (void)x0, (void)n, (void)y, (void)bits, (void)row;
     return NO_CUDA(err);
 }
+
+tsr_status
+tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t in_pitch,
+                    int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+                    size_t out_pitch, tsr_error *err)
+{
+    (void)g, (void)d, (void)in, (void)in_pitch, (void)x0, (void)y0, (void)w, (void)h, (void)bits;
+    (void)out, (void)out_pitch;
+    return NO_CUDA(err);
+}

@@ -158,15 +158,30 @@ Test(depth, the_gpu_gives_the_cpus_bits)
 {
     if (!tsr_gpu_available())
         cr_skip_test("no GPU");
-    tsr_design *d = lenses(1, "blue64", "  order: swath\n  swath: {width: 61}\n");
-    tsr_engine_opts c = {.backend = "cpu", .threads = 2}, g = {.backend = "gpu"};
-    size_t nc, ng;
-    uint8_t *a = th_stream_opts(d, &c, &nc), *b = th_stream_opts(d, &g, &ng);
-    cr_assert_eq(nc, ng);
-    cr_assert(memcmp(a, b, nc) == 0);
-    free(a);
-    free(b);
-    tsr_design_free(d);
+    /* swaths and raster rows packed on the device (each piece from its first pixel, a swath
+     * of odd width), and the host's way where the rows need more than the dither (bottom-up
+     * rows, bidirectional rows) */
+    static const struct {
+        int depth;
+        const char *dither, *extra;
+    } cases[] = {
+        {1, "blue64", "  order: swath\n  swath: {width: 61}\n"},
+        {2, "bayer8", NULL},
+        {4, "threshold", "  order: swath\n  swath: {width: 37}\n"},
+        {1, "bayer4", "  stage: {y-up: true}\n"},
+        {1, "blue16", "  stage: {bidirectional: rows}\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tsr_design *d = lenses(cases[i].depth, cases[i].dither, cases[i].extra);
+        tsr_engine_opts c = {.backend = "cpu", .threads = 2}, g = {.backend = "gpu"};
+        size_t nc, ng;
+        uint8_t *a = th_stream_opts(d, &c, &nc), *b = th_stream_opts(d, &g, &ng);
+        cr_assert_eq(nc, ng, "case %zu", i);
+        cr_assert(memcmp(a, b, nc) == 0, "case %zu: the GPU's bytes differ", i);
+        free(a);
+        free(b);
+        tsr_design_free(d);
+    }
 }
 
 Test(depth, header_version_2_carries_depth_array_and_packed_total)
