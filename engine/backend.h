@@ -62,7 +62,7 @@ typedef struct tsr_band_job {
                              * each part's bytes as it is done (the CPU: per root rect), for
                              * the progress display; the pipeline accounts the rest */
     /* May be NULL: the threshold array of a packed output (depth 1, 2, 4) whose band needs no
-     * other row work (no overlap, reversal, overscan, planes, bottom-up rows). A backend may
+     * other row work (no overlap, reversal, overscan, planes). A backend may
      * then deliver the band dithered and packed as the stream carries it (row i at dst + i *
      * tsr_output_row_bytes(w), nodes/nodes.h) and set *packed during submit; else the
      * pipeline dithers the samples on the host. */

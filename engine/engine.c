@@ -715,7 +715,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
      * dithers on the device and copies an eighth of the bytes at depth 1) */
     const tsr_output *o = &p->e->d->out;
     bool packed = false, only_dither = p->dither && !o->mirror_x && !o->bidir && !o->overscan &&
-                                       !o->planes && !p->lead && !p->trail && !up;
+                                       !o->planes && !p->lead && !p->trail;
     tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++, p->computed,
                       only_dither ? p->dither : NULL, &packed};
     tsr_status st = p->e->ops->submit(p->e->bk, &j, err);

@@ -776,7 +776,7 @@ static bool
 pack_band(gpu_state *s, const tsr_band_job *j, size_t k, size_t *bytes, tsr_error *err)
 {
     const tsr_output *o = &s->ctx->d->out;
-    if (!j->dither || !j->packed || !o->bits || j->up || !s->pslot[k])
+    if (!j->dither || !j->packed || !o->bits || !s->pslot[k])
         return false;
     size_t rb = (size_t)tsr_output_row_bytes(o, j->w);
     if (rb > s->pslot_bytes / (size_t)j->h)
@@ -791,7 +791,7 @@ pack_band(gpu_state *s, const tsr_band_job *j, size_t k, size_t *bytes, tsr_erro
     }
     int tm = tsr_gpu_stage_begin(s->g);
     tsr_status st = tsr_gpu_dither_band(s->g, s->gd, s->slot[k], (size_t)(j->w * j->bps), j->x,
-                                        j->y, j->w, j->h, o->bits, s->pslot[k], rb, err);
+                                        j->y, j->w, j->h, j->up, o->bits, s->pslot[k], rb, err);
     tsr_gpu_stage_end(s->g, tm, TSR_GPU_CONVERT);
     if (st != TSR_OK)
         return false;

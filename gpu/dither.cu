@@ -113,17 +113,19 @@ tsr_gpu_dither_rows(const tsr_gpu_dither *g, const void *in, size_t in_pitch, in
 
 /* A band's rows as the stream packs them (nodes/dither.c tsr_dither_piece): pixel i of a row
  * piece in bits [8 - bits (i % per + 1), ...) of byte i / per, counted from the piece's first
- * pixel x0, the thresholds at the root's (x0 + i, y); the last byte's padding 0. One thread
+ * pixel x0, the thresholds at the root's (x0 + i, y), row j at y0 + j (up: y0 + h - 1 - j); the
+ * last byte's padding 0. One thread
  * per output byte, every byte written. */
 static __global__ void
 piece_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_pitch,
-             int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+             int64_t x0, int64_t y0, int64_t w, int64_t h, bool up, int bits, uint8_t *out,
              size_t out_pitch)
 {
     int per = 8 / bits;
     uint32_t m = (1u << k) - 1u, max = depth == 8 ? 255u : 65535u, levels = (1u << bits) - 1u;
     TSR_FOR_PIXELS((w + per - 1) / per, h, lb, ly) {
-        const uint16_t *trow = t + (size_t)((uint64_t)(y0 + ly) & m) * ((size_t)m + 1);
+        int64_t y = up ? y0 + h - 1 - ly : y0 + ly;
+        const uint16_t *trow = t + (size_t)((uint64_t)y & m) * ((size_t)m + 1);
         const uint8_t *s = in + (size_t)ly * in_pitch;
         uint32_t v = 0;
         for (int j = 0; j < per; j++) {
@@ -140,7 +142,7 @@ piece_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_p
 
 extern "C" tsr_status
 tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t in_pitch,
-                    int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+                    int64_t x0, int64_t y0, int64_t w, int64_t h, bool up, int bits, uint8_t *out,
                     size_t out_pitch, tsr_error *err)
 {
     if (!d || (bits != 1 && bits != 2 && bits != 4) || x0 < 0 || y0 < 0 || w < 0 || h < 0 ||
@@ -153,7 +155,7 @@ tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t 
     int64_t nb = (w + 8 / bits - 1) / (8 / bits);
     piece_kernel<<<tsr_grid2(nb, h), 256, 0, g->compute>>>(d->t, d->k, d->depth,
                                                            (const uint8_t *)in, in_pitch, x0, y0,
-                                                           w, h, bits, out, out_pitch);
+                                                           w, h, up, bits, out, out_pitch);
     TSR_LAUNCHED("dither band", err);
     return TSR_OK;
 }

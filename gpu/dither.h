@@ -34,13 +34,14 @@ tsr_gpu_dither_rows(const tsr_gpu_dither *g, const void *in, size_t in_pitch, in
                     void *stream, tsr_error *err);
 
 /* A band's rows dithered as the stream carries them (tsr_dither_piece: each row packed from
- * its first pixel x0, thresholds at root pixels (x0 + i, y0 + j), the last byte's padding 0)
+ * its first pixel x0, thresholds at root pixels (x0 + i, y0 + j), or y0 + h - 1 - j when up,
+ * the bottom row first, the last byte's padding 0)
  * from in (row j at in + j * in_pitch) to out (row j at out + j * out_pitch, every byte of
  * the row written), on g's compute stream, not waited for. TSR_EINVAL for bad arguments. */
 typedef struct tsr_gpu tsr_gpu;
 tsr_status
 tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t in_pitch,
-                    int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+                    int64_t x0, int64_t y0, int64_t w, int64_t h, bool up, int bits, uint8_t *out,
                     size_t out_pitch, tsr_error *err);
 
 /* tsr_dither_row through the device, from host memory to host memory (tests, and the check

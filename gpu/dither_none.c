@@ -37,10 +37,11 @@ tsr_gpu_dither_row_host(const tsr_dither *d, const void *samples, int depth, int
 
 tsr_status
 tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t in_pitch,
-                    int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
+                    int64_t x0, int64_t y0, int64_t w, int64_t h, bool up, int bits, uint8_t *out,
                     size_t out_pitch, tsr_error *err)
 {
     (void)g, (void)d, (void)in, (void)in_pitch, (void)x0, (void)y0, (void)w, (void)h, (void)bits;
+    (void)up;
     (void)out, (void)out_pitch;
     return NO_CUDA(err);
 }

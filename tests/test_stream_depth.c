@@ -159,8 +159,8 @@ Test(depth, the_gpu_gives_the_cpus_bits)
     if (!tsr_gpu_available())
         cr_skip_test("no GPU");
     /* swaths and raster rows packed on the device (each piece from its first pixel, a swath
-     * of odd width), and the host's way where the rows need more than the dither (bottom-up
-     * rows, bidirectional rows) */
+     * of odd width, bottom-up rows: y-up, serpentine swaths), and the host's way where the
+     * rows need more than the dither (bidirectional rows) */
     static const struct {
         int depth;
         const char *dither, *extra;
@@ -169,6 +169,7 @@ Test(depth, the_gpu_gives_the_cpus_bits)
         {2, "bayer8", NULL},
         {4, "threshold", "  order: swath\n  swath: {width: 37}\n"},
         {1, "bayer4", "  stage: {y-up: true}\n"},
+        {2, "blue16", "  order: swath\n  swath: {width: 40, serpentine: true}\n"},
         {1, "blue16", "  stage: {bidirectional: rows}\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
