@@ -14,15 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static tsr_error
-load_error(const char *text)
-{
-    tsr_error err = {0};
-    tsr_design *d = tsr_design_load_string(text, strlen(text), "t.yaml", TSR_SRC_DIR, NULL, &err);
-    cr_assert_null(d, "loaded: %s", text);
-    return err;
-}
-
 /* The sum of the root's float values over its whole rect. */
 static double
 area_of(const char *yaml)
@@ -136,22 +127,22 @@ Test(boolean_source, operands_are_in_the_fingerprint)
 
 Test(boolean_source, errors_name_the_operand)
 {
-    tsr_error e = load_error(design("union", "{shape: rect, rect: [0, 0, 5, 5]}, {gradient: linear,"
+    tsr_error e = th_load_error(design("union", "{shape: rect, rect: [0, 0, 5, 5]}, {gradient: linear,"
                                     " from: [0, 0], to: [1, 0], values: [0, 1]}", NULL, NULL));
     cr_assert(strstr(e.msg, "t.yaml:5:") && strstr(e.msg, "root.source.a[1]") &&
                   strstr(e.msg, "linear has no outline"),
               "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {boolean: union}\n");
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {boolean: union}\n");
     cr_assert(strstr(e.msg, "root.source") && strstr(e.msg, "needs its operands"), "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {boolean: union, a: 3}\n");
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {boolean: union, a: 3}\n");
     cr_assert(strstr(e.msg, "root.source.a") && strstr(e.msg, "sequence"), "%s", e.msg);
-    e = load_error(design("union", "{shape: circle, center: [0, 0], radius: -1}", NULL, NULL));
+    e = th_load_error(design("union", "{shape: circle, center: [0, 0], radius: -1}", NULL, NULL));
     cr_assert(strstr(e.msg, "root.source.a[0].radius"), "%s", e.msg);
-    e = load_error(design("nand", "{shape: rect, rect: [0, 0, 5, 5]}", NULL, NULL));
+    e = th_load_error(design("nand", "{shape: rect, rect: [0, 0, 5, 5]}", NULL, NULL));
     cr_assert(strstr(e.msg, "root.source.boolean"), "%s", e.msg);
-    e = load_error(design("union", "{shape: rect, rect: [0, 0, 5, 5]}", NULL, ", c: []"));
+    e = th_load_error(design("union", "{shape: rect, rect: [0, 0, 5, 5]}", NULL, ", c: []"));
     cr_assert(strstr(e.msg, "root.source.c"), "%s", e.msg);
-    e = load_error(design("union", "{shape: rect, rect: [0, 0, 5, 5]}", NULL, ", join: bevel"));
+    e = th_load_error(design("union", "{shape: rect, rect: [0, 0, 5, 5]}", NULL, ", join: bevel"));
     cr_assert(strstr(e.msg, "root.source.join"), "%s", e.msg);
 }
 

@@ -16,30 +16,6 @@
 
 TestSuite(layouts_source, .init = th_dir_make, .fini = th_dir_remove);
 
-static char *
-yaml(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-yaml(const char *fmt, ...)
-{
-    static char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
-/* The loader's error for a design text (NULL design expected). */
-static tsr_error
-load_error(const char *text)
-{
-    tsr_error err = {0};
-    tsr_design *d = tsr_design_load_string(text, strlen(text), "t.yaml", TSR_SRC_DIR, NULL, &err);
-    cr_assert_null(d, "loaded: %s", text);
-    return err;
-}
-
 Test(layouts_source, node_size_defaults_to_the_cell_box_in_pixels_rounded_up)
 {
     /* elements.gds: ELEMENTS, 1 nm database units; its box from the layout model itself */
@@ -53,13 +29,13 @@ Test(layouts_source, node_size_defaults_to_the_cell_box_in_pixels_rounded_up)
     double pitch = 0.3; /* um: the box is not a whole number of pixels */
     int64_t w = (int64_t)ceil((b[2] - b[0]) * l->dbu_m / (pitch * 1e-6));
     int64_t h = (int64_t)ceil((b[3] - b[1]) * l->dbu_m / (pitch * 1e-6));
-    tsr_design *d = th_design(yaml("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
+    tsr_design *d = th_design(th_fmt("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
                                    "elements.gds, layers: [[1, 0, 1]], pitch: 0.3}\n"));
     cr_assert_eq(d->root->w, w);
     cr_assert_eq(d->root->h, h);
     tsr_design_free(d);
     /* pitch_nm is the same pitch */
-    d = th_design(yaml("tessera: 1\nroot:\n  source: {layout: tests/layouts/elements.gds, "
+    d = th_design(th_fmt("tessera: 1\nroot:\n  source: {layout: tests/layouts/elements.gds, "
                        "layers: [[1, 0, 1]], pitch_nm: 300}\n"));
     cr_assert_eq(d->root->w, w);
     cr_assert_eq(d->root->h, h);
@@ -73,7 +49,7 @@ Test(layouts_source, node_size_defaults_to_the_cell_box_in_pixels_rounded_up)
  * at 1 um, covers columns 1..3 and, y flipped, rows 1..5 (y 5..0 um) exactly. */
 Test(layouts_source, window_top_left_is_pixel_zero_and_y_goes_up)
 {
-    tsr_design *d = th_design(yaml(
+    tsr_design *d = th_design(th_fmt(
         "tessera: 1\nroot:\n  fill: 0.25\n  source: {layout: tests/layouts/elements.gds, "
         "layers: [[1, 0, 0.75]], pitch: 1, window: [-1, -2, 3, 6]}\n"));
     cr_assert_eq(d->root->w, 4);
@@ -94,7 +70,7 @@ Test(layouts_source, window_top_left_is_pixel_zero_and_y_goes_up)
  * pixels; layer 1's second box starts at x = 8 um, so columns below 26 see only the first. */
 Test(layouts_source, off_grid_box_covers_by_its_exact_area)
 {
-    tsr_design *d = th_design(yaml(
+    tsr_design *d = th_design(th_fmt(
         "tessera: 1\nroot:\n  source: {layout: tests/layouts/elements.gds, "
         "layers: [[1, 0, 1]], pitch: 0.3, window: [-0.1, -1, 7, 5.1]}\n"));
     int64_t w = d->root->w, h = d->root->h;
@@ -116,9 +92,9 @@ Test(layouts_source, layers_blend_in_table_order)
 {
     const char *t = "tessera: 1\nroot:\n  fill: 0.5\n  source: {layout: tests/layouts/"
                     "elements.gds, layers: %s, pitch: 0.7}\n";
-    tsr_design *a = th_design(yaml(t, "[[1, 0, 1], [2, 0, 0.2]]"));
-    tsr_design *b = th_design(yaml(t, "[[1, 0, 1]]"));
-    tsr_design *c = th_design(yaml(t, "[[2, 0, 0.2]]"));
+    tsr_design *a = th_design(th_fmt(t, "[[1, 0, 1], [2, 0, 0.2]]"));
+    tsr_design *b = th_design(th_fmt(t, "[[1, 0, 1]]"));
+    tsr_design *c = th_design(th_fmt(t, "[[2, 0, 0.2]]"));
     cr_assert_eq(a->root->w, b->root->w);
     tsr_rect r = tsr_rect_make(0, 0, a->root->w, a->root->h);
     float *pa = th_rect(a, r, 0, 1), *pb = th_rect(b, r, 0, 1), *pc = th_rect(c, r, 0, 1);
@@ -138,7 +114,7 @@ Test(layouts_source, layers_blend_in_table_order)
 
 Test(layouts_source, tiles_and_threads_change_no_byte)
 {
-    tsr_design *d = th_design(yaml(
+    tsr_design *d = th_design(th_fmt(
         "tessera: 1\nroot:\n  fill: 0.1\n  source: {layout: tests/layouts/oasis_src.gds, "
         "layers: [[1, 0, 1], [2, 0, 0.5], [3, 0, 0.8]], pitch: 0.37}\n"));
     size_t n0 = 0;
@@ -172,13 +148,13 @@ same_bytes(const char *cell, int tol)
                     "layers: [[1, 0, 1], [2, 0, 0.6], [3, 0, 0.3], [4, 0, 0.9], [5, 0, 0.1], "
                     "[6, 0, 0.8], [7, 0, 0.5], [8, 0, 0.4], [9, 0, 0.7], [11, 0, 1], [12, 0, 0.2], "
                     "[13, 0, 0.35]], pitch: 0.45, window: [-10, -220, 560, 570]}\n";
-    tsr_design *g = th_design(yaml(t, "oasis_src.gds", cell));
+    tsr_design *g = th_design(th_fmt(t, "oasis_src.gds", cell));
     size_t ng = 0;
     uint8_t *bg = th_stream(g, 0, 2, &ng);
     static const char *const oas[] = {"oasis_plain_loose.oas", "oasis_plain_strict.oas",
                                       "oasis_cblock_loose.oas", "oasis_cblock_strict.oas"};
     for (size_t i = 0; i < 4; i++) {
-        tsr_design *o = th_design(yaml(t, oas[i], cell));
+        tsr_design *o = th_design(th_fmt(t, oas[i], cell));
         cr_assert_eq(o->root->w, g->root->w, "%s", oas[i]);
         cr_assert_eq(o->root->h, g->root->h, "%s", oas[i]);
         size_t no = 0;
@@ -217,8 +193,8 @@ Test(layouts_source, mirrored_overlapping_shapes_still_unite)
                     "%s, layers: [[4, 0, 1]], pitch: 0.37, window: [%s]}\n";
     /* MID places LEAF at (200, 0) mirrored: its layer-4 path (pieces that overlap at the
      * bends) is LEAF's own, flipped about y = 0 */
-    tsr_design *a = th_design(yaml(t, "LEAF", "-1, 30, 25, 45"));
-    tsr_design *b = th_design(yaml(t, "MID", "199, -45, 225, -30"));
+    tsr_design *a = th_design(th_fmt(t, "LEAF", "-1, 30, 25, 45"));
+    tsr_design *b = th_design(th_fmt(t, "MID", "199, -45, 225, -30"));
     int64_t w = a->root->w, h = a->root->h;
     cr_assert_eq(b->root->w, w);
     float *pa = th_rect(a, tsr_rect_make(0, 0, w, h), 0, 1);
@@ -234,11 +210,11 @@ Test(layouts_source, mirrored_overlapping_shapes_still_unite)
 
 Test(layouts_source, dxf_layers_are_named)
 {
-    tsr_design *d = th_design(yaml("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
+    tsr_design *d = th_design(th_fmt("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
                                    "shapes.dxf, layers: [[METAL, 1]], pitch: 100}\n"));
     cr_assert_gt(d->root->w, 0);
     tsr_design_free(d);
-    tsr_error err = load_error(yaml("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
+    tsr_error err = th_load_error(th_fmt("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
                                     "shapes.dxf, layers: [[NOPE, 1]], pitch: 100}\n"));
     cr_assert_eq(err.status, TSR_EINVAL);
     cr_assert(strstr(err.msg, "root.source.layout") && strstr(err.msg, "no layer named \"NOPE\""),
@@ -247,7 +223,7 @@ Test(layouts_source, dxf_layers_are_named)
 
 Test(layouts_source, check_tree_describes_the_layout)
 {
-    tsr_design *d = th_design(yaml("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
+    tsr_design *d = th_design(th_fmt("tessera: 1\nroot:\n  source: {layout: tests/layouts/"
                                    "elements.gds, layers: [[1, 0, 1], [9, 9, 1]], pitch: 1}\n"));
     char *buf = NULL;
     size_t len = 0;
@@ -274,7 +250,7 @@ Test(layouts_source, a_corrupt_file_names_the_byte_and_the_key)
     FILE *f = fopen(th_in_dir("cut.gds"), "wb");
     fwrite(b, 1, n / 2, f);
     fclose(f);
-    tsr_error err = load_error(yaml("tessera: 1\nroot:\n  source: {layout: %s, layers: "
+    tsr_error err = th_load_error(th_fmt("tessera: 1\nroot:\n  source: {layout: %s, layers: "
                                     "[[1, 0, 1]], pitch: 1}\n", th_in_dir("cut.gds")));
     cr_assert_eq(err.status, TSR_EINVAL);
     cr_assert(strstr(err.msg, "t.yaml:3:20: root.source.layout: ") && strstr(err.msg, "cut.gds") &&
@@ -286,12 +262,12 @@ Test(layouts_source, a_corrupt_file_names_the_byte_and_the_key)
 
 Test(layouts_source, not_a_layout_and_missing_files_are_bad_input)
 {
-    tsr_error err = load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/make_dxf.py, "
+    tsr_error err = th_load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/make_dxf.py, "
                                "layers: [[1, 0, 1]], pitch: 1}\n");
     cr_assert_eq(err.status, TSR_EINVAL);
     cr_assert(strstr(err.msg, "root.source.layout") && strstr(err.msg, "make_dxf.py"), "%s",
               err.msg);
-    err = load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/none.gds, "
+    err = th_load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/none.gds, "
                      "layers: [[1, 0, 1]], pitch: 1}\n");
     cr_assert_eq(err.status, TSR_EINVAL);
     cr_assert(strstr(err.msg, "none.gds") && strstr(err.msg, "No such file"), "%s", err.msg);
@@ -308,11 +284,11 @@ Test(layouts_source, several_top_cells_are_named)
     tsr_layout_free(l);
     free(path);
     if (tops > 1) {
-        err = load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/hierarchy.gds, "
+        err = th_load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/hierarchy.gds, "
                          "layers: [[1, 0, 1]], pitch: 1}\n");
         cr_assert(strstr(err.msg, "root.source.layout") && strstr(err.msg, "top"), "%s", err.msg);
     }
-    err = load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/hierarchy.gds, "
+    err = th_load_error("tessera: 1\nroot:\n  source: {layout: tests/layouts/hierarchy.gds, "
                      "cell: NO_SUCH_CELL, layers: [[1, 0, 1]], pitch: 1}\n");
     cr_assert(strstr(err.msg, "NO_SUCH_CELL"), "%s", err.msg);
 }
@@ -339,7 +315,7 @@ Test(layouts_source, parameters_are_checked)
         {"layers: [[1, 0, 1]], pitch: 1, cel: X", "did you mean 'cell'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        tsr_error err = load_error(yaml(base, cases[i].keys));
+        tsr_error err = th_load_error(th_fmt(base, cases[i].keys));
         cr_assert_eq(err.status, TSR_EINVAL, "%s", cases[i].keys);
         cr_assert(strstr(err.msg, cases[i].want), "%s: got '%s', expected '%s'", cases[i].keys,
                   err.msg, cases[i].want);

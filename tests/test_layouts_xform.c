@@ -11,35 +11,11 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 TestSuite(layouts_xform);
-
-static char *
-yaml(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *
-yaml(const char *fmt, ...)
-{
-    static char buf[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
-static tsr_error
-load_error(const char *text)
-{
-    tsr_error err = {0};
-    tsr_design *d = tsr_design_load_string(text, strlen(text), "t.yaml", TSR_SRC_DIR, NULL, &err);
-    cr_assert_null(d, "loaded: %s", text);
-    return err;
-}
 
 /* A design's whole root as floats; *w, *h its size. */
 static float *
@@ -136,7 +112,7 @@ Test(layouts_xform, pitch_and_window_in_units_are_the_plain_um)
         "pitch: 0.3um, window: [-0.1, -1, 7, 5.1]}\n",
     };
     for (size_t i = 0; i < sizeof spelt / sizeof *spelt; i++) {
-        float *got = pixels(yaml(FILE_KEYS "%s", spelt[i]), &w, &h);
+        float *got = pixels(th_fmt(FILE_KEYS "%s", spelt[i]), &w, &h);
         cr_assert(w == w0 && h == h0, "%s: %lldx%lld", spelt[i], (long long)w, (long long)h);
         cr_assert(memcmp(got, ref, (size_t)(w * h) * sizeof *got) == 0, "%s", spelt[i]);
         free(got);
@@ -208,9 +184,9 @@ Test(layouts_xform, the_pitch_from_pixel_is_in_the_canonical_form)
 {
     const char *t = "tessera: 1\n%sroot:\n  source: {layout: tests/layouts/elements.gds, "
                     "layers: [[1, 0, 1]]%s, window: [0, 0, 9, 9]}\n";
-    char *a = form(yaml(t, "pixel: 300nm\n", ""));
-    char *b = form(yaml(t, "pixel: 250nm\n", ""));
-    char *c = form(yaml(t, "", ", pitch_nm: 300"));
+    char *a = form(th_fmt(t, "pixel: 300nm\n", ""));
+    char *b = form(th_fmt(t, "pixel: 250nm\n", ""));
+    char *c = form(th_fmt(t, "", ", pitch_nm: 300"));
     cr_assert(strcmp(a, b) != 0);
     cr_assert_str_eq(a, c);
     free(a), free(b), free(c);
@@ -238,7 +214,7 @@ Test(layouts_xform, pitch_errors_name_the_keys)
         {"", ", pitch: 1, translate: [1e11, 0]}", "px from the window's corner"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        tsr_error err = load_error(yaml("tessera: 1\n%sroot:\n%s%s\n", cases[i].top, src,
+        tsr_error err = th_load_error(th_fmt("tessera: 1\n%sroot:\n%s%s\n", cases[i].top, src,
                                         cases[i].keys));
         cr_assert_eq(err.status, TSR_EINVAL, "%s", cases[i].keys);
         cr_assert(strstr(err.msg, cases[i].want), "%s: got '%s', expected '%s'", cases[i].keys,
@@ -268,7 +244,7 @@ Test(layouts_xform, turns_and_mirrors_move_the_pixels)
     double b[4];
     whole_box(b);
     int64_t aw, ah, w, h;
-    float *a = pixels(yaml(FILE_KEYS "pitch: 1, window: [%g, %g, %g, %g]}\n", b[0], b[1], b[2],
+    float *a = pixels(th_fmt(FILE_KEYS "pitch: 1, window: [%g, %g, %g, %g]}\n", b[0], b[1], b[2],
                            b[3]),
                       &aw, &ah);
     struct {
@@ -286,7 +262,7 @@ Test(layouts_xform, turns_and_mirrors_move_the_pixels)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const double *v = cases[i].win;
-        float *t = pixels(yaml(FILE_KEYS "pitch: 1, %s, window: [%g, %g, %g, %g]}\n",
+        float *t = pixels(th_fmt(FILE_KEYS "pitch: 1, %s, window: [%g, %g, %g, %g]}\n",
                                cases[i].keys, v[0], v[1], v[2], v[3]),
                           &w, &h);
         cr_assert_eq(w, cases[i].swap ? ah : aw, "%s", cases[i].keys);
@@ -311,20 +287,20 @@ Test(layouts_xform, scale_and_translate_move_the_edges)
     double b[4];
     whole_box(b);
     int64_t aw, ah, w, h;
-    float *a = pixels(yaml(FILE_KEYS "pitch: 0.5, window: [%g, %g, %g, %g]}\n", b[0], b[1], b[2],
+    float *a = pixels(th_fmt(FILE_KEYS "pitch: 0.5, window: [%g, %g, %g, %g]}\n", b[0], b[1], b[2],
                            b[3]),
                       &aw, &ah);
-    float *s = pixels(yaml(FILE_KEYS "pitch: 1.25, scale: 2.5, window: [%g, %g, %g, %g]}\n",
+    float *s = pixels(th_fmt(FILE_KEYS "pitch: 1.25, scale: 2.5, window: [%g, %g, %g, %g]}\n",
                            2.5 * b[0], 2.5 * b[1], 2.5 * b[2], 2.5 * b[3]),
                       &w, &h);
     cr_assert(w == aw && h == ah, "%lldx%lld", (long long)w, (long long)h);
     same_under(a, aw, ah, s, w, h, same, 1e-6, "scale 2.5");
     free(s);
-    float *moved = pixels(yaml(FILE_KEYS "pitch: 0.5, window: [%.17g, %.17g, %.17g, %.17g]}\n",
+    float *moved = pixels(th_fmt(FILE_KEYS "pitch: 0.5, window: [%.17g, %.17g, %.17g, %.17g]}\n",
                                b[0] - 0.3 * 0.5, b[1] + 0.45 * 0.5, b[2] - 0.3 * 0.5,
                                b[3] + 0.45 * 0.5),
                           &aw, &ah);
-    float *t = pixels(yaml(FILE_KEYS "pitch: 0.5, translate: [0.3, 0.45], window: [%g, %g, %g, "
+    float *t = pixels(th_fmt(FILE_KEYS "pitch: 0.5, translate: [0.3, 0.45], window: [%g, %g, %g, "
                                      "%g]}\n",
                            b[0], b[1], b[2], b[3]),
                       &w, &h);
@@ -426,12 +402,12 @@ Test(layouts_xform, circles_follow_the_transform)
                     "CIRCLES, layers: [[20, 0, 1], [21, 3, 0.5]], pitch: %g, window: [%g, %g, %g, "
                     "%g]%s}\n";
     int64_t aw, ah, w, h;
-    float *a = pixels(yaml(t, 0.05, -3.0, -4.0, 21.0, 5.0, ""), &aw, &ah);
-    float *s = pixels(yaml(t, 0.1, -6.0, -8.0, 42.0, 10.0, ", scale: 2"), &w, &h);
+    float *a = pixels(th_fmt(t, 0.05, -3.0, -4.0, 21.0, 5.0, ""), &aw, &ah);
+    float *s = pixels(th_fmt(t, 0.1, -6.0, -8.0, 42.0, 10.0, ", scale: 2"), &w, &h);
     cr_assert(w == aw && h == ah, "%lldx%lld", (long long)w, (long long)h);
     same_under(a, aw, ah, s, w, h, same, 1e-6, "circles, scale 2");
     free(s);
-    float *r = pixels(yaml(t, 0.05, -5.0, -3.0, 4.0, 21.0, ", rotate: 90"), &w, &h);
+    float *r = pixels(th_fmt(t, 0.05, -5.0, -3.0, 4.0, 21.0, ", rotate: 90"), &w, &h);
     cr_assert(w == ah && h == aw, "%lldx%lld", (long long)w, (long long)h);
     /* a circle's chords start at the same pixel-space angle whichever way the layout is
      * turned: the turned polygon is another one, within the arc tolerance (1/1024 px) */

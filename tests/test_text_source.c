@@ -15,15 +15,6 @@
 
 #define DEJAVU "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
-static tsr_error
-load_error(const char *text)
-{
-    tsr_error err = {0};
-    tsr_design *d = tsr_design_load_string(text, strlen(text), "t.yaml", TSR_SRC_DIR, NULL, &err);
-    cr_assert_null(d, "loaded: %s", text);
-    return err;
-}
-
 Test(text_source, builtin_cells_land_where_the_anchor_puts_them)
 {
     /* "HI" at 7 px (1 px cells), top-left anchor at (3, 2): H's columns 0 and 4 and its bar,
@@ -139,21 +130,21 @@ Test(text_source, the_string_and_the_font_are_in_the_fingerprint)
 
 Test(text_source, errors_name_the_place_and_the_key)
 {
-    tsr_error e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: \"caf\\u00e9\", "
+    tsr_error e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: \"caf\\u00e9\", "
                              "height: 7}\n");
     cr_assert_eq(e.status, TSR_EINVAL);
     cr_assert(strstr(e.msg, "t.yaml:4:") && strstr(e.msg, "root.source.text:") &&
                   strstr(e.msg, "U+00E9") && strstr(e.msg, "byte 3"),
               "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
                    "font: tests/no-such-font.ttf}\n");
     cr_assert(strstr(e.msg, "t.yaml:4:") && strstr(e.msg, "root.source.font:") &&
                   strstr(e.msg, "no-such-font.ttf"),
               "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
                    "font: tests/CMakeLists.txt}\n");
     cr_assert(strstr(e.msg, "root.source.font:") && strstr(e.msg, "not a font"), "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: \"\", height: 7}\n");
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: \"\", height: 7}\n");
     cr_assert(strstr(e.msg, "root.source.text") && strstr(e.msg, "empty"), "%s", e.msg);
     /* with a pitch, height and position take units; an angle does not */
     tsr_design *d = th_design("tessera: 1\npixel: 0.5um\nroot:\n  size: [40, 20]\n  source: "
@@ -162,12 +153,12 @@ Test(text_source, errors_name_the_place_and_the_key)
                   d->root->source->position[1] == 1,
               "height %g", d->root->source->height);
     tsr_design_free(d);
-    e = load_error("tessera: 1\npixel: 0.5um\nroot:\n  size: [9, 9]\n  source: {text: A, "
+    e = th_load_error("tessera: 1\npixel: 0.5um\nroot:\n  size: [9, 9]\n  source: {text: A, "
                    "height: 7, rotate: 30um}\n");
     cr_assert(strstr(e.msg, "root.source.rotate"), "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A}\n");
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A}\n");
     cr_assert(strstr(e.msg, "height"), "%s", e.msg);
-    e = load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
+    e = th_load_error("tessera: 1\nroot:\n  size: [9, 9]\n  source: {text: A, height: 7, "
                    "align: middle}\n");
     cr_assert(strstr(e.msg, "root.source.align"), "%s", e.msg);
 }

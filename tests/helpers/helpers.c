@@ -48,6 +48,26 @@ th_design(const char *yaml)
     return d;
 }
 
+tsr_error
+th_load_error(const char *yaml)
+{
+    tsr_error err = {0};
+    tsr_design *d = tsr_design_load_string(yaml, strlen(yaml), "t.yaml", TSR_SRC_DIR, NULL, &err);
+    cr_assert_null(d, "loaded: %s", yaml);
+    return err;
+}
+
+char *
+th_fmt(const char *fmt, ...)
+{
+    static char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
 tsr_design *
 th_design_deferred(const char *yaml, const char *name)
 {

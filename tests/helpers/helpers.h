@@ -27,6 +27,14 @@ char *th_src(const char *rel);
  * failure with the loader's message. */
 tsr_design *th_design(const char *yaml);
 
+/* The loader's error for a design text that must not load (named "t.yaml", files relative to
+ * the source tree); fails the test when it loads. */
+tsr_error th_load_error(const char *yaml);
+
+/* printf into a static buffer (4 KiB; the next call overwrites it): a design text made from a
+ * template in a test. */
+char *th_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* The same as tsr_engine_load loads a design: image headers only, decoding and tables left to
  * tsr_engine_new (tsr_design_opts.defer). `name` stands for the file in messages. */
 tsr_design *th_design_deferred(const char *yaml, const char *name);
