@@ -132,7 +132,7 @@ Test(aa_exact, tiles_and_threads_change_no_byte)
     uint8_t *ref = th_stream(d, 512, 1, &n0);
     static const int64_t tiles[] = {7, 64};
     for (size_t t = 0; t < 2; t++)
-        for (int threads = 1; threads <= 2; threads++) {
+        for (int threads = th_threads_from(tiles[t]); threads <= 2; threads++) {
             size_t n = 0;
             uint8_t *got = th_stream(d, tiles[t], threads, &n);
             cr_assert_eq(n, n0);

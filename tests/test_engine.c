@@ -102,11 +102,14 @@ Test(engine, test_designs_stream_identically_at_every_tile_size_and_thread_count
 {
     /* tests/designs/good/ are loader fixtures (some name absent images on purpose): not here */
     const char *sets[] = {"tests/oracle/designs/*.yaml"};
-    size_t count = 0;
+    size_t count = 0, step = th_sample_step(); /* every one, or every 2nd under sanitizers */
     for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
         char **files = th_glob(sets[s]);
-        for (size_t i = 0; files[i]; i++, count++)
-            assert_stream_invariant(files[i]);
+        for (size_t i = 0; files[i]; i++)
+            if (i % step == 0) {
+                assert_stream_invariant(files[i]);
+                count++;
+            }
         th_glob_free(files);
     }
     cr_assert(count > 0, "no test designs found");

@@ -391,3 +391,9 @@ th_run(const char *fmt, ...)
     int st = system(cmd);
     return st == -1 ? -1 : WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+int
+th_threads_from(int64_t tile)
+{
+    return th_sample_step() > 1 && tile < 64 ? 2 : 1;
+}

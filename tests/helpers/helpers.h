@@ -62,6 +62,11 @@ void th_glob_free(char **v);
  * build); 1 elsewhere. The files kept are the 0th, kth, 2kth, ... of the sorted list. */
 size_t th_sample_step(void);
 
+/* The first thread count a tile-invariance pass takes at tile size `tile`: 1, or 2 under the
+ * sanitizers (th_sample_step() > 1) for tiles below 64 px, whose passes rebuild each shape per
+ * tile and cost most there; the normal build runs 1 and 2 threads at every size. */
+int th_threads_from(int64_t tile);
+
 /* A scratch folder for a suite's tests (Criterion `.init = th_dir_make, .fini =
  * th_dir_remove`; each test runs in its own process, so each gets a fresh one): th_dir() is its
  * path, th_in_dir(name) a path inside it (static storage, 4 slots in turn). */
