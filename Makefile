@@ -52,9 +52,9 @@ check: test asan
 # renders, waits and Python readers whose code other suites run here: tests/CMakeLists.txt
 # lists them), which kept CI over its 15 minutes. Everything else runs,
 # the alloc-failure and limits suites included; suites that render every example render every
-# 2nd here (TSR_TEST_SAMPLE=2). A clean clone's `make check` took 15 min 2 s and 15 min 24 s on
-# the 2-core machine on 2026-11-27 (normal suite ~305 s of ctest, this half 329-345 s, the two
-# builds ~270 s; docs/reliability.md §13).
+# 2nd here (TSR_TEST_SAMPLE=2), and their small-tile passes take 2 threads only. A clean
+# clone's `make check` took 15-16.5 min on the 2-core machine on 2026-11-27, 15 min 9 s last
+# (normal suite 313 s of ctest, this half 324 s, the two builds ~270 s; docs/reliability.md §13).
 asan: deps
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	    -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g" -DCMAKE_C_FLAGS="-fsanitize=float-cast-overflow" \
