@@ -500,6 +500,34 @@ done:
     return st;
 }
 
+/* A team job's errors: each worker's own (errs[w]), and the first worker that failed, whose
+ * error is the job's; once one fails the rest of the items are skipped. */
+typedef struct team_errs {
+    tsr_error *errs;     /* [threads] */
+    _Atomic int failed;  /* set once */
+    _Atomic int first;
+} team_errs;
+
+/* After worker w's item: record w when its error is the job's first. */
+static void
+team_errs_note(team_errs *t, int w)
+{
+    if (t->errs[w].status != TSR_OK && atomic_exchange(&t->failed, 1) == 0)
+        atomic_store(&t->first, w);
+}
+
+/* The job's status, its first error into err. */
+static tsr_status
+team_errs_take(team_errs *t, tsr_error *err)
+{
+    if (!atomic_load(&t->failed))
+        return TSR_OK;
+    const tsr_error *e = &t->errs[atomic_load(&t->first)];
+    if (err)
+        *err = *e;
+    return e->status;
+}
+
 /* One band's root rects, shared by the team (cpu/pool.c). */
 typedef struct batch {
     tsr_cpu *cp;
@@ -510,9 +538,7 @@ typedef struct batch {
     void *ctx;
     int64_t maxpx;
     float **px;          /* [threads] each worker's rect buffer, made on its first rect */
-    tsr_error *errs;     /* [threads] */
-    _Atomic int failed;  /* set once: the rest are skipped */
-    _Atomic int first;   /* the worker whose error is reported */
+    team_errs te;
 } batch;
 
 /* The k-th rect claimed is rect far_order(k): 0, n-1, 1, n-2, ... Threads claim in turn, so
@@ -531,8 +557,8 @@ batch_rect(void *ctx, int w, size_t k)
 {
     batch *b = ctx;
     tsr_cpu *cp = b->cp;
-    tsr_error *mine = &b->errs[w];
-    if (atomic_load(&b->failed))
+    tsr_error *mine = &b->te.errs[w];
+    if (atomic_load(&b->te.failed))
         return;
     if (b->far)
         k = far_order(k, b->n);
@@ -546,8 +572,7 @@ batch_rect(void *ctx, int w, size_t k)
             b->emit(b->ctx, k, b->px[w]);
         tsr_stop_bind(NULL);
     }
-    if (mine->status != TSR_OK && atomic_exchange(&b->failed, 1) == 0)
-        atomic_store(&b->first, w);
+    team_errs_note(&b->te, w);
 }
 
 tsr_status
@@ -566,17 +591,15 @@ typedef struct strips {
     tsr_rect r;
     float *px;
     int64_t rows;        /* per strip; the last is shorter */
-    tsr_error *errs;     /* [threads] */
-    _Atomic int failed;
-    _Atomic int first;
+    team_errs te;
 } strips;
 
 static void
 strip_rect(void *ctx, int w, size_t k)
 {
     strips *b = ctx;
-    tsr_error *mine = &b->errs[w];
-    if (atomic_load(&b->failed) || mine->status != TSR_OK)
+    tsr_error *mine = &b->te.errs[w];
+    if (atomic_load(&b->te.failed) || mine->status != TSR_OK)
         return;
     int64_t y = b->r.y + (int64_t)k * b->rows;
     int64_t h = b->r.y + b->r.h - y < b->rows ? b->r.y + b->r.h - y : b->rows;
@@ -588,8 +611,7 @@ strip_rect(void *ctx, int w, size_t k)
         tsr_cpu_compute(b->cp, b->n, sub, b->px + (size_t)(y - b->r.y) * (size_t)b->r.w, mine);
         tsr_stop_bind(NULL);
     }
-    if (mine->status != TSR_OK && atomic_exchange(&b->failed, 1) == 0)
-        atomic_store(&b->first, w);
+    team_errs_note(&b->te, w);
 }
 
 tsr_status
@@ -608,17 +630,12 @@ tsr_cpu_compute_team(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_
     size_t nstrips = (size_t)((r.h + rows - 1) / rows);
     if (threads == 1 || nstrips < 2)
         return tsr_cpu_compute(cp, n, r, px, err);
-    strips b = {cp, n, r, px, rows, calloc((size_t)threads, sizeof(tsr_error)), 0, 0};
-    if (!b.errs)
+    strips b = {cp, n, r, px, rows, {calloc((size_t)threads, sizeof(tsr_error)), 0, 0}};
+    if (!b.te.errs)
         return tsr_fail(err, TSR_ENOMEM, "out of memory (strips of %s)", n->name);
     tsr_pool_run(cp->pool, nstrips, strip_rect, &b);
-    st = TSR_OK;
-    if (atomic_load(&b.failed)) {
-        st = b.errs[atomic_load(&b.first)].status;
-        if (err)
-            *err = b.errs[atomic_load(&b.first)];
-    }
-    free(b.errs);
+    st = team_errs_take(&b.te, err);
+    free(b.te.errs);
     return st;
 }
 
@@ -629,30 +646,25 @@ tsr_cpu_root_batch(tsr_cpu *cp, const tsr_rect *rects, size_t n, tsr_emit_fn emi
     tsr_status st = tsr_cpu_team(cp, err);
     if (st != TSR_OK)
         return st;
-    batch b = {cp, rects, n, false, emit, ctx, 0, NULL, NULL, 0, 0};
+    batch b = {cp, rects, n, false, emit, ctx, 0, NULL, {NULL, 0, 0}};
     for (size_t k = 0; k < n; k++)
         if (rects[k].w * rects[k].h > b.maxpx)
             b.maxpx = rects[k].w * rects[k].h;
     int threads = tsr_pool_threads(cp->pool);
     b.far = threads > 1; /* one thread keeps neighbours in turn: their shared tiles stay warm */
     b.px = calloc((size_t)threads, sizeof *b.px);
-    b.errs = calloc((size_t)threads, sizeof *b.errs);
-    if (!b.px || !b.errs) {
+    b.te.errs = calloc((size_t)threads, sizeof *b.te.errs);
+    if (!b.px || !b.te.errs) {
         free(b.px);
-        free(b.errs);
+        free(b.te.errs);
         return tsr_fail(err, TSR_ENOMEM, "out of memory (band)");
     }
     tsr_pool_run(cp->pool, n, batch_rect, &b);
     for (int w = 0; w < threads; w++)
         free(b.px[w]);
-    st = TSR_OK;
-    if (atomic_load(&b.failed)) {
-        st = b.errs[atomic_load(&b.first)].status;
-        if (err)
-            *err = b.errs[atomic_load(&b.first)];
-    }
+    st = team_errs_take(&b.te, err);
     free(b.px);
-    free(b.errs);
+    free(b.te.errs);
     return st;
 }
 

@@ -656,6 +656,14 @@ pipe_rows(pipeline *p, const pipe_slot *s, tsr_error *err)
     return st;
 }
 
+/* Whether a band's rows need host work besides the dither: overlaps feathered (its lead and
+ * trail columns), rows reversed or padded, bit planes (docs/outputs.md §7, §8). */
+static bool
+stage_rows(const tsr_output *o, int64_t lead, int64_t trail)
+{
+    return o->mirror_x || o->bidir || o->overscan || o->planes || lead || trail;
+}
+
 /* Complete the oldest band and give it to the writer. */
 static tsr_status
 pipe_pop(pipeline *p, tsr_error *err)
@@ -665,8 +673,7 @@ pipe_pop(pipeline *p, tsr_error *err)
     p->head = (p->head + 1) % PIPE_MAX;
     p->n--;
     const tsr_output *o = &p->e->d->out;
-    if (st == TSR_OK && !s.packed &&
-        (p->dither || o->mirror_x || o->bidir || o->overscan || o->planes || s.lead || s.trail))
+    if (st == TSR_OK && !s.packed && (p->dither || stage_rows(o, s.lead, s.trail)))
         st = pipe_rows(p, &s, err);
     if (st != TSR_OK)
         return st;
@@ -714,8 +721,7 @@ pipe_push(pipeline *p, int64_t x, int64_t w, int64_t y, int64_t h, bool up, uint
     /* a band whose rows need only the dither may come back packed from the backend (the GPU
      * dithers on the device and copies an eighth of the bytes at depth 1) */
     const tsr_output *o = &p->e->d->out;
-    bool packed = false, only_dither = p->dither && !o->mirror_x && !o->bidir && !o->overscan &&
-                                       !o->planes && !p->lead && !p->trail;
+    bool packed = false, only_dither = p->dither && !stage_rows(o, p->lead, p->trail);
     tsr_band_job j = {x, w, y, h, up, bps, buf, p->seq++, p->computed,
                       only_dither ? p->dither : NULL, &packed};
     tsr_status st = p->e->ops->submit(p->e->bk, &j, err);

@@ -937,11 +937,14 @@ gpu_attach(void *bk, uint8_t *mem, size_t len, tsr_error *err)
      * the arena has no room for these, the host dithers as before */
     if (s->ctx->d->out.bits) {
         tsr_error ignore;
+        size_t mark = tsr_gpu_mark(s->g);
         s->pslot_bytes = s->slot_bytes / 2 + 4096;
         for (int k = 0; k < DEPTH; k++)
             s->pslot[k] = tsr_gpu_alloc(s->g, s->pslot_bytes, &ignore);
-        if (!s->pslot[DEPTH - 1])
+        if (!s->pslot[DEPTH - 1]) { /* all or none: what was carved goes back */
+            tsr_gpu_reset(s->g, mark);
             memset(s->pslot, 0, sizeof s->pslot);
+        }
     }
     s->att_mem = mem;
     s->att_len = len;

@@ -61,6 +61,26 @@ tsr_gpu_dither_free(tsr_gpu_dither *g)
     free(g);
 }
 
+/* Sample i of a row of `depth`-bit samples (16-bit little-endian). */
+__device__ static inline uint32_t
+sample_of(const uint8_t *s, int depth, size_t i)
+{
+    return depth == 8 ? s[i] : (uint32_t)s[2 * i] | (uint32_t)s[2 * i + 1] << 8;
+}
+
+/* The launchers' one argument check: TSR_EINVAL naming them, else TSR_OK. */
+static tsr_status
+check_args(const tsr_gpu_dither *d, int bits, int64_t x0, int64_t y0, int64_t w, int64_t h,
+           tsr_error *err)
+{
+    if (!d || (bits != 1 && bits != 2 && bits != 4) || x0 < 0 || y0 < 0 || w < 0 || h < 0 ||
+        x0 > INT64_MAX / 8 - w)
+        return tsr_fail(err, TSR_EINVAL, "gpu: dither: bad arguments (bits %d, %lld x %lld at "
+                        "%lld, %lld)", bits, (long long)w, (long long)h, (long long)x0,
+                        (long long)y0);
+    return TSR_OK;
+}
+
 static __global__ void
 dither_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_pitch,
               int64_t x0, int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out,
@@ -80,9 +100,8 @@ dither_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_
             int64_t x = xa + j;
             if (x < x0 || x >= x0 + w)
                 continue;
-            size_t i = (size_t)(x - x0);
-            uint32_t smp = depth == 8 ? s[i] : (uint32_t)s[2 * i] | (uint32_t)s[2 * i + 1] << 8;
-            uint32_t lv = tsr_dm_level(smp, max, levels, trow[(uint64_t)x & m]);
+            uint32_t lv = tsr_dm_level(sample_of(s, depth, (size_t)(x - x0)), max, levels,
+                                       trow[(uint64_t)x & m]);
             int sh = tsr_dm_shift(x, bits);
             v = (v & ~(levels << sh)) | (lv << sh);
         }
@@ -95,13 +114,9 @@ tsr_gpu_dither_rows(const tsr_gpu_dither *g, const void *in, size_t in_pitch, in
                     int64_t y0, int64_t w, int64_t h, int bits, uint8_t *out, size_t out_pitch,
                     void *stream, tsr_error *err)
 {
-    if (!g || (bits != 1 && bits != 2 && bits != 4) || x0 < 0 || y0 < 0 || w < 0 || h < 0 ||
-        x0 > INT64_MAX / 8 - w)
-        return tsr_fail(err, TSR_EINVAL, "gpu: dither: bad arguments (bits %d, %lld x %lld at "
-                        "%lld, %lld)", bits, (long long)w, (long long)h, (long long)x0,
-                        (long long)y0);
-    if (w == 0 || h == 0)
-        return TSR_OK;
+    tsr_status st = check_args(g, bits, x0, y0, w, h, err);
+    if (st != TSR_OK || w == 0 || h == 0)
+        return st;
     int per = 8 / bits;
     int64_t nb = (x0 + w + per - 1) / per - x0 / per;
     dither_kernel<<<tsr_grid2(nb, h), 256, 0, (cudaStream_t)stream>>>(
@@ -114,8 +129,7 @@ tsr_gpu_dither_rows(const tsr_gpu_dither *g, const void *in, size_t in_pitch, in
 /* A band's rows as the stream packs them (nodes/dither.c tsr_dither_piece): pixel i of a row
  * piece in bits [8 - bits (i % per + 1), ...) of byte i / per, counted from the piece's first
  * pixel x0, the thresholds at the root's (x0 + i, y), row j at y0 + j (up: y0 + h - 1 - j); the
- * last byte's padding 0. One thread
- * per output byte, every byte written. */
+ * last byte's padding 0. One thread per output byte, every byte written. */
 static __global__ void
 piece_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_pitch,
              int64_t x0, int64_t y0, int64_t w, int64_t h, bool up, int bits, uint8_t *out,
@@ -132,8 +146,8 @@ piece_kernel(const uint16_t *t, int k, int depth, const uint8_t *in, size_t in_p
             int64_t i = lb * per + j;
             if (i >= w)
                 break;
-            uint32_t smp = depth == 8 ? s[i] : (uint32_t)s[2 * i] | (uint32_t)s[2 * i + 1] << 8;
-            v |= tsr_dm_level(smp, max, levels, trow[(uint64_t)(x0 + i) & m])
+            v |= tsr_dm_level(sample_of(s, depth, (size_t)i), max, levels,
+                              trow[(uint64_t)(x0 + i) & m])
                  << (8 - bits * (j + 1));
         }
         out[(size_t)ly * out_pitch + (size_t)lb] = (uint8_t)v;
@@ -145,13 +159,9 @@ tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t 
                     int64_t x0, int64_t y0, int64_t w, int64_t h, bool up, int bits, uint8_t *out,
                     size_t out_pitch, tsr_error *err)
 {
-    if (!d || (bits != 1 && bits != 2 && bits != 4) || x0 < 0 || y0 < 0 || w < 0 || h < 0 ||
-        x0 > INT64_MAX / 8 - w)
-        return tsr_fail(err, TSR_EINVAL, "gpu: dither: bad arguments (bits %d, %lld x %lld at "
-                        "%lld, %lld)", bits, (long long)w, (long long)h, (long long)x0,
-                        (long long)y0);
-    if (w == 0 || h == 0)
-        return TSR_OK;
+    tsr_status st = check_args(d, bits, x0, y0, w, h, err);
+    if (st != TSR_OK || w == 0 || h == 0)
+        return st;
     int64_t nb = (w + 8 / bits - 1) / (8 / bits);
     piece_kernel<<<tsr_grid2(nb, h), 256, 0, g->compute>>>(d->t, d->k, d->depth,
                                                            (const uint8_t *)in, in_pitch, x0, y0,

@@ -41,7 +41,6 @@ tsr_gpu_dither_band(tsr_gpu *g, const tsr_gpu_dither *d, const void *in, size_t 
                     size_t out_pitch, tsr_error *err)
 {
     (void)g, (void)d, (void)in, (void)in_pitch, (void)x0, (void)y0, (void)w, (void)h, (void)bits;
-    (void)up;
-    (void)out, (void)out_pitch;
+    (void)up, (void)out, (void)out_pitch;
     return NO_CUDA(err);
 }
