@@ -75,6 +75,7 @@ tsr_cli_tune_from_env(tsr_error *err)
     t.no_gpu = flag("TSR_NOGPU");
     t.gpu_trace = flag("TSR_GPU_TRACE");
     t.gpu_blur_unstaged = flag("TSR_GPU_BLUR_UNSTAGED");
+    t.gpu_host_serial = flag("TSR_GPU_HOST_SERIAL");
     t.gpus_on_cpu = flag("TSR_MULTI_CPU");
     t.no_vmsplice = flag("TSR_NO_VMSPLICE");
     const char *f = getenv("TSR_FAULT");

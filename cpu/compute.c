@@ -640,6 +640,22 @@ tsr_cpu_compute_team(tsr_cpu *cp, const tsr_node *n, tsr_rect r, float *px, tsr_
 }
 
 tsr_status
+tsr_cpu_team_run(tsr_cpu *cp, size_t n, void (*fn)(void *fctx, int worker, size_t k), void *fctx,
+                 tsr_error *err)
+{
+    tsr_status st = tsr_cpu_team(cp, err);
+    if (st == TSR_OK)
+        tsr_pool_run(cp->pool, n, fn, fctx);
+    return st;
+}
+
+int
+tsr_cpu_team_threads(const tsr_cpu *cp)
+{
+    return cp->ctx->threads > 0 ? cp->ctx->threads : 1;
+}
+
+tsr_status
 tsr_cpu_root_batch(tsr_cpu *cp, const tsr_rect *rects, size_t n, tsr_emit_fn emit, void *ctx,
                    tsr_error *err)
 {

@@ -39,6 +39,17 @@ tsr_cpu_compute(tsr_cpu *c, const tsr_node *n, tsr_rect r, float *px, tsr_error 
 tsr_status
 tsr_cpu_compute_team(tsr_cpu *c, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);
 
+/* fn(fctx, worker, k) for every k in [0, n) on c's team (started if need be), the caller
+ * included, workers 0 .. tsr_cpu_team_threads - 1: host work of the GPU backend that is not a
+ * node (a chunk's polygons in pieces). Same rule as tsr_cpu_compute_team: one job at a time. */
+tsr_status
+tsr_cpu_team_run(tsr_cpu *c, size_t n, void (*fn)(void *fctx, int worker, size_t k), void *fctx,
+                 tsr_error *err);
+
+/* The team's size as tsr_cpu_team_run numbers its workers (the context's threads). */
+int
+tsr_cpu_team_threads(const tsr_cpu *c);
+
 /* The same without the periodic shortcut: fill, source, then every edge. */
 tsr_status
 tsr_cpu_compute_direct(tsr_cpu *c, const tsr_node *n, tsr_rect r, float *px, tsr_error *err);

@@ -386,6 +386,13 @@ tsr_geom_reach(tsr_rect r)
 tsr_status
 tsr_geom_edges_build(const tsr_geom_polys *p, tsr_rect r, tsr_geom_edges *out, tsr_error *err)
 {
+    return tsr_geom_edges_build_in(p, r, r, out, err);
+}
+
+tsr_status
+tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_geom_edges *out,
+                        tsr_error *err)
+{
     out->n = 0;
     out->r = r;
     if (!out->first && !(out->first = calloc(1, sizeof *out->first)))
@@ -398,15 +405,17 @@ tsr_geom_edges_build(const tsr_geom_polys *p, tsr_rect r, tsr_geom_edges *out, t
         return tsr_fail(err, TSR_EINVAL,
                         "geom: rect %lld,%lld %lldx%lld: must lie within +-2^37 px",
                         (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h);
-    if (tsr_rect_empty(r) || p->nring == 0)
+    part = tsr_rect_intersect(part, r);
+    if (tsr_rect_empty(part) || p->nring == 0)
         return TSR_OK;
     int64_t *q = NULL;
     tsr_status st = tsr_geom_quantize(p, "", &q, err);
     if (st != TSR_OK)
         return st;
-    /* the blocks that meet r; a ring is binned into those its box, grown by the margin, meets */
-    int64_t gx0 = tsr_floor_div(r.x, B), gx1 = tsr_floor_div(x1 - 1, B);
-    int64_t gy0 = tsr_floor_div(r.y, B), gy1 = tsr_floor_div(y1 - 1, B);
+    /* the blocks that meet the part; a ring is binned into those its box, grown by the margin,
+     * meets */
+    int64_t gx0 = tsr_floor_div(part.x, B), gx1 = tsr_floor_div(part.x + part.w - 1, B);
+    int64_t gy0 = tsr_floor_div(part.y, B), gy1 = tsr_floor_div(part.y + part.h - 1, B);
     size_t nbx = (size_t)(gx1 - gx0 + 1), nby = (size_t)(gy1 - gy0 + 1), nb = nbx * nby;
     ring *rings = malloc(p->nring * sizeof *rings);
     size_t *cnt = calloc(nb + 1, sizeof *cnt);

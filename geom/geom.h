@@ -171,4 +171,33 @@ tsr_geom_resolve(const int64_t *acc, int64_t w, int64_t h, float *out);
 tsr_status
 tsr_geom_coverage(const tsr_geom_polys *p, tsr_rect r, float *out, tsr_error *err);
 
+/* ---- the edges of a large rect in pieces, on a team ------------------------------------------ */
+
+/* A team of threads that runs fn(fctx, worker, k) for every k in [0, n), workers numbered 0 ..
+ * threads - 1, and returns when all are done (cpu/'s team, lent by the GPU backend). */
+typedef void (*tsr_geom_item_fn)(void *fctx, int worker, size_t k);
+typedef struct tsr_geom_team {
+    tsr_status (*run)(void *team, size_t n, tsr_geom_item_fn fn, void *fctx, tsr_error *err);
+    void *team;
+    int threads;
+} tsr_geom_team;
+
+/* The polygon sets that decide rect r (every polygon meeting tsr_geom_reach(r)): sets[0 ..
+ * nsets) are empty on entry. Called from several threads at once on distinct rects. */
+typedef tsr_status (*tsr_geom_make_fn)(void *mctx, tsr_rect r, tsr_geom_polys *sets,
+                                       tsr_error *err);
+
+/* Rows of a piece of tsr_geom_edges_pieces (one block row) and its width in blocks. */
+#define TSR_GEOM_PIECE_BLOCKS 16
+
+/* out[0 .. nsets) (initialized; each replaced) = the edges of each set over r, made in pieces of one block
+ * row by TSR_GEOM_PIECE_BLOCKS blocks, aligned to the plane's blocks, on the team (NULL: this
+ * thread): make() for the piece, tsr_geom_edges_build of each set, and the pieces' lists joined
+ * in block order. The lists are those one tsr_geom_edges_build over r with every polygon that
+ * meets tsr_geom_reach(r) gives, edge for edge: a block's edges depend on its polygons only.
+ * The first piece's error is returned (out emptied); TSR_ENOMEM. */
+tsr_status
+tsr_geom_edges_pieces(tsr_rect r, size_t nsets, tsr_geom_make_fn make, void *mctx,
+                      const tsr_geom_team *team, tsr_geom_edges *out, tsr_error *err);
+
 #endif

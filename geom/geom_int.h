@@ -11,4 +11,12 @@
 tsr_status
 tsr_geom_quantize(const tsr_geom_polys *p, const char *set, int64_t **q, tsr_error *err);
 
+/* tsr_geom_edges_build over target rect r (the edges' coordinates, the rows and columns they
+ * are kept for) of the blocks that meet `part` only (within r): the edges of those blocks as
+ * one build over r gives them, in the same order. How tsr_geom_edges_pieces builds a piece: an
+ * edge on a piece's right side still counts for the columns of r beyond it. */
+tsr_status
+tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_geom_edges *out,
+                        tsr_error *err);
+
 #endif

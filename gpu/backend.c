@@ -37,6 +37,7 @@
  * CPU's bit for bit (tests/test_gpu.c compares them). */
 #include "cache/cache.h"
 #include "cpu/cpu.h"
+#include "geom/geom.h"
 #include "gpu/dither.h"
 #include "gpu/gpu.h"
 #include "nodes/params.h"
@@ -1177,6 +1178,13 @@ open_tile_cache(gpu_state *s, size_t nnodes, int64_t bytes, tsr_error *err)
  * host memory), DEPTH in flight plus three for the writer, within what the host plan allows for
  * bands (a quarter of --memory, or the plan's own bands when they are bigger). The device
  * arena: --gpu-memory, or 90 % of what is free. */
+/* tsr_geom_team's runner over the host evaluator's team */
+static tsr_status
+host_team_run(void *team, size_t n, tsr_geom_item_fn fn, void *fctx, tsr_error *err)
+{
+    return tsr_cpu_team_run(team, n, fn, fctx, err);
+}
+
 static tsr_status
 gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_error *err)
 {
@@ -1339,6 +1347,11 @@ gpu_open(const tsr_backend_ctx *e, void **bk, tsr_backend_shape *shape, tsr_erro
             arena = minimum;
         s->arena = arena;
         s->g = tsr_gpu_open(e->opts->gpu_device, (size_t)arena, err);
+    }
+    if (s->g && !tune->gpu_host_serial) {
+        /* a chunk's polygons are made and united in pieces on the host's team */
+        tsr_geom_team team = {host_team_run, s->host, tsr_cpu_team_threads(s->host)};
+        tsr_gpu_set_team(s->g, &team);
     }
     if (!s->g) {
         gpu_close(s);

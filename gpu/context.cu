@@ -237,6 +237,15 @@ tsr_gpu_open(int device, size_t arena, tsr_error *err)
 }
 
 extern "C" void
+tsr_gpu_set_team(tsr_gpu *g, const tsr_geom_team *team)
+{
+    if (team)
+        g->team = *team;
+    else
+        memset(&g->team, 0, sizeof g->team);
+}
+
+void
 tsr_gpu_close(tsr_gpu *g)
 {
     if (!g)

@@ -70,6 +70,13 @@ tsr_gpu_open(int device, size_t arena, tsr_error *err);
 void
 tsr_gpu_bind(const tsr_gpu *g);
 
+/* The host team the context may lend its host work to (a chunk's polygons are made and united
+ * in pieces on it, geom/geom.h tsr_geom_edges_pieces): copied; NULL: the calling thread alone.
+ * The GPU backend lends its host evaluator's team (cpu/cpu.h). */
+struct tsr_geom_team;
+void
+tsr_gpu_set_team(tsr_gpu *g, const struct tsr_geom_team *team);
+
 /* Wait for all work, free everything the context holds (arena, uploads, streams, events,
  * host registrations). NULL is fine. */
 void

@@ -4,6 +4,7 @@
 #define TSR_GPU_INT_CUH
 
 extern "C" {
+#include "geom/geom.h"
 #include "gpu/gpu.h"
 #include "nodes/params.h"
 #include "tiles/tune.h"
@@ -64,6 +65,8 @@ struct tsr_gpu {
     double stage_ms[TSR_GPU_STAGES];
     const tsr_output *stab_o; /* the output stab was made for (tsr_gpu_conv_make) */
     tsr_sample_table stab;
+    tsr_geom_team team;       /* the host team lent for host work (tsr_gpu_set_team); run NULL:
+                               * none */
 };
 
 /* Blocks of 256 threads over n items: at most 2^31 - 1 blocks, items above that are covered by

@@ -59,6 +59,12 @@ tsr_gpu_close(tsr_gpu *g)
     (void)g;
 }
 
+void
+tsr_gpu_set_team(tsr_gpu *g, const struct tsr_geom_team *team)
+{
+    (void)g, (void)team;
+}
+
 void *
 tsr_gpu_alloc(tsr_gpu *g, size_t bytes, tsr_error *err)
 {

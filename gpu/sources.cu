@@ -314,14 +314,12 @@ tsr_gpu_src_layout_can(const tsr_source *s)
     return s->lay != NULL;
 }
 
-/* One entry's coverage over out.r into cov (device), its edges built here on the host. */
+/* One set's coverage over e.r into cov (device), from its edges made on the host. */
 static tsr_status
-lsrc_coverage(tsr_gpu *g, const tsr_geom_polys *p, tsr_rect r, int64_t *acc, float *cov,
-              tsr_error *err)
+lsrc_coverage(tsr_gpu *g, const tsr_geom_edges &e, int64_t *acc, float *cov, tsr_error *err)
 {
-    tsr_geom_edges e;
-    tsr_geom_edges_init(&e);
-    tsr_status st = tsr_geom_edges_build(p, r, &e, err);
+    tsr_rect r = e.r;
+    tsr_status st = TSR_OK;
     size_t mark = tsr_gpu_mark(g);
     if (st == TSR_OK) {
         size_t be = (e.n ? e.n : 1) * sizeof *e.e, bf = (e.n + 1) * sizeof *e.first;
@@ -343,8 +341,20 @@ lsrc_coverage(tsr_gpu *g, const tsr_geom_polys *p, tsr_rect r, int64_t *acc, flo
             st = tsr_gpu_coverage(g, de, df, e.n, e.first[e.n], r, acc, cov, err);
     }
     tsr_gpu_reset(g, mark);
-    tsr_geom_edges_free(&e);
     return st;
+}
+
+/* tsr_geom_make_fn over a source's sets_fn */
+typedef struct make_ctx {
+    const tsr_source *s;
+    sets_fn make;
+} make_ctx;
+
+static tsr_status
+make_piece(void *mctx, tsr_rect r, tsr_geom_polys *sets, tsr_error *err)
+{
+    const make_ctx *m = (const make_ctx *)mctx;
+    return m->make(m->s, r, sets, err);
 }
 
 /* The node's fill, then each of the nsets polygon sets made by make() (host) drawn over it with
@@ -363,11 +373,11 @@ draw_sets(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
     size_t mark = tsr_gpu_mark(g);
     /* a root chunk's node without edges has no float buffer (samples only): one of our own */
     float *px = out.px ? out.px : (float *)tsr_gpu_alloc(g, npx * sizeof *px, err);
-    tsr_geom_polys *polys = (tsr_geom_polys *)calloc(nsets ? nsets : 1, sizeof *polys);
-    int64_t *acc = px && polys ? (int64_t *)tsr_gpu_alloc(g, npx * sizeof *acc, err) : NULL;
+    tsr_geom_edges *edges = (tsr_geom_edges *)calloc(nsets ? nsets : 1, sizeof *edges);
+    int64_t *acc = px && edges ? (int64_t *)tsr_gpu_alloc(g, npx * sizeof *acc, err) : NULL;
     float *cov = acc ? (float *)tsr_gpu_alloc(g, npx * sizeof *cov, err) : NULL;
-    if (!polys)
-        st = tsr_fail(err, TSR_ENOMEM, "gpu: out of host memory for polygons");
+    if (!edges)
+        st = tsr_fail(err, TSR_ENOMEM, "gpu: out of host memory for edges");
     else if (!cov)
         st = TSR_ENOMEM;
     a.out = px;
@@ -375,12 +385,16 @@ draw_sets(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
     fill.to.dst = NULL; /* the fill into px; the samples go out after the sets */
     if (st == TSR_OK)
         st = launch<B_FILL>(g, fill, err);
+    /* the sets' polygons made and united in pieces on the host's team (one thread held layouts
+     * at 0.3-5 % of the link: docs/performance.md) */
+    make_ctx mc = {s, make};
     if (st == TSR_OK)
-        st = make(s, out.r, polys, err);
+        st = tsr_geom_edges_pieces(out.r, nsets, make_piece, &mc,
+                                   g->team.run ? &g->team : NULL, edges, err);
     for (size_t e = 0; e < nsets && st == TSR_OK; e++) {
-        if (polys[e].nring == 0)
+        if (edges[e].n == 0)
             continue;
-        if ((st = lsrc_coverage(g, &polys[e], out.r, acc, cov, err)) != TSR_OK)
+        if ((st = lsrc_coverage(g, edges[e], acc, cov, err)) != TSR_OK)
             break;
         lsrc_mix_k<<<tsr_blocks(npx, 256), 256, 0, g->compute>>>(px, cov, npx, values[e]);
         TSR_LAUNCHED("lsrc_mix_k", err);
@@ -390,9 +404,9 @@ draw_sets(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_out *to,
         TSR_LAUNCHED("lsrc_put_k", err);
     }
     tsr_gpu_reset(g, mark);
-    for (size_t e = 0; polys && e < nsets; e++)
-        tsr_geom_polys_free(&polys[e]);
-    free(polys);
+    for (size_t e = 0; edges && e < nsets; e++)
+        tsr_geom_edges_free(&edges[e]);
+    free(edges);
     return st;
 }
 

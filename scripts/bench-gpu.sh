@@ -6,12 +6,13 @@
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
 # GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks previews
-# packed; the d2h
+# packed hostteam; GPU_DESIGNS (globs) narrows `designs` and `hostteam`; the d2h
 # ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
 OUT=${2:-out/gpu}
-SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews packed}
+SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews packed hostteam}
+DESIGNS=${GPU_DESIGNS:-designs/examples/*.yaml designs/bench/*.yaml}
 mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
 # secs CMD...: the command's wall seconds (its output dropped), or exit-N when it failed
@@ -66,13 +67,30 @@ echo "milestone, renderer only (profile: the same pipeline into a null sink, aft
 fi
 if on designs; then
 printf '\n%-28s %12s %12s %10s\n' design "gpu MB/s" "cpu MB/s" "gpu/d2h"
-for f in designs/examples/*.yaml designs/bench/*.yaml; do
+for f in $DESIGNS; do
   g=$("$T" profile "$f" --backend gpu --json 2>"$OUT/err.txt" | tee -a "$OUT/profile-gpu.jsonl" |
       sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
   c=$("$T" profile "$f" --backend cpu --json 2>>"$OUT/err.txt" | tee -a "$OUT/profile-cpu.jsonl" |
       sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p')
   awk -v n="$(basename "$f")" -v g="${g:-0}" -v c="${c:-0}" -v d="$d2h" \
       'BEGIN { printf "%-28s %12.1f %12.1f %9.1f%%\n", n, g, c, 100 * g / 1000 / d }'
+done
+fi
+
+if on hostteam; then
+# the designs whose device work waits on the host's polygons (layouts, text, booleans, exact
+# shapes): a chunk's polygons on the GPU's thread alone (TSR_GPU_HOST_SERIAL=1) against in
+# pieces on the host's team (the default), the CPU backend beside them
+printf '\n%-28s %12s %12s %12s %10s\n' "host team" "serial MB/s" "team MB/s" "cpu MB/s" "team/d2h"
+for f in ${GPU_DESIGNS:-designs/examples/layout-*.yaml designs/examples/dose-ladder.yaml \
+         designs/examples/wafer-keepout.yaml designs/examples/rotated-rect-array.yaml \
+         designs/examples/wafer-fields.yaml designs/examples/wafer-map-150.yaml}; do
+  rate() { sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p'; }
+  s=$(TSR_GPU_HOST_SERIAL=1 "$T" profile "$f" --backend gpu --json 2>>"$OUT/err.txt" | rate)
+  g=$("$T" profile "$f" --backend gpu --json 2>>"$OUT/err.txt" | tee -a "$OUT/profile-team.jsonl" | rate)
+  c=$("$T" profile "$f" --backend cpu --json 2>>"$OUT/err.txt" | rate)
+  awk -v n="$(basename "$f")" -v s="${s:-0}" -v g="${g:-0}" -v c="${c:-0}" -v d="$d2h" \
+      'BEGIN { printf "%-28s %12.1f %12.1f %12.1f %9.1f%%\n", n, s, g, c, 100 * g / 1000 / d }'
 done
 fi
 

@@ -10,6 +10,7 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,82 @@ Test(coverage, polygons_picked_by_reach_give_the_same_bits)
     free(whole);
     tsr_geom_polys_free(&p);
     tsr_geom_polys_free(&q);
+}
+
+/* tsr_geom_edges_pieces' make: set 0 the rings of p (ctx) that reach the piece, set 1 all of
+ * them; a piece at or right of x = fail_x fails, naming its x (when fail_x is set) */
+typedef struct pick_ctx {
+    const tsr_geom_polys *p;
+    int64_t fail_x;
+    _Atomic int calls;
+} pick_ctx;
+
+static tsr_status
+pick_make(void *mctx, tsr_rect r, tsr_geom_polys *sets, tsr_error *err)
+{
+    pick_ctx *c = mctx;
+    atomic_fetch_add(&c->calls, 1);
+    if (r.x >= c->fail_x)
+        return tsr_fail(err, TSR_EINVAL, "piece at x %lld refused", (long long)r.x);
+    pick(c->p, tsr_geom_reach(r), &sets[0]);
+    for (size_t k = 0, at = 0; k < c->p->nring; at = c->p->end[k++])
+        if (tsr_geom_polys_add(&sets[1], c->p->pt + at, c->p->end[k] - at, err) != TSR_OK)
+            return TSR_ENOMEM;
+    return TSR_OK;
+}
+
+/* A team of 3 that runs the items backwards, as threads may finish them in any order */
+static tsr_status
+backwards(void *team, size_t n, tsr_geom_item_fn fn, void *fctx, tsr_error *err)
+{
+    (void)team, (void)err;
+    for (size_t k = n; k-- > 0;)
+        fn(fctx, (int)(k % 3), k);
+    return TSR_OK;
+}
+
+Test(coverage, edges_made_in_pieces_are_the_whole_rects_edges)
+{
+    /* a rect off the blocks' grid, 5 block rows and 3 pieces across */
+    tsr_rect g = tsr_rect_make(-77, -45, 2 * TSR_GEOM_PIECE_BLOCKS * 64 + 300, 290);
+    tsr_geom_polys p;
+    tsr_geom_polys_init(&p);
+    field(&p, tsr_rect_grow(g, 70), 6000, 6);
+    cr_assert_eq(tsr_geom_polys_add_circle(&p, 700.3, 80.1, 150.5, 0.05, NULL), TSR_OK);
+    tsr_geom_edges whole;
+    tsr_geom_edges_init(&whole);
+    cr_assert_eq(tsr_geom_edges_build(&p, g, &whole, NULL), TSR_OK);
+    cr_assert(whole.n > 10000, "%zu edges", whole.n);
+    tsr_geom_team team = {backwards, NULL, 3};
+    for (int t = 0; t < 2; t++) {
+        pick_ctx c = {&p, INT64_MAX, 0};
+        tsr_geom_edges out[2];
+        tsr_geom_edges_init(&out[0]);
+        tsr_geom_edges_init(&out[1]);
+        cr_assert_eq(tsr_geom_edges_pieces(g, 2, pick_make, &c, t ? &team : NULL, out, NULL),
+                     TSR_OK);
+        cr_assert_eq(atomic_load(&c.calls), 5 * 3);
+        for (int s = 0; s < 2; s++) {
+            cr_assert_eq(out[s].n, whole.n, "set %d: %zu edges, whole %zu", s, out[s].n, whole.n);
+            cr_assert(tsr_rect_equal(out[s].r, g));
+            cr_assert(memcmp(out[s].e, whole.e, whole.n * sizeof *whole.e) == 0, "set %d", s);
+            cr_assert(memcmp(out[s].first, whole.first, (whole.n + 1) * sizeof *whole.first) == 0);
+            tsr_geom_edges_free(&out[s]);
+        }
+    }
+    /* failing pieces (those of the third column, x = 1920): one's error, no edges kept */
+    pick_ctx c = {&p, g.x + 1000, 0};
+    tsr_geom_edges out[2];
+    tsr_geom_edges_init(&out[0]);
+    tsr_geom_edges_init(&out[1]);
+    tsr_error err = {TSR_OK, ""};
+    cr_assert_eq(tsr_geom_edges_pieces(g, 2, pick_make, &c, &team, out, &err), TSR_EINVAL);
+    cr_assert_str_eq(err.msg, "piece at x 1920 refused");
+    cr_assert(out[0].n == 0 && out[1].n == 0);
+    tsr_geom_edges_free(&out[0]);
+    tsr_geom_edges_free(&out[1]);
+    tsr_geom_edges_free(&whole);
+    tsr_geom_polys_free(&p);
 }
 
 Test(coverage, the_order_of_the_polygons_changes_no_bit)

@@ -23,6 +23,8 @@ typedef struct tsr_tune {
                                * device's fill */
     bool gpu_blur_unstaged;   /* the FIR blur by the kernel that reads the child from global
                                * memory, not the staged one (measurement: same bits) */
+    bool gpu_host_serial;     /* a chunk's polygons made and united on the GPU's calling thread
+                               * alone, not on the host's team (measurement: same bits) */
     uint64_t gpu_fault_band;  /* test hook: fake a sticky device error at band N (0: never) */
     bool gpus_on_cpu;         /* test hook: --gpus makes CPU engines (the hand-out and reorder
                                * path on machines without a GPU) */
