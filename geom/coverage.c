@@ -77,8 +77,9 @@ static int
 convex(const int64_t *p, size_t n)
 {
     int sign = 0, xflips = 0, yflips = 0, xs = 0, ys = 0;
-    for (size_t i = 0; i < n; i++) {
-        const int64_t *a = p + 2 * i, *b = p + 2 * ((i + 1) % n), *c = p + 2 * ((i + 2) % n);
+    for (size_t i = 0, i1 = 1 % n, i2 = 2 % n; i < n; i++) {
+        const int64_t *a = p + 2 * i, *b = p + 2 * i1, *c = p + 2 * i2;
+        i1 = i1 + 1 == n ? 0 : i1 + 1, i2 = i2 + 1 == n ? 0 : i2 + 1;
         int64_t dx = b[0] - a[0], dy = b[1] - a[1], ex = c[0] - b[0], ey = c[1] - b[1];
         __int128 z = (__int128)dx * ey - (__int128)dy * ex;
         int zs = (z > 0) - (z < 0), sx = (dx > 0) - (dx < 0), sy = (dy > 0) - (dy < 0);
@@ -112,6 +113,7 @@ area2(const int64_t *p, size_t n)
 typedef struct ring {
     int64_t x0, y0, x1, y1;
     size_t at, n; /* its points in the quantized array */
+    int convex;   /* convex(): -1 until a block asks */
 } ring;
 
 /* The polygons of a block in an order of their own (bounding box, size, points), so the
@@ -132,7 +134,21 @@ ring_cmp(const void *a, const void *b, void *ctx)
     return (c > 0) - (c < 0);
 }
 
+/* A ring cut to a block row's slab (cy +- cut): the row's blocks share it, so a ring that spans
+ * many blocks of the row is cut at the row's sides once, and each block cuts only the slab's
+ * points at its own sides. */
+typedef struct slab {
+    int64_t row;      /* the block row it was cut for (INT64_MIN: none yet) */
+    size_t at, n;     /* its points in work.sp */
+    int64_t x0, x1;   /* their x range */
+} slab;
+
 typedef struct work {
+    const ring *rings; /* the build's rings: slab k (x2) is ring k's */
+    slab *sl;          /* [2 * nring]: per ring, cut at the block's side and at the margin */
+    int64_t *sp;       /* the current row's slab points */
+    size_t nsp, capsp;
+    int64_t slab_row;  /* the row sp holds */
     int64_t *a, *b; /* two clip buffers */
     size_t cap;     /* points each holds */
     int64_t *xy[2]; /* the block's clipped rings: [0] for Clipper, [1] added as they are */
@@ -218,34 +234,80 @@ push_edges(tsr_geom_edges *out, const tsr_clip_set *s, int64_t bx, int64_t by, t
     return TSR_OK;
 }
 
-/* Ring g moved to the block's centre and cut at +-cut (units) on both axes, into w->a or w->b:
- * returns the buffer, *n its points. NULL: no memory. */
-static const int64_t *
-cut_ring(work *w, const int64_t *q, const ring *g, int64_t cx, int64_t cy, int64_t cut,
-         size_t *np)
+static int reserve(void **p, size_t *cap, size_t want, size_t size);
+
+/* Ring g cut to the slab cy +- cut of block row `row` (kind 0: cut at the block's sides, 1: at
+ * the margin), made on the row's first ask: *out its points (absolute), NULL when the ring lies
+ * within the slab (its own points serve). -1: no memory. The cut is translation-exact (cross()
+ * uses differences), so cutting in absolute units here and at the block's x sides later is
+ * cutting the ring moved to the block's centre. */
+static int
+row_slab(work *w, const int64_t *q, const ring *g, int kind, int64_t row, int64_t cy, int64_t cut,
+         const slab **out)
 {
-    if (ab_room(w, g->n))
-        return NULL;
-    size_t n = g->n;
-    for (size_t i = 0; i < n; i++) {
-        w->a[2 * i] = q[2 * (g->at + i)] - cx;
-        w->a[2 * i + 1] = q[2 * (g->at + i) + 1] - cy;
+    *out = NULL;
+    if (g->y0 >= cy - cut && g->y1 <= cy + cut)
+        return 0;
+    if (w->slab_row != row) { /* a new row: the old row's slabs are done with */
+        w->slab_row = row;
+        w->nsp = 0;
     }
-    int in_b = 0; /* which buffer holds the ring */
-    if (g->x0 - cx < -cut || g->x1 - cx > cut || g->y0 - cy < -cut || g->y1 - cy > cut) {
-        static const int axes[4] = {0, 0, 1, 1}, ge[4] = {1, 0, 1, 0};
-        for (int s = 0; s < 4 && n; s++) {
-            /* a side's cut keeps the points on its side and adds one per crossing: at most
-             * twice as many */
-            if (ab_room(w, 2 * n))
-                return NULL;
-            n = clip_side(in_b ? w->b : w->a, n, axes[s], ge[s] ? -cut : cut, ge[s],
-                          in_b ? w->a : w->b);
-            in_b = !in_b;
+    slab *s = &w->sl[2 * (size_t)(g - w->rings) + (size_t)kind];
+    if (s->row != row) {
+        size_t n = g->n;
+        if (ab_room(w, 2 * n))
+            return -1;
+        memcpy(w->a, q + 2 * g->at, 2 * n * sizeof *q);
+        /* a side's cut keeps the points on its side and adds one per crossing: at most twice
+         * as many */
+        n = clip_side(w->a, n, 1, cy - cut, 1, w->b);
+        if (ab_room(w, 2 * n))
+            return -1;
+        n = n ? clip_side(w->b, n, 1, cy + cut, 0, w->a) : 0;
+        if (n > SIZE_MAX / 2 - w->nsp ||
+            reserve((void **)&w->sp, &w->capsp, 2 * (w->nsp + n), sizeof *w->sp))
+            return -1;
+        memcpy(w->sp + 2 * w->nsp, w->a, 2 * n * sizeof *w->a);
+        s->row = row, s->at = w->nsp, s->n = n;
+        s->x0 = INT64_MAX, s->x1 = INT64_MIN;
+        for (size_t i = 0; i < n; i++) {
+            int64_t x = w->a[2 * i];
+            s->x0 = x < s->x0 ? x : s->x0, s->x1 = x > s->x1 ? x : s->x1;
         }
+        w->nsp += n;
+    }
+    *out = s;
+    return 0;
+}
+
+/* Ring g moved to the block's centre and cut at +-cut (units), first to its block row's slab
+ * (shared by the row: row_slab), then at the block's x sides, into w->a or w->b: returns the
+ * buffer, *n its points. NULL: no memory. */
+static const int64_t *
+cut_ring(work *w, const int64_t *q, const ring *g, int kind, int64_t row, int64_t cx, int64_t cy,
+         int64_t cut, size_t *np)
+{
+    const slab *s;
+    if (row_slab(w, q, g, kind, row, cy, cut, &s))
+        return NULL;
+    const int64_t *src = s ? w->sp + 2 * s->at : q + 2 * g->at;
+    size_t n = s ? s->n : g->n;
+    int64_t x0 = s ? s->x0 : g->x0, x1 = s ? s->x1 : g->x1;
+    if (ab_room(w, 2 * n))
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        w->a[2 * i] = src[2 * i] - cx;
+        w->a[2 * i + 1] = src[2 * i + 1] - cy;
+    }
+    if (n && (x0 - cx < -cut || x1 - cx > cut)) {
+        /* as row_slab's cuts, on the other axis */
+        n = clip_side(w->a, n, 0, -cut, 1, w->b);
+        if (ab_room(w, 2 * n))
+            return NULL;
+        n = n ? clip_side(w->b, n, 0, cut, 0, w->a) : 0;
     }
     *np = n;
-    return in_b ? w->b : w->a;
+    return w->a;
 }
 
 /* Append ring (n points at p) to set d of the work, reversed when `flip`. -1: no memory. */
@@ -330,8 +392,11 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
     tsr_status st = TSR_OK;
     for (size_t at = 0; at < nr && st == TSR_OK;) {
         size_t root = order[at], stop = start[root], n;
-        if (stop - at == 1 && convex(q + 2 * rs[root]->at, rs[root]->n)) {
-            const int64_t *p = cut_ring(w, q, rs[root], cx, cy, edge, &n);
+        ring *one = rs[root];
+        if (stop - at == 1 && one->convex < 0)
+            one->convex = convex(q + 2 * one->at, one->n);
+        if (stop - at == 1 && one->convex) {
+            const int64_t *p = cut_ring(w, q, one, 0, gy, cx, cy, edge, &n);
             if (!p)
                 goto nomem;
             __int128 a2 = n >= 3 ? area2(p, n) : 0;
@@ -342,7 +407,7 @@ do_block(tsr_geom_edges *out, const int64_t *q, ring **rs, size_t nr, int64_t gx
         }
         size_t npt0 = 0, nring0 = 0;
         for (; at < stop; at++) {
-            const int64_t *p = cut_ring(w, q, rs[order[at]], cx, cy, lim, &n);
+            const int64_t *p = cut_ring(w, q, rs[order[at]], 1, gy, cx, cy, lim, &n);
             if (!p)
                 goto nomem;
             if (n >= 3 && append(w, 0, &npt0, &nring0, p, n, 0))
@@ -417,18 +482,24 @@ tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_
     int64_t gx0 = tsr_floor_div(part.x, B), gx1 = tsr_floor_div(part.x + part.w - 1, B);
     int64_t gy0 = tsr_floor_div(part.y, B), gy1 = tsr_floor_div(part.y + part.h - 1, B);
     size_t nbx = (size_t)(gx1 - gx0 + 1), nby = (size_t)(gy1 - gy0 + 1), nb = nbx * nby;
-    ring *rings = malloc(p->nring * sizeof *rings);
+    ring *rings = calloc(p->nring, sizeof *rings);
     size_t *cnt = calloc(nb + 1, sizeof *cnt);
     ring **bin = NULL;
     work w = {0};
-    if (!rings || !cnt)
+    w.rings = rings;
+    w.slab_row = INT64_MIN;
+    w.sl = p->nring <= SIZE_MAX / 2 ? calloc(2 * p->nring, sizeof *w.sl) : NULL;
+    if (!rings || !cnt || !w.sl)
         goto nomem;
+    for (size_t k = 0; k < 2 * p->nring; k++)
+        w.sl[k].row = INT64_MIN;
     for (int pass = 0; pass < 2; pass++) {
         size_t at = 0;
         for (size_t k = 0; k < p->nring; k++) {
             ring *g = &rings[k];
             g->at = at;
             g->n = p->end[k] - at;
+            g->convex = -1;
             at = p->end[k];
             if (g->n < 3)
                 continue;
@@ -475,6 +546,7 @@ nomem:
     st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %zu rings over %zu blocks", p->nring, nb);
 done:
     free(w.a), free(w.b), free(w.xy[0]), free(w.xy[1]), free(w.end[0]), free(w.end[1]);
+    free(w.sl), free(w.sp);
     free(w.group);
     free(bin), free(cnt), free(rings), free(q);
     if (st != TSR_OK)
