@@ -1670,7 +1670,11 @@ own_process(void)
 {
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
-    mallopt(M_ARENA_MAX, 1);
+    /* TSR_MALLOC_ARENAS=N (measurement, docs/tuning.md): N heaps, to see what the one heap's
+     * lock costs many threads */
+    const char *arenas = getenv("TSR_MALLOC_ARENAS");
+    int na = arenas ? atoi(arenas) : 0;
+    mallopt(M_ARENA_MAX, na >= 1 && na <= 1024 ? na : 1);
     tsr_tune t = *tsr_tune_get();
     t.trim_heap = true;
     tsr_tune_set(&t);

@@ -6,12 +6,12 @@
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
 # GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks previews
-# packed hostteam; GPU_DESIGNS (globs) narrows `designs` and `hostteam`; the d2h
+# packed hostteam threads; GPU_DESIGNS (globs) narrows `designs` and `hostteam`; the d2h
 # ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
 OUT=${2:-out/gpu}
-SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews packed hostteam}
+SECTIONS=${GPU_BENCH:-milestone designs whole cache wide grid sinks previews packed hostteam threads}
 DESIGNS=${GPU_DESIGNS:-designs/examples/*.yaml designs/bench/*.yaml}
 mkdir -p "$OUT"
 on() { case " $SECTIONS " in *" $1 "*) return 0 ;; esac; return 1; }
@@ -81,16 +81,35 @@ if on hostteam; then
 # the designs whose device work waits on the host's polygons (layouts, text, booleans, exact
 # shapes): a chunk's polygons on the GPU's thread alone (TSR_GPU_HOST_SERIAL=1) against in
 # pieces on the host's team (the default), the CPU backend beside them
+# (the examples are small: 1-100 MB, a profile of tens of ms; layout-array is 400 MB and the
+# keep-out wafer at 2 um a pixel 2.5 GB)
 printf '\n%-28s %12s %12s %12s %10s\n' "host team" "serial MB/s" "team MB/s" "cpu MB/s" "team/d2h"
-for f in ${GPU_DESIGNS:-designs/examples/layout-*.yaml designs/examples/dose-ladder.yaml \
+sed 's/^pixel: 10um$/pixel: 2um/' designs/examples/wafer-keepout.yaml >"$OUT/keepout-2um.yaml"
+for f in ${GPU_DESIGNS:-designs/bench/layout-array.yaml "$OUT/keepout-2um.yaml" \
+         designs/examples/layout-*.yaml designs/examples/dose-ladder.yaml \
          designs/examples/wafer-keepout.yaml designs/examples/rotated-rect-array.yaml \
          designs/examples/wafer-fields.yaml designs/examples/wafer-map-150.yaml}; do
-  rate() { sed -n 's/.*"mb_per_s":\([0-9.]*\).*/\1/p'; }
+  rate() { python3 -c 'import json, sys; print(json.load(sys.stdin)["mb_per_s"])' 2>/dev/null; }
   s=$(TSR_GPU_HOST_SERIAL=1 "$T" profile "$f" --backend gpu --json 2>>"$OUT/err.txt" | rate)
   g=$("$T" profile "$f" --backend gpu --json 2>>"$OUT/err.txt" | tee -a "$OUT/profile-team.jsonl" | rate)
   c=$("$T" profile "$f" --backend cpu --json 2>>"$OUT/err.txt" | rate)
   awk -v n="$(basename "$f")" -v s="${s:-0}" -v g="${g:-0}" -v c="${c:-0}" -v d="$d2h" \
       'BEGIN { printf "%-28s %12.1f %12.1f %12.1f %9.1f%%\n", n, s, g, c, 100 * g / 1000 / d }'
+done
+fi
+
+if on threads; then
+# how the host's share scales: layout-array (host unions and layout queries) on the CPU backend
+# at 1, 4 and 16 threads, one heap (the default) and 16, and on the GPU backend
+echo; echo "host threads: layout-array, profile MB/s"
+rate() { python3 -c 'import json, sys; print(json.load(sys.stdin)["mb_per_s"])' 2>/dev/null; }
+for a in 1 16; do
+  for th in 1 4 16; do
+    r=$(TSR_MALLOC_ARENAS=$a "$T" profile designs/bench/layout-array.yaml --backend cpu --threads $th --json 2>>"$OUT/err.txt" | rate)
+    echo "  arenas $a, cpu --threads $th: $r"
+  done
+  r=$(TSR_MALLOC_ARENAS=$a "$T" profile designs/bench/layout-array.yaml --backend gpu --json 2>>"$OUT/err.txt" | rate)
+  echo "  arenas $a, gpu: $r"
 done
 fi
 
