@@ -12,9 +12,17 @@
  * Per-copy variation (docs/variation.md): a copy's scale and bias come from the same programs
  * and evaluator as the CPU's (nodes/expr_eval.h, uploaded once per edge), jitter from the same
  * integer hash; jitter widens each pixel's candidate range by its bound. Per-copy source
- * parameters draw each copy's source on the host (tsr_gpu_repeat_can is false for them). */
+ * parameters (a copy's radius or value) draw each copy's pixel from the child's source with the
+ * copy's values set, exactly as nodes/repeat.c's copy_source and the base kernels do
+ * (gpu/shape.cuh), for the shapes that are tested per sub-sample and the radial gradient; other
+ * sources' per-copy parameters are drawn on the host (tsr_gpu_repeat_can). */
 #include "gpu/gpu_int.cuh"
+#include "gpu/shape.cuh"
 #include "nodes/expr_eval.h"
+
+extern "C" {
+#include "nodes/vector.h"
+}
 
 #include <math.h>
 
@@ -29,12 +37,42 @@ skew(const int64_t u[2], const int64_t v[2])
            det;
 }
 
+/* The base kernel a per-copy source draws with (gpu/shape.cuh), -1: none on the device */
+static int
+leaf_kind(const tsr_node *c)
+{
+    const tsr_source *s = c->source;
+    if (!s)
+        return -1;
+    switch (s->kind) {
+    case TSR_SRC_CIRCLE:
+    case TSR_SRC_ELLIPSE:
+    case TSR_SRC_RING:
+    case TSR_SRC_RECT:
+        if (tsr_shape_exact(s))
+            return -1;
+        return s->aa > 0 ? B_SHAPE_AA : B_SHAPE;
+    case TSR_SRC_RADIAL:
+        return B_RADIAL;
+    default:
+        return -1;
+    }
+}
+
 extern "C" bool
 tsr_gpu_repeat_can(const tsr_edge *e)
 {
     const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
-    return skew(r->u, r->v) <= SKEW_MAX && !r->sources;
+    return skew(r->u, r->v) <= SKEW_MAX && (!r->sources || leaf_kind(e->child) >= 0);
 }
+
+/* A per-copy source parameter: its program and how copy_source stores and bounds it. */
+struct src_param {
+    const tsr_expr *x; /* device copy; NULL: not varied */
+    bool f64;          /* stored as double (else as float, which must stay finite) */
+    bool range, min_open, max_open;
+    double min, max;
+};
 
 struct rep_args {
     float *P;
@@ -53,7 +91,63 @@ struct rep_args {
     bool values;       /* scale or bias given */
     int64_t jb[2];     /* jitter bound, (0, 0): none */
     uint64_t seed;
+    int leaf;          /* per-copy sources: the base kernel kind (B_SHAPE...), -1: none */
+    base_args base;    /* ... the child's base (its whole rect the shapes' box) */
+    src_param sp[2];   /* ... radius, value */
 };
+
+/* Per-copy value v of parameter p of copy (i, j) as copy_source stores it; false: the copy is
+ * not drawn. */
+__device__ static bool
+param_value(const src_param &p, int64_t i, int64_t j, double *v)
+{
+    double x = tsr_expr_eval(p.x, i, j);
+    if (!isfinite(x))
+        return false;
+    if (p.range) {
+        bool lo = p.min_open ? x > p.min : x >= p.min;
+        bool hi = p.max_open ? x < p.max : x <= p.max;
+        if (!lo || !hi)
+            return false;
+    }
+    if (!p.f64) {
+        float f = (float)x;
+        if (!isfinite(f))
+            return false;
+        x = (double)f;
+    }
+    *v = x;
+    return true;
+}
+
+/* Child pixel (cx, cy) of copy (i, j): the fetched child's, or drawn from the copy's own
+ * source. False: the copy is not drawn (a parameter out of its range). */
+__device__ static bool
+child_px(const rep_args &a, int64_t i, int64_t j, int64_t cx, int64_t cy, float *s)
+{
+    if (a.leaf < 0) {
+        *s = a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)];
+        return true;
+    }
+    base_args b = a.base;
+    double v;
+    if (a.sp[0].x) {
+        if (!param_value(a.sp[0], i, j, &v))
+            return false;
+        b.radius = v;
+    }
+    if (a.sp[1].x) {
+        if (!param_value(a.sp[1], i, j, &v))
+            return false;
+        b.value = (float)v;
+    }
+    switch (a.leaf) {
+    case B_SHAPE: *s = tsr_gpu_base_px<B_SHAPE>(b, cx, cy); break;
+    case B_SHAPE_AA: *s = tsr_gpu_base_px<B_SHAPE_AA>(b, cx, cy); break;
+    default: *s = tsr_gpu_base_px<B_RADIAL>(b, cx, cy); break;
+    }
+    return true;
+}
 
 /* Child value s of copy (i, j) through its scale and bias, exactly as nodes/repeat.c does. */
 __device__ static float
@@ -82,9 +176,9 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
         int64_t ci = tsr_dfloor_div(rx, a.ux), cj = tsr_dfloor_div(ry, a.vy);
         int64_t cx = rx - ci * a.ux;
         int64_t cy = ry - cj * a.vy;
-        if (cx < a.cw && cy < a.ch)
-            p = tsr_pw_apply(a.blend, a.mask, p,
-                             copy_value(a, ci, cj, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)]), 1);
+        float s;
+        if (cx < a.cw && cy < a.ch && child_px(a, ci, cj, cx, cy, &s))
+            p = tsr_pw_apply(a.blend, a.mask, p, copy_value(a, ci, cj, s), 1);
         return p;
     }
     /* copy origins o + i u + j v lie in [x - cw + 1, x] x [y - ch + 1, y]: bound i and j by
@@ -114,9 +208,10 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
                 cx -= d[0];
                 cy -= d[1];
             }
-            if (cx < 0 || cx >= a.cw || cy < 0 || cy >= a.ch)
+            float s;
+            if (cx < 0 || cx >= a.cw || cy < 0 || cy >= a.ch || !child_px(a, i, j, cx, cy, &s))
                 continue;
-            float s = copy_value(a, i, j, a.C[(cy - a.Cr.y) * a.Cr.w + (cx - a.Cr.x)]);
+            s = copy_value(a, i, j, s);
             l = tsr_pw_overlap(a.ov, c, l, s);
             nz += s != 0.0f;
             c = 1;
@@ -149,6 +244,55 @@ repeat_out_kernel(rep_args a)
             p = repeat_px(a, x, y, p);
         tsr_gpu_put(a.to, x, y, p);
     }
+}
+
+/* The child's base for per-copy sources (as sources.cu's launchers set it up), its varied
+ * parameters' programs uploaded with copy_source's rules for them. */
+static tsr_status
+leaf_args(tsr_gpu *g, const tsr_edge *e, rep_args *a, tsr_error *err)
+{
+    const tsr_repeat_params *r = (const tsr_repeat_params *)e->params;
+    const tsr_node *c = e->child;
+    const tsr_source *s = c->source;
+    a->leaf = leaf_kind(c);
+    if (a->leaf < 0)
+        return tsr_fail(err, TSR_EINTERNAL, "gpu: repeat: per-copy source not on the device");
+    base_args &b = a->base;
+    memset(&b, 0, sizeof b);
+    b.fill = c->fill;
+    b.kind = (int)s->kind;
+    /* the shapes' box: the child's whole rect (the CPU's box, grown by 2 px, only leaves out
+     * pixels that no sub-sample of the shape reaches: they keep the fill either way) */
+    b.box = tsr_rect_make(0, 0, c->w, c->h);
+    b.cx = s->center[0];
+    b.cy = s->center[1];
+    b.radius = s->radius;
+    b.r0 = s->radii[0];
+    b.r1 = s->radii[1];
+    memcpy(b.rect, s->rect, sizeof b.rect);
+    b.value = s->value;
+    b.aa = s->aa;
+    b.a = s->values[0];
+    b.b = s->values[1];
+    const tsr_expr *xs[2] = {r->src_radius, r->src_value};
+    static const char *const keys[2] = {"radius", "value"};
+    for (int k = 0; k < 2; k++) {
+        if (!xs[k])
+            continue;
+        const tsr_param *pm = tsr_source_key(c, keys[k]);
+        if (!pm)
+            return tsr_fail(err, TSR_EINTERNAL, "gpu: repeat: no source key %s", keys[k]);
+        src_param &p = a->sp[k];
+        if (!(p.x = (const tsr_expr *)tsr_gpu_resident(g, xs[k], sizeof *xs[k], err)))
+            return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
+        p.f64 = pm->type == TSR_P_F64;
+        p.range = (pm->flags & TSR_PF_RANGE) != 0;
+        p.min_open = (pm->flags & TSR_PF_MIN_OPEN) != 0;
+        p.max_open = (pm->flags & TSR_PF_MAX_OPEN) != 0;
+        p.min = pm->min;
+        p.max = pm->max;
+    }
+    return TSR_OK;
 }
 
 extern "C" tsr_status
@@ -198,9 +342,16 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
     if (r->bias &&
         !(a.bias = (const tsr_expr *)tsr_gpu_resident(g, r->bias, sizeof *r->bias, err)))
         return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
+    a.leaf = -1;
+    if (r->sources) {
+        tsr_status ls = leaf_args(g, e, &a, err);
+        if (ls != TSR_OK)
+            return ls;
+    }
     a.axis = r->disjoint && a.uy == 0 && a.vx == 0 && a.ux > 0 && a.vy > 0 && !a.jb[0] && !a.jb[1];
     const int64_t lim = (int64_t)1 << 31;
-    a.axis32 = a.axis && !a.values && a.ux < lim && a.vy < lim && P.r.w < lim && P.r.h < lim;
+    a.axis32 = a.axis && !a.values && a.leaf < 0 && a.ux < lim && a.vy < lim && P.r.w < lim &&
+               P.r.h < lim;
     if (a.axis32) {
         a.px0 = (uint32_t)tsr_floor_mod(P.r.x - a.ox, a.ux);
         a.py0 = (uint32_t)tsr_floor_mod(P.r.y - a.oy, a.vy);

@@ -380,6 +380,12 @@ struct tsr_node {
     char *where;
 };
 
+/* The number key a repeat's `source-*` parameter sets ("radius", "value") in child's source
+ * table: its row, or NULL when the child has no source or its kind has no such key (nodes/
+ * repeat.c; the GPU's per-copy sources read the same row). */
+const tsr_param *
+tsr_source_key(const tsr_node *child, const char *key);
+
 typedef enum tsr_order { TSR_ORDER_RASTER, TSR_ORDER_SWATH } tsr_order;
 typedef enum tsr_corner { TSR_TOP_LEFT, TSR_TOP_RIGHT, TSR_BOTTOM_LEFT, TSR_BOTTOM_RIGHT } tsr_corner;
 

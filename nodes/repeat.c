@@ -83,10 +83,8 @@ check_region(const tsr_repeat_params *r, tsr_check *c)
     return TSR_OK;
 }
 
-/* The source key a `source-*` function sets, in the child's source table: its row, or NULL
- * when the child has no source or its kind has no such key. */
-static const tsr_param *
-source_key(const tsr_node *child, const char *key)
+const tsr_param *
+tsr_source_key(const tsr_node *child, const char *key)
 {
     if (!child->source)
         return NULL;
@@ -117,7 +115,7 @@ check_variation(const tsr_edge *e, tsr_check *c)
             return tsr_check_failf(c, vs[k].yaml, "needs a child without children (its source "
                                    "is drawn per copy); %s has %zu", e->child->name,
                                    e->child->nedges);
-        if (!source_key(e->child, vs[k].key))
+        if (!tsr_source_key(e->child, vs[k].key))
             return tsr_check_failf(c, vs[k].yaml, "the child %s has no source with a '%s'",
                                    e->child->name, vs[k].key);
     }
@@ -708,7 +706,7 @@ copy_source(const tsr_edge *e, int64_t i, int64_t j, tsr_source *s)
     for (size_t k = 0; k < sizeof vs / sizeof vs[0]; k++) {
         if (!vs[k].x)
             continue;
-        const tsr_param *pm = source_key(e->child, vs[k].key);
+        const tsr_param *pm = tsr_source_key(e->child, vs[k].key);
         double v = tsr_expr_eval(vs[k].x, i, j);
         if (!isfinite(v))
             return false;

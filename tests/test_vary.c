@@ -601,10 +601,39 @@ Test(vary, gpu_values_and_jitter_equal_the_cpu)
                      "      scale: \"sqrt(1 + i*i + j*j) / 10\"\n"
                      "      node:\n        size: [12, 12]\n"
                      "        source: {gradient: radial, center: [6, 6], radius: 6, values: [1, 0]}\n");
-    /* per-copy source parameters are drawn on the host: still the same bytes */
+    /* per-copy source parameters, drawn per copy on the device: a radial gradient's radius */
     assert_gpu_equal("tessera: 1\nroot:\n  size: [200, 200]\n  children:\n"
                      "    - trait: repeat\n      period: [20, 20]\n"
                      "      source-radius: \"4 + 0.25*i + 0.125*j\"\n"
                      "      node:\n        size: [20, 20]\n"
                      "        source: {gradient: radial, center: [10, 10], radius: 9, values: [1, 0]}\n");
+    /* a circle's radius with aa, some copies out of the radius' range (not drawn: the layer
+     * leaves their pixels alone), over a field blended by max */
+    assert_gpu_equal("tessera: 1\noutput: {depth: 16}\nroot:\n  size: [230, 170]\n  fill: 0.1\n"
+                     "  children:\n    - trait: repeat\n      period: [23, 17]\n      blend: max\n"
+                     "      source-radius: \"clamp(2 + 0.7*i + 0.9*j, 0, 12) - (i == 3 ? 20 : 0)\"\n"
+                     "      node:\n        size: [22, 16]\n        fill: 0.05\n"
+                     "        source: {shape: circle, center: [11.3, 7.9], radius: 5, aa: 4}\n");
+    /* values of ellipses, rings and rects on a skewed, jittered lattice whose copies overlap,
+     * with a scale too; and a plain circle's radius without aa on a rotated lattice */
+    static const char *const shapes[] = {
+        "{shape: ellipse, center: [8, 6], radii: [7, 4], aa: 3}",
+        "{shape: ring, center: [8, 7], radii: [3, 6.5], aa: 2}",
+        "{shape: rect, rect: [2.5, 1.25, 10, 9.5], aa: 5}"};
+    for (size_t k = 0; k < 3; k++) {
+        char d[1024];
+        snprintf(d, sizeof d,
+                 "tessera: 1\nroot:\n  size: [260, 190]\n  children:\n"
+                 "    - trait: repeat-vector\n      u: [13, 2]\n      v: [-3, 11]\n"
+                 "      overlap: add\n      jitter: [1, 2]\n      seed: 7\n"
+                 "      source-value: \"0.2 + 0.05*((i + 2*j) %% 9)\"\n"
+                 "      scale: \"1 - 0.01*i\"\n"
+                 "      node:\n        size: [16, 14]\n        source: %s\n", shapes[k]);
+        assert_gpu_equal(d);
+    }
+    assert_gpu_equal("tessera: 1\nroot:\n  size: [200, 200]\n  children:\n"
+                     "    - trait: repeat-vector\n      u: [14, 5]\n      v: [-5, 14]\n"
+                     "      source-radius: \"3 + 0.5*abs(i - j)\"\n"
+                     "      node:\n        size: [15, 15]\n"
+                     "        source: {shape: circle, center: [7.5, 7.5], radius: 4}\n");
 }
