@@ -74,6 +74,17 @@ struct src_param {
     double min, max;
 };
 
+/* What a copy brings, made once per copy of a launch (copy_table_k) rather than for each of
+ * its pixels: the expressions are interpreted and the jitter hashed per copy, not per pixel per
+ * candidate. The same values, so the same bits. */
+struct copy_t {
+    double sc, bi;     /* scale and bias (1, 0 when not given) */
+    double radius;     /* per-copy source: the radius and value as set */
+    float value;
+    int drawn;         /* per-copy source: 0 when a parameter is out of its range */
+    int64_t d[2];      /* jitter */
+};
+
 struct rep_args {
     float *P;
     tsr_rect Pr, area; /* P's rect; the active area inside it */
@@ -94,7 +105,20 @@ struct rep_args {
     int leaf;          /* per-copy sources: the base kernel kind (B_SHAPE...), -1: none */
     base_args base;    /* ... the child's base (its whole rect the shapes' box) */
     src_param sp[2];   /* ... radius, value */
+    copy_t *tab;       /* per-copy values of copies [ti0, ti0 + tni) x [tj0, tj0 + tnj), or
+                        * NULL; a copy outside is computed where it is needed */
+    int64_t ti0, tj0, tni, tnj;
 };
+
+/* Copy (i, j)'s entry in the launch's table, or NULL when it has none. */
+__device__ static const copy_t *
+table_at(const rep_args &a, int64_t i, int64_t j)
+{
+    int64_t ti = i - a.ti0, tj = j - a.tj0;
+    if (!a.tab || ti < 0 || ti >= a.tni || tj < 0 || tj >= a.tnj)
+        return NULL;
+    return &a.tab[tj * a.tni + ti];
+}
 
 /* Per-copy value v of parameter p of copy (i, j) as copy_source stores it; false: the copy is
  * not drawn. */
@@ -130,16 +154,24 @@ child_px(const rep_args &a, int64_t i, int64_t j, int64_t cx, int64_t cy, float 
         return true;
     }
     base_args b = a.base;
+    const copy_t *t = table_at(a, i, j);
     double v;
-    if (a.sp[0].x) {
-        if (!param_value(a.sp[0], i, j, &v))
+    if (t) {
+        if (!t->drawn)
             return false;
-        b.radius = v;
-    }
-    if (a.sp[1].x) {
-        if (!param_value(a.sp[1], i, j, &v))
-            return false;
-        b.value = (float)v;
+        b.radius = t->radius;
+        b.value = t->value;
+    } else {
+        if (a.sp[0].x) {
+            if (!param_value(a.sp[0], i, j, &v))
+                return false;
+            b.radius = v;
+        }
+        if (a.sp[1].x) {
+            if (!param_value(a.sp[1], i, j, &v))
+                return false;
+            b.value = (float)v;
+        }
     }
     switch (a.leaf) {
     case B_SHAPE: *s = tsr_gpu_base_px<B_SHAPE>(b, cx, cy); break;
@@ -155,9 +187,22 @@ copy_value(const rep_args &a, int64_t i, int64_t j, float s)
 {
     if (!a.values)
         return s;
-    double sc = a.scale ? tsr_expr_eval(a.scale, i, j) : 1.0;
-    double bi = a.bias ? tsr_expr_eval(a.bias, i, j) : 0.0;
+    const copy_t *t = table_at(a, i, j);
+    double sc = t ? t->sc : a.scale ? tsr_expr_eval(a.scale, i, j) : 1.0;
+    double bi = t ? t->bi : a.bias ? tsr_expr_eval(a.bias, i, j) : 0.0;
     return (float)(bi + sc * (double)s);
+}
+
+/* Copy (i, j)'s jitter. */
+__device__ static void
+copy_jitter(const rep_args &a, int64_t i, int64_t j, int64_t d[2])
+{
+    const copy_t *t = table_at(a, i, j);
+    if (t) {
+        d[0] = t->d[0], d[1] = t->d[1];
+        return;
+    }
+    tsr_jitter(a.seed, a.jb, i, j, d);
 }
 
 /* The layer's value at parent pixel (x, y) of the active area blended into p. */
@@ -204,7 +249,7 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
             int64_t cx = rx - (i * a.ux + j * a.vx), cy = ry - (i * a.uy + j * a.vy);
             if (a.jb[0] || a.jb[1]) {
                 int64_t d[2];
-                tsr_jitter(a.seed, a.jb, i, j, d);
+                copy_jitter(a, i, j, d);
                 cx -= d[0];
                 cy -= d[1];
             }
@@ -221,6 +266,74 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
     if (a.ov == TSR_OVERLAP_AVERAGE)
         l = nz ? l / (float)nz : 0.0f;
     return tsr_pw_apply(a.blend, a.mask, p, l, 1);
+}
+
+/* The table's entries, one thread each: what copy_value, copy_jitter and child_px compute. */
+static __global__ void
+copy_table_k(rep_args a)
+{
+    size_t n = (size_t)a.tni * (size_t)a.tnj;
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < n;
+         k += (size_t)gridDim.x * blockDim.x) {
+        int64_t i = a.ti0 + (int64_t)(k % (size_t)a.tni), j = a.tj0 + (int64_t)(k / (size_t)a.tni);
+        copy_t t;
+        t.sc = a.scale ? tsr_expr_eval(a.scale, i, j) : 1.0;
+        t.bi = a.bias ? tsr_expr_eval(a.bias, i, j) : 0.0;
+        t.radius = a.base.radius;
+        t.value = a.base.value;
+        t.drawn = 1;
+        double v;
+        if (a.leaf >= 0 && a.sp[0].x) {
+            if (param_value(a.sp[0], i, j, &v))
+                t.radius = v;
+            else
+                t.drawn = 0;
+        }
+        if (a.leaf >= 0 && t.drawn && a.sp[1].x) {
+            if (param_value(a.sp[1], i, j, &v))
+                t.value = (float)v;
+            else
+                t.drawn = 0;
+        }
+        t.d[0] = t.d[1] = 0;
+        if (a.jb[0] || a.jb[1])
+            tsr_jitter(a.seed, a.jb, i, j, t.d);
+        a.tab[k] = t;
+    }
+}
+
+/* The copies whose pixels can fall in a.area (those each pixel's candidate solve can name,
+ * widened by 2 each way against the solve's rounding over a larger box): *ni x *nj from
+ * (*i0, *j0); false when there are too many for a table (a copy's values are then computed
+ * at each pixel, as before). */
+static bool
+copy_range(const rep_args &a, int64_t *i0, int64_t *j0, int64_t *ni, int64_t *nj)
+{
+    enum { TABLE_MAX = 1 << 22 }; /* 4 M copies, 192 MiB of table: never near in practice */
+    if (tsr_rect_empty(a.area))
+        return false;
+    double x0 = (double)(a.area.x - a.ox - a.cw + 1 - a.jb[0]);
+    double x1 = (double)(a.area.x + a.area.w - 1 - a.ox + a.jb[0]);
+    double y0 = (double)(a.area.y - a.oy - a.ch + 1 - a.jb[1]);
+    double y1 = (double)(a.area.y + a.area.h - 1 - a.oy + a.jb[1]);
+    double imin = 0, imax = 0, jmin = 0, jmax = 0;
+    for (int c = 0; c < 4; c++) {
+        double px = c & 1 ? x1 : x0, py = c & 2 ? y1 : y0;
+        double i = (px * (double)a.vy - py * (double)a.vx) / a.det;
+        double j = (py * (double)a.ux - px * (double)a.uy) / a.det;
+        imin = c ? fmin(imin, i) : i;
+        imax = c ? fmax(imax, i) : i;
+        jmin = c ? fmin(jmin, j) : j;
+        jmax = c ? fmax(jmax, j) : j;
+    }
+    double span = (imax - imin + 5) * (jmax - jmin + 5);
+    if (!(span < (double)TABLE_MAX) || !(fabs(imin) < 4e18) || !(fabs(jmin) < 4e18))
+        return false;
+    *i0 = (int64_t)floor(imin) - 2;
+    *j0 = (int64_t)floor(jmin) - 2;
+    *ni = (int64_t)ceil(imax) + 2 - *i0 + 1;
+    *nj = (int64_t)ceil(jmax) + 2 - *j0 + 1;
+    return true;
 }
 
 static __global__ void
@@ -356,10 +469,23 @@ tsr_gpu_repeat(tsr_gpu *g, const tsr_edge *e, tsr_gpu_buf P, tsr_gpu_buf child,
         a.px0 = (uint32_t)tsr_floor_mod(P.r.x - a.ox, a.ux);
         a.py0 = (uint32_t)tsr_floor_mod(P.r.y - a.oy, a.vy);
     }
+    /* a table of the copies' values where a pixel would otherwise interpret an expression or
+     * hash a jitter for each of its candidates */
+    size_t mark = tsr_gpu_mark(g);
+    if ((a.values || a.leaf >= 0 || a.jb[0] || a.jb[1]) &&
+        copy_range(a, &a.ti0, &a.tj0, &a.tni, &a.tnj)) {
+        size_t n = (size_t)a.tni * (size_t)a.tnj;
+        a.tab = (copy_t *)tsr_gpu_alloc(g, n * sizeof *a.tab, err);
+        if (!a.tab)
+            return err && err->status != TSR_OK ? err->status : TSR_ENOMEM;
+        copy_table_k<<<tsr_blocks(n, 256), 256, 0, g->compute>>>(a);
+        TSR_LAUNCHED("repeat table", err);
+    }
     if (to)
         repeat_out_kernel<<<tsr_grid2(P.r.w, P.r.h), 256, 0, g->compute>>>(a);
     else
         repeat_kernel<<<tsr_grid2(a.area.w, a.area.h), 256, 0, g->compute>>>(a);
     TSR_LAUNCHED("repeat", err);
+    tsr_gpu_reset(g, mark); /* stream order: later launches reuse it after this one */
     return TSR_OK;
 }
