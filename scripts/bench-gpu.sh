@@ -6,7 +6,7 @@
 # every example and bench design on the GPU beside the CPU on all cores.
 #   scripts/bench-gpu.sh TESSERA [OUT]
 # GPU_BENCH picks sections (default all): milestone designs whole cache wide grid sinks previews
-# packed hostteam threads; GPU_DESIGNS (globs) narrows `designs` and `hostteam`; the d2h
+# packed hostteam threads; GPU_DESIGNS (globs) narrows `designs`, GPU_HOST_DESIGNS `hostteam`; the d2h
 # ceiling is measured first in every run, since every figure is a fraction of it.
 set -uo pipefail
 T=${1:?usage: bench-gpu.sh TESSERA [OUT]}
@@ -94,7 +94,7 @@ if on hostteam; then
 # keep-out wafer at 2 um a pixel 2.5 GB)
 printf '\n%-28s %12s %12s %12s %10s\n' "host team" "serial MB/s" "team MB/s" "cpu MB/s" "team/d2h"
 sed 's/^pixel: 10um$/pixel: 2um/' designs/examples/wafer-keepout.yaml >"$OUT/keepout-2um.yaml"
-for f in ${GPU_DESIGNS:-designs/bench/layout-array.yaml "$OUT/keepout-2um.yaml" \
+for f in ${GPU_HOST_DESIGNS:-designs/bench/layout-array.yaml "$OUT/keepout-2um.yaml" \
          designs/examples/layout-*.yaml designs/examples/dose-ladder.yaml \
          designs/examples/wafer-keepout.yaml designs/examples/rotated-rect-array.yaml \
          designs/examples/wafer-fields.yaml designs/examples/wafer-map-150.yaml}; do

@@ -90,6 +90,12 @@ if has sanitize; then
   compute-sanitizer --tool memcheck --error-exitcode 9 ./build-gpu/tests/test_gpu --jobs 1 \
       --filter 'gpu/sanitized*' >>"$OUT/sanitizer-memcheck.log" 2>&1
   echo "compute-sanitizer memcheck (oracle designs): exit $?"
+  # the per-copy repeat kernels (table, sources, jitter) and the layout/vector sources' pieces
+  for t in test_vary test_layouts_source test_text_source; do
+    compute-sanitizer --tool memcheck --error-exitcode 9 "./build-gpu/tests/$t" --jobs 1 \
+        --filter '*/*gpu*' >>"$OUT/sanitizer-memcheck.log" 2>&1
+    echo "compute-sanitizer memcheck ($t, its GPU cases): exit $?"
+  done
   TSR_GPU_SWEEP=blur,distance timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
       ./build-gpu/tests/test_gpu --jobs 1 --filter 'gpu/sanitized*' \
       >"$OUT/sanitizer-racecheck.log" 2>&1
