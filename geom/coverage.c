@@ -448,15 +448,48 @@ tsr_geom_reach(tsr_rect r)
     return tsr_rect_make(x0 - MARGIN, y0 - MARGIN, x1 - x0 + 2 * MARGIN, y1 - y0 + 2 * MARGIN);
 }
 
+/* What a build allocates, kept by one thread between builds (tsr_geom_edges_pieces' workers):
+ * its buffers grow and are reused, so a build takes no heap lock once they are large enough. */
+struct tsr_geom_scratch {
+    work w;
+    int64_t *q;      /* quantized points */
+    size_t capq;
+    ring *rings;
+    size_t caprings;
+    size_t *cnt;     /* per block: rings binned */
+    size_t capcnt;
+    ring **bin;
+    size_t capbin;
+    size_t capsl;
+};
+
+tsr_geom_scratch *
+tsr_geom_scratch_new(void)
+{
+    return calloc(1, sizeof(tsr_geom_scratch));
+}
+
+void
+tsr_geom_scratch_free(tsr_geom_scratch *ws)
+{
+    if (!ws)
+        return;
+    work *w = &ws->w;
+    free(w->a), free(w->b), free(w->xy[0]), free(w->xy[1]), free(w->end[0]), free(w->end[1]);
+    free(w->sl), free(w->sp), free(w->group);
+    free(ws->q), free(ws->rings), free(ws->cnt), free(ws->bin);
+    free(ws);
+}
+
 tsr_status
 tsr_geom_edges_build(const tsr_geom_polys *p, tsr_rect r, tsr_geom_edges *out, tsr_error *err)
 {
-    return tsr_geom_edges_build_in(p, r, r, out, err);
+    return tsr_geom_edges_build_in(p, r, r, out, NULL, err);
 }
 
 tsr_status
 tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_geom_edges *out,
-                        tsr_error *err)
+                        tsr_geom_scratch *keep, tsr_error *err)
 {
     out->n = 0;
     out->r = r;
@@ -473,26 +506,32 @@ tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_
     part = tsr_rect_intersect(part, r);
     if (tsr_rect_empty(part) || p->nring == 0)
         return TSR_OK;
-    int64_t *q = NULL;
-    tsr_status st = tsr_geom_quantize(p, "", &q, err);
-    if (st != TSR_OK)
-        return st;
+    tsr_geom_scratch own = {0}, *ws = keep ? keep : &own;
+    tsr_status st = TSR_OK;
     /* the blocks that meet the part; a ring is binned into those its box, grown by the margin,
      * meets */
     int64_t gx0 = tsr_floor_div(part.x, B), gx1 = tsr_floor_div(part.x + part.w - 1, B);
     int64_t gy0 = tsr_floor_div(part.y, B), gy1 = tsr_floor_div(part.y + part.h - 1, B);
     size_t nbx = (size_t)(gx1 - gx0 + 1), nby = (size_t)(gy1 - gy0 + 1), nb = nbx * nby;
-    ring *rings = calloc(p->nring, sizeof *rings);
-    size_t *cnt = calloc(nb + 1, sizeof *cnt);
-    ring **bin = NULL;
-    work w = {0};
-    w.rings = rings;
-    w.slab_row = INT64_MIN;
-    w.sl = p->nring <= SIZE_MAX / 2 ? calloc(2 * p->nring, sizeof *w.sl) : NULL;
-    if (!rings || !cnt || !w.sl)
+    if (p->npt > SIZE_MAX / 2 || p->nring > SIZE_MAX / 2 || nb > SIZE_MAX - 1 ||
+        reserve((void **)&ws->q, &ws->capq, 2 * p->npt, sizeof *ws->q) ||
+        reserve((void **)&ws->rings, &ws->caprings, p->nring, sizeof *ws->rings) ||
+        reserve((void **)&ws->cnt, &ws->capcnt, nb + 1, sizeof *ws->cnt) ||
+        reserve((void **)&ws->w.sl, &ws->capsl, 2 * p->nring, sizeof *ws->w.sl))
         goto nomem;
+    if ((st = tsr_geom_quantize_into(p, "", ws->q, err)) != TSR_OK)
+        goto done;
+    const int64_t *q = ws->q;
+    ring *rings = ws->rings;
+    size_t *cnt = ws->cnt;
+    memset(cnt, 0, (nb + 1) * sizeof *cnt);
+    work *w = &ws->w;
+    w->rings = rings;
+    w->slab_row = INT64_MIN;
+    w->nsp = 0;
     for (size_t k = 0; k < 2 * p->nring; k++)
-        w.sl[k].row = INT64_MIN;
+        w->sl[k].row = INT64_MIN;
+    ring **bin = NULL;
     for (int pass = 0; pass < 2; pass++) {
         size_t at = 0;
         for (size_t k = 0; k < p->nring; k++) {
@@ -528,8 +567,9 @@ tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_
         if (pass == 0) {
             for (size_t i = 0; i < nb; i++)
                 cnt[i + 1] += cnt[i];
-            if (!(bin = malloc((cnt[nb] ? cnt[nb] : 1) * sizeof *bin)))
+            if (reserve((void **)&ws->bin, &ws->capbin, cnt[nb] ? cnt[nb] : 1, sizeof *ws->bin))
                 goto nomem;
+            bin = ws->bin;
         }
     }
     /* pass 1 advanced cnt[i] to the end of bin i, the start of bin i + 1 */
@@ -537,18 +577,20 @@ tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_
         size_t a = i ? cnt[i - 1] : 0, n = cnt[i] - a;
         if (n == 0)
             continue;
-        qsort_r(bin + a, n, sizeof *bin, ring_cmp, q);
+        qsort_r(bin + a, n, sizeof *bin, ring_cmp, (void *)q);
         st = do_block(out, q, bin + a, n, gx0 + (int64_t)(i % nbx), gy0 + (int64_t)(i / nbx),
-                      &w, err);
+                      w, err);
     }
     goto done;
 nomem:
     st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %zu rings over %zu blocks", p->nring, nb);
 done:
-    free(w.a), free(w.b), free(w.xy[0]), free(w.xy[1]), free(w.end[0]), free(w.end[1]);
-    free(w.sl), free(w.sp);
-    free(w.group);
-    free(bin), free(cnt), free(rings), free(q);
+    if (ws == &own) {
+        work *ow = &own.w;
+        free(ow->a), free(ow->b), free(ow->xy[0]), free(ow->xy[1]), free(ow->end[0]);
+        free(ow->end[1]), free(ow->sl), free(ow->sp), free(ow->group);
+        free(own.q), free(own.rings), free(own.cnt), free(own.bin);
+    }
     if (st != TSR_OK)
         out->n = 0;
     return st;

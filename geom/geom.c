@@ -145,18 +145,27 @@ tsr_geom_quantize(const tsr_geom_polys *p, const char *set, int64_t **q, tsr_err
     int64_t *o = malloc(p->npt * 2 * sizeof *o);
     if (!o)
         return tsr_fail(err, TSR_ENOMEM, "geom: no memory for %zu points", p->npt);
+    tsr_status st = tsr_geom_quantize_into(p, set, o, err);
+    if (st != TSR_OK) {
+        free(o);
+        return st;
+    }
+    *q = o;
+    return TSR_OK;
+}
+
+tsr_status
+tsr_geom_quantize_into(const tsr_geom_polys *p, const char *set, int64_t *o, tsr_error *err)
+{
     size_t at = 0;
     for (size_t k = 0; k < p->nring; k++)
         for (size_t i = 0; at < p->end[k]; at++, i++) {
             tsr_status st = quant1(p->pt[at].x, &o[2 * at], set, k, i, 'x', err);
             if (st == TSR_OK)
                 st = quant1(p->pt[at].y, &o[2 * at + 1], set, k, i, 'y', err);
-            if (st != TSR_OK) {
-                free(o);
+            if (st != TSR_OK)
                 return st;
-            }
         }
-    *q = o;
     return TSR_OK;
 }
 

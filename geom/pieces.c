@@ -19,6 +19,8 @@ typedef struct pieces {
     tsr_geom_make_fn make;
     void *mctx;
     tsr_geom_edges *e;  /* [piece * nsets + set] */
+    tsr_geom_scratch **ws; /* [threads] each worker's build buffers, made on its first piece */
+    tsr_geom_polys *sets;  /* [threads * nsets] each worker's polygon sets, emptied per piece */
     tsr_error *errs;    /* [threads] each worker's first failure */
     size_t *errk;       /* [threads] the piece it failed on (SIZE_MAX: none) */
     _Atomic int failed; /* once set, the pieces not yet begun are skipped */
@@ -44,17 +46,21 @@ one_piece(void *ctx, int w, size_t k)
     if (p->errk[w] != SIZE_MAX)
         return; /* this worker's first failure is kept */
     tsr_rect pr = piece_rect(p, k);
-    tsr_geom_polys *sets = calloc(p->nsets, sizeof *sets);
-    tsr_status st = sets ? p->make(p->mctx, pr, sets, err)
-                         : tsr_fail(err, TSR_ENOMEM, "geom: no memory for a piece's polygons");
+    /* the worker's own sets and build buffers, reused from piece to piece: many threads
+     * allocating per piece waited on malloc's one heap (docs/performance.md) */
+    tsr_geom_polys *sets = p->sets + (size_t)w * p->nsets;
+    for (size_t s = 0; s < p->nsets; s++)
+        tsr_geom_polys_clear(&sets[s]);
+    if (!p->ws[w])
+        p->ws[w] = tsr_geom_scratch_new();
+    tsr_status st = p->ws[w] ? p->make(p->mctx, pr, sets, err)
+                             : tsr_fail(err, TSR_ENOMEM, "geom: no memory for a piece's buffers");
     /* the piece's blocks over the rect from the piece's corner to r's right and bottom sides:
      * an edge on the piece's right side adds to the columns beyond it */
     tsr_rect target = tsr_rect_make(pr.x, pr.y, p->r.x + p->r.w - pr.x, pr.h);
     for (size_t s = 0; s < p->nsets && st == TSR_OK; s++)
-        st = tsr_geom_edges_build_in(&sets[s], target, pr, &p->e[k * p->nsets + s], err);
-    for (size_t s = 0; sets && s < p->nsets; s++)
-        tsr_geom_polys_free(&sets[s]);
-    free(sets);
+        st = tsr_geom_edges_build_in(&sets[s], target, pr, &p->e[k * p->nsets + s], p->ws[w],
+                                     err);
     if (st != TSR_OK) {
         p->errk[w] = k;
         atomic_store(&p->failed, 1);
@@ -126,10 +132,13 @@ tsr_geom_edges_pieces(tsr_rect r, size_t nsets, tsr_geom_make_fn make, void *mct
                         (unsigned long long)ncol, (unsigned long long)nrow);
     int threads = team && team->threads > 0 ? team->threads : 1;
     pieces p = {r, gx0, gy0, (size_t)ncol, nsets, make, mctx,
-                calloc((size_t)np * nsets, sizeof *p.e), calloc((size_t)threads, sizeof *p.errs),
+                calloc((size_t)np * nsets, sizeof *p.e),
+                calloc((size_t)threads, sizeof *p.ws),
+                calloc((size_t)threads * nsets, sizeof *p.sets),
+                calloc((size_t)threads, sizeof *p.errs),
                 malloc((size_t)threads * sizeof *p.errk), 0};
     tsr_status st = TSR_OK;
-    if (!p.e || !p.errs || !p.errk)
+    if (!p.e || !p.ws || !p.sets || !p.errs || !p.errk)
         st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %llu pieces", (unsigned long long)np);
     for (int w = 0; st == TSR_OK && w < threads; w++)
         p.errk[w] = SIZE_MAX;
@@ -151,6 +160,12 @@ tsr_geom_edges_pieces(tsr_rect r, size_t nsets, tsr_geom_make_fn make, void *mct
     for (size_t i = 0; p.e && i < (size_t)np * nsets; i++)
         tsr_geom_edges_free(&p.e[i]);
     free(p.e);
+    for (int w = 0; p.ws && w < threads; w++)
+        tsr_geom_scratch_free(p.ws[w]);
+    for (size_t i = 0; p.sets && i < (size_t)threads * nsets; i++)
+        tsr_geom_polys_free(&p.sets[i]);
+    free(p.ws);
+    free(p.sets);
     free(p.errs);
     free(p.errk);
     if (st != TSR_OK)
