@@ -1135,6 +1135,7 @@ typedef struct profile_sum {
     bool cut;              /* the deadline stopped a chunk (profile_deadline) */
     double cut_secs;       /* ... which had run this long */
     uint64_t cut_bytes;    /* ... for this many bytes */
+    double startup;        /* seconds of the untimed first row (take_samples); 0 with --region */
     double cpu;            /* CPU seconds over the samples */
     double total;          /* sample bytes of the whole design */
     double rate;           /* projected bytes/s: the mean of the samples' seconds per byte */
@@ -1169,6 +1170,34 @@ take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, 
         sm[0].secs = now_s() - t_all;
         ns = 1;
     } else {
+        /* On a GPU, one row first, untimed: what a stream pays once there (the device's
+         * kernels loaded, its band buffers pinned, resident uploads, period tiles) was read as
+         * the first sample's rate: 55-65 ms of the first band against 2-3 ms for each later
+         * one made small plates profile at a quarter of the rate they run at
+         * (docs/performance.md). Its seconds are reported as the start-up and added to the
+         * projection, not to the rate. The row is the stream's last (the first sample's band
+         * would find its tiles made by it); the CPU backend's start-up is a team's threads,
+         * and gets none. */
+        int64_t rows0, band = tsr_engine_plan(e)->band_rows;
+        tsr_rect at0 = sample_at(d, 0, PROFILE_SAMPLES, &rows0);
+        int64_t last = at0.y == 0 ? d->root->h - 1 : 0; /* the side opposite the first sample */
+        tsr_rect warm = tsr_rect_make(at0.x, last, band > 0 && at0.w > band ? band : at0.w, 1);
+        uint64_t wb = 0;
+        double t0 = now_s();
+        if (strcmp(tsr_engine_backend(e), "cpu") != 0 &&
+            tsr_engine_drain(e, warm, &wb, err) != TSR_OK) {
+            if (err->status != TSR_EINTR || g_stop)
+                return err->status;
+            /* --seconds ran out in the start-up: nothing measured but a bound, as for a cut
+             * first chunk (print_unfinished) */
+            p->cut = true;
+            p->cut_secs = now_s() - t0;
+            p->cut_bytes = (uint64_t)((double)warm.w * (double)tsr_design_stream_bytes(d, 1) /
+                                      (double)d->root->w);
+            p->ns = 0;
+            return TSR_OK;
+        }
+        p->startup = strcmp(tsr_engine_backend(e), "cpu") != 0 ? now_s() - t0 : 0;
         for (; ns < PROFILE_SAMPLES; ns++) {
             int64_t rows;
             tsr_rect at = sample_at(d, ns, PROFILE_SAMPLES, &rows);
@@ -1244,7 +1273,7 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
                "\"peak_bytes\":%lld},\"busy_thread_seconds\":%.6f,\"cpu_seconds\":%.6f,",
             (long long)r.x, (long long)r.y, (long long)r.w, (long long)r.h,
             (unsigned long long)bytes, secs, rate / 1e6, a->target / 1e6, rate / a->target,
-            total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
+            p->startup + total / rate, tsr_engine_backend(e), tsr_engine_threads(e), rss,
             (unsigned long long)st.hits, (unsigned long long)st.misses,
             (unsigned long long)st.evictions, (unsigned long long)st.waits,
             (unsigned long long)st.overflow, (long long)st.cache_bytes,
@@ -1289,8 +1318,8 @@ print_json(const args *a, tsr_engine *e, const tsr_design *d, const profile_sum 
                 st.engines[i].busy_seconds);
     fprintf(f, "],");
     fprintf(f, "\"slowest_mb_per_s\":%.6f,\"fastest_mb_per_s\":%.6f,"
-               "\"projected_seconds_slowest\":%.3f,\"samples\":[",
-            slow / 1e6, fast / 1e6, total / slow);
+               "\"projected_seconds_slowest\":%.3f,\"startup_seconds\":%.6f,\"samples\":[",
+            slow / 1e6, fast / 1e6, p->startup + total / slow, p->startup);
     for (int i = 0; i < ns; i++)
         fprintf(f, "%s{\"region\":[%lld,%lld,%lld,%lld],\"bytes\":%llu,\"seconds\":%.6f,"
                    "\"mb_per_s\":%.6f}", i ? "," : "", (long long)sm[i].r.x,
@@ -1360,6 +1389,9 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
     else
         fprintf(f, "samples     %d regions spread over the design in stream order, %llu sample "
                 "bytes in %.3f s (--seconds %g)\n", ns, (unsigned long long)bytes, secs, budget);
+    if (p->startup > 0)
+        fprintf(f, "start-up    %.3f s before the samples (one row, untimed: what the stream pays "
+                "once on the device)\n", p->startup);
     fprintf(f, "backend     %s, %d threads\n", tsr_engine_backend(e), tsr_engine_threads(e));
     fprintf(f, "throughput  %s in %.3f s = %sx the %.0f MB/s target\n", rs, secs, hs,
             a->target / 1e6);
@@ -1418,12 +1450,13 @@ print_text(const args *a, tsr_engine *e, const profile_sum *p, FILE *f)
                     (long long)sm[i].r.y, (long long)sm[i].r.w, (long long)sm[i].r.h, b);
         }
         char p1[32], p2[32], p3[32], tb[32];
-        fmt_sig(p1, sizeof p1, total / rate);
-        fmt_sig(p2, sizeof p2, total / slow);
+        fmt_sig(p1, sizeof p1, p->startup + total / rate);
+        fmt_sig(p2, sizeof p2, p->startup + total / slow);
         fmt_sig(p3, sizeof p3, total / a->target);
         tsr_human_bytes(tb, sizeof tb, total);
-        fprintf(f, "projected   whole design (%s): %s s from the samples, %s s at the "
-                "slowest, %s s at the target%s\n", tb, p1, p2, p3,
+        fprintf(f, "projected   whole design (%s): %s s from the samples%s, %s s at the "
+                "slowest, %s s at the target%s\n", tb, p1, p->startup > 0 ? " and the start-up" : "",
+                p2, p3,
                 p->cut ? " (--seconds ended inside a sample: its last chunk is not counted)"
                        : "");
     } else {

@@ -127,8 +127,14 @@ if "$py" - "$tmp/s.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
 for k in ["bytes", "seconds", "mb_per_s", "headroom", "projected_seconds", "region", "nodes",
-          "samples", "slowest_mb_per_s", "fastest_mb_per_s", "projected_seconds_slowest"]:
+          "samples", "slowest_mb_per_s", "fastest_mb_per_s", "projected_seconds_slowest",
+          "startup_seconds"]:
     assert k in p, "missing " + k
+# the start-up (a GPU's untimed row before the samples; none on the CPU) is in the projection,
+# not in the rate
+assert p["startup_seconds"] == 0, p["startup_seconds"]
+want = p["startup_seconds"] + 2000 * 40000 / (p["mb_per_s"] * 1e6)
+assert abs(p["projected_seconds"] - want) <= 1e-3 * want + 2e-3, (p["projected_seconds"], want)
 s = p["samples"]
 assert len(s) >= 4, s
 ys = [r["region"][1] for r in s]
