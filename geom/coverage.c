@@ -267,7 +267,8 @@ row_slab(work *w, const int64_t *q, const ring *g, int kind, int64_t row, int64_
         if (n > SIZE_MAX / 2 - w->nsp ||
             reserve((void **)&w->sp, &w->capsp, 2 * (w->nsp + n), sizeof *w->sp))
             return -1;
-        memcpy(w->sp + 2 * w->nsp, w->a, 2 * n * sizeof *w->a);
+        if (n) /* an empty slab may meet an empty buffer: no copy from or to NULL */
+            memcpy(w->sp + 2 * w->nsp, w->a, 2 * n * sizeof *w->a);
         s->row = row, s->at = w->nsp, s->n = n;
         s->x0 = INT64_MAX, s->x1 = INT64_MIN;
         for (size_t i = 0; i < n; i++) {
