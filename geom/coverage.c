@@ -614,11 +614,9 @@ tsr_geom_accumulate(const tsr_geom_edges *e, int64_t *acc)
             tsr_cov_piece pc;
             tsr_cov_piece_make(g, j, &pc);
             int64_t *row = acc + (g->by + j) * w;
-            int64_t hl = tsr_cov_side(&pc, pc.c0);
             for (int64_t c = pc.c0; c <= pc.c1; c++) {
-                int64_t v[2], x = g->bx + c, hr = tsr_cov_side(&pc, c + 1);
-                tsr_cov_cell_at(&pc, c, hl, hr, v);
-                hl = hr;
+                int64_t v[2], x = g->bx + c;
+                tsr_cov_cell(&pc, c, v);
                 /* cells left of the rect add to its first: the row's prefix sums from there
                  * on are the same */
                 if (x < w)

@@ -70,21 +70,11 @@ typedef struct tsr_cov_piece {
     int sign;               /* +1 for an edge going up (y decreasing), -1 going down */
 } tsr_cov_piece;
 
-/* floor(v) as an integer for finite |v| < 2^63: the truncation, one less when it rounded up.
- * Exactly floor's value, without libm's call on a host built for baseline x86-64 (the call
- * was 3 % of a layout's profile). */
-TSR_HD static inline int64_t
-tsr_cov_floor(double v)
-{
-    int64_t t = (int64_t)v;
-    return t - ((double)t > v);
-}
-
 /* Round to nearest (halves up) for |v| < 2^52: v + 0.5 is exact there. */
 TSR_HD static inline int64_t
 tsr_cov_round(double v)
 {
-    return tsr_cov_floor(v + 0.5);
+    return (int64_t)floor(v + 0.5);
 }
 
 /* x of the edge at height y (units, ty <= y <= uy): exact at both ends. The product is exact
@@ -116,8 +106,8 @@ tsr_cov_piece_make(const tsr_geom_edge *e, int64_t j, tsr_cov_piece *p)
     p->xa = tsr_cov_x_at(p, top);
     p->xb = tsr_cov_x_at(p, bot);
     double lo = p->xa < p->xb ? p->xa : p->xb, hi = p->xa < p->xb ? p->xb : p->xa;
-    p->c0 = tsr_cov_floor(lo * (1.0 / (double)TSR_COV_UNIT));
-    p->c1 = tsr_cov_floor(hi * (1.0 / (double)TSR_COV_UNIT));
+    p->c0 = (int64_t)floor(lo * (1.0 / (double)TSR_COV_UNIT));
+    p->c1 = (int64_t)floor(hi * (1.0 / (double)TSR_COV_UNIT));
     /* a piece that ends exactly on a cell's left side has nothing in that cell */
     if (p->c1 > p->c0 && hi == (double)(p->c1 * TSR_COV_UNIT))
         p->c1--;
@@ -137,27 +127,21 @@ tsr_cov_y_at(const tsr_cov_piece *p, int64_t c)
     return f < p->yt ? p->yt : (f > p->yb ? p->yb : f);
 }
 
-/* The piece's height where it meets the line x = c (pixels, c0 <= c <= c1 + 1): its own end at
- * the first and last lines, tsr_cov_y_at between. A line between two cells gives both the same
- * height, so a loop over the cells computes each line once (tsr_geom_accumulate). */
-TSR_HD static inline int64_t
-tsr_cov_side(const tsr_cov_piece *p, int64_t c)
-{
-    if (c == p->c0)
-        return p->xa < p->xb ? p->yt : p->yb;
-    if (c == p->c1 + 1)
-        return p->xa < p->xb ? p->yb : p->yt;
-    return tsr_cov_y_at(p, c);
-}
-
 /* What the piece adds to cell c (c0 <= c <= c1) and to cell c + 1, in 2^-32 px of area,
- * signed, given its heights hl = tsr_cov_side(c) and hr = tsr_cov_side(c + 1): out[0] + out[1]
- * is the signed height of the piece in the cell. Going right it enters through the left
- * side (top hl), going left through the right side (top hr). */
+ * signed: out[0] + out[1] is the signed height of the piece in the cell. */
 TSR_HD static inline void
-tsr_cov_cell_at(const tsr_cov_piece *p, int64_t c, int64_t hl, int64_t hr, int64_t out[2])
+tsr_cov_cell(const tsr_cov_piece *p, int64_t c, int64_t out[2])
 {
-    int64_t ylo = p->xa < p->xb ? hl : hr, yhi = p->xa < p->xb ? hr : hl;
+    int64_t ylo, yhi;
+    if (p->c0 == p->c1) {
+        ylo = p->yt, yhi = p->yb;
+    } else if (p->xa < p->xb) { /* going right: enters through the left side */
+        ylo = c == p->c0 ? p->yt : tsr_cov_y_at(p, c);
+        yhi = c == p->c1 ? p->yb : tsr_cov_y_at(p, c + 1);
+    } else { /* going left: enters through the right side */
+        ylo = c == p->c1 ? p->yt : tsr_cov_y_at(p, c + 1);
+        yhi = c == p->c0 ? p->yb : tsr_cov_y_at(p, c);
+    }
     double cl = (double)(c * TSR_COV_UNIT), cr = (double)((c + 1) * TSR_COV_UNIT);
     double lo = p->xa < p->xb ? p->xa : p->xb, hi = p->xa < p->xb ? p->xb : p->xa;
     double xl = lo > cl ? lo : cl, xr = hi < cr ? hi : cr;
@@ -167,13 +151,6 @@ tsr_cov_cell_at(const tsr_cov_piece *p, int64_t c, int64_t hl, int64_t hr, int64
     int64_t a = tsr_cov_round((double)dy * f);
     out[0] = p->sign * a;
     out[1] = p->sign * (dy - a);
-}
-
-/* tsr_cov_cell_at with the cell's own two heights. */
-TSR_HD static inline void
-tsr_cov_cell(const tsr_cov_piece *p, int64_t c, int64_t out[2])
-{
-    tsr_cov_cell_at(p, c, tsr_cov_side(p, c), tsr_cov_side(p, c + 1), out);
 }
 
 /* A row's prefix sum (2^-32 px) as a coverage in [0, 1]. */

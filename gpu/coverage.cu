@@ -30,11 +30,9 @@ cov_accumulate_k(const tsr_geom_edge *edges, const uint64_t *first, size_t n, ui
         tsr_cov_piece pc;
         tsr_cov_piece_make(&g, j, &pc);
         unsigned long long *row = acc + (g.by + j) * w;
-        int64_t hl = tsr_cov_side(&pc, pc.c0); /* each line between cells computed once */
         for (int64_t c = pc.c0; c <= pc.c1; c++) {
-            int64_t v[2], x = g.bx + c, hr = tsr_cov_side(&pc, c + 1);
-            tsr_cov_cell_at(&pc, c, hl, hr, v);
-            hl = hr;
+            int64_t v[2], x = g.bx + c;
+            tsr_cov_cell(&pc, c, v);
             /* cells left of the rect add to its first (tsr_geom_accumulate says why) */
             if (x < w && v[0] != 0)
                 atomicAdd(row + (x < 0 ? 0 : x), (unsigned long long)v[0]);
