@@ -5,6 +5,7 @@
  * without a device); circles within their tolerance; booleans and offsets by hand-computed
  * areas; and every error path. */
 #include "geom/geom.h"
+#include "geom/geom_int.h"
 #include "gpu/coverage.h"
 #include "gpu/gpu.h"
 
@@ -418,6 +419,38 @@ Test(coverage, edges_made_in_pieces_are_the_whole_rects_edges)
     tsr_geom_edges_free(&out[0]);
     tsr_geom_edges_free(&out[1]);
     tsr_geom_edges_free(&whole);
+    tsr_geom_polys_free(&p);
+}
+
+/* The quantizer rounds as llround does (halves away from zero), without calling it: exact
+ * halves of a grid step either way, neighbours of halves, far coordinates, random ones. */
+Test(coverage, quantizing_rounds_as_llround)
+{
+    const double u = 1.0 / (double)TSR_COV_UNIT;
+    double vs[64] = {0.5 * u, -0.5 * u, 1.5 * u, -1.5 * u, 2.5 * u, -2.5 * u,
+                     nextafter(0.5 * u, 1), nextafter(0.5 * u, 0), nextafter(-0.5 * u, -1),
+                     nextafter(-0.5 * u, 0), 0.0, -0.0, TSR_GEOM_LIMIT, -TSR_GEOM_LIMIT,
+                     TSR_GEOM_LIMIT - 0.5 * u, -TSR_GEOM_LIMIT + 0.5 * u, 1e-30, -1e-30,
+                     268435456.5 * u, -268435456.5 * u};
+    size_t n = 20;
+    while (n < 64) {
+        double m = ldexp(1.0, (int)(urand() * 38)); /* magnitudes up to 2^37 */
+        vs[n++] = (urand() - 0.5) * 2 * m;
+    }
+    tsr_geom_polys p;
+    tsr_geom_polys_init(&p);
+    tsr_geom_pt pts[64];
+    for (size_t i = 0; i < n; i++)
+        pts[i] = (tsr_geom_pt){vs[i], vs[n - 1 - i]};
+    cr_assert_eq(tsr_geom_polys_add(&p, pts, n, NULL), TSR_OK);
+    int64_t *q = NULL;
+    cr_assert_eq(tsr_geom_quantize(&p, "", &q, NULL), TSR_OK);
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(q[2 * i], llround(vs[i] * (double)TSR_COV_UNIT), "x %a", vs[i]);
+        cr_assert_eq(q[2 * i + 1], llround(vs[n - 1 - i] * (double)TSR_COV_UNIT), "y %a",
+                     vs[n - 1 - i]);
+    }
+    free(q);
     tsr_geom_polys_free(&p);
 }
 
