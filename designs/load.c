@@ -9,6 +9,7 @@
 #include "designs/designs_int.h"
 #include "geom/geom.h"
 #include "nodes/dither.h"
+#include "nodes/layout_src.h"
 #include "nodes/params.h"
 
 #include <errno.h>
@@ -304,6 +305,7 @@ keep_operand(tsr_source *s, tsr_source *o, bool is_a)
     }
     s->operands = ops;
     tsr_src_text_close(o); /* the outlines are in s's already */
+    tsr_src_shape_release(o);
     ops[n] = *o;
     if (is_a)
         s->nop_a++;
@@ -480,7 +482,16 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
         return open_text(c, s, m, p);
     if (is_boolean(s->kind))
         return make_boolean(c, s, m, p);
-    return TSR_OK;
+    /* an exact shape's rings, once (its numbers are checked already) */
+    tsr_error serr = {TSR_OK, ""};
+    if ((st = tsr_src_shape_prepare(s, &serr)) == TSR_OK)
+        return TSR_OK;
+    if (st == TSR_ENOMEM)
+        return tsr_doom(c);
+    char path[KPATH_SHOWN + 1];
+    tsr_kpath_format(p, path, sizeof path);
+    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, m->line, m->col, path,
+                    serr.msg);
 }
 
 /* ---- nodes and edges ------------------------------------------------------------------------- */

@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* A curve's polygon is within this many pixels of it: a 16-bit step of an edge pixel's area
  * is 1.5e-5 px^2. */
@@ -94,8 +95,52 @@ shape_rings(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
     return st;
 }
 
-tsr_status
-tsr_src_shape_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
+/* What a shape's rings depend on: a cache made for one set of them serves a source only when
+ * all are equal (a repeat's per-copy copy of a source shares the pointer, not the radius). */
+typedef struct shape_key {
+    int kind;
+    bool mirror;
+    double center[2], radius, radii[2], rect[4], rotate, scale, translate[2];
+    const void *pts;
+    size_t npts;
+} shape_key;
+
+typedef struct shape_cache {
+    shape_key key;
+    tsr_geom_polys rings;
+} shape_cache;
+
+static void
+key_of(const tsr_source *s, shape_key *k)
+{
+    memset(k, 0, sizeof *k); /* padding too: keys compare by their bytes */
+    k->kind = (int)s->kind;
+    k->mirror = s->mirror;
+    memcpy(k->center, s->center, sizeof k->center);
+    k->radius = s->radius;
+    memcpy(k->radii, s->radii, sizeof k->radii);
+    memcpy(k->rect, s->rect, sizeof k->rect);
+    k->rotate = s->rotate;
+    k->scale = s->scale;
+    memcpy(k->translate, s->translate, sizeof k->translate);
+    k->pts = s->points.p;
+    k->npts = s->points.n;
+}
+
+/* s's cached rings, or NULL when it has none for its parameters. */
+static const tsr_geom_polys *
+cached(const tsr_source *s)
+{
+    const shape_cache *c = s->exact;
+    if (!c)
+        return NULL;
+    shape_key k;
+    key_of(s, &k);
+    return memcmp(&k, &c->key, sizeof k) == 0 ? &c->rings : NULL;
+}
+
+static tsr_status
+make_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
 {
     tsr_geom_polys_clear(out);
     switch (s->kind) {
@@ -116,6 +161,61 @@ tsr_src_shape_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
     }
 }
 
+tsr_status
+tsr_src_shape_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err)
+{
+    const tsr_geom_polys *c = cached(s);
+    if (!c)
+        return make_polys(s, out, err);
+    tsr_geom_polys_clear(out);
+    for (size_t k = 0, at = 0; k < c->nring; at = c->end[k++]) {
+        tsr_status st = tsr_geom_polys_add(out, c->pt + at, c->end[k] - at, err);
+        if (st != TSR_OK)
+            return st;
+    }
+    return TSR_OK;
+}
+
+tsr_status
+tsr_src_shape_prepare(tsr_source *s, tsr_error *err)
+{
+    if (s->kind > TSR_SRC_POLYGON || !tsr_shape_exact(s) || s->exact)
+        return TSR_OK;
+    shape_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return tsr_fail(err, TSR_ENOMEM, "aa exact: out of memory");
+    key_of(s, &c->key);
+    tsr_geom_polys_init(&c->rings);
+    tsr_status st = make_polys(s, &c->rings, err);
+    if (st != TSR_OK) {
+        tsr_geom_polys_free(&c->rings);
+        free(c);
+        return st;
+    }
+    s->exact = c;
+    return TSR_OK;
+}
+
+void
+tsr_src_shape_release(tsr_source *s)
+{
+    shape_cache *c = s->exact;
+    if (c) {
+        tsr_geom_polys_free(&c->rings);
+        free(c);
+    }
+    s->exact = NULL;
+}
+
+int64_t
+tsr_src_shape_bytes(const tsr_source *s)
+{
+    const shape_cache *c = s->exact;
+    return c ? (int64_t)(sizeof *c + c->rings.cappt * sizeof *c->rings.pt +
+                         c->rings.capring * sizeof *c->rings.end)
+             : 0;
+}
+
 bool
 tsr_src_shape_exact_fits(const tsr_source *s, double x0, double y0, double x1, double y1)
 {
@@ -132,10 +232,12 @@ tsr_src_shape_exact(const tsr_source *s, tsr_rect box, tsr_rect r, float *px, ts
     tsr_geom_polys p;
     tsr_geom_polys_init(&p);
     float *cov = malloc((size_t)box.w * (size_t)box.h * sizeof *cov);
-    tsr_status st = cov ? tsr_src_shape_polys(s, &p, err)
-                        : tsr_fail(err, TSR_ENOMEM, "aa exact: out of memory");
+    const tsr_geom_polys *use = cached(s); /* read where they are: no copy */
+    tsr_status st = !cov ? tsr_fail(err, TSR_ENOMEM, "aa exact: out of memory")
+                    : use ? TSR_OK
+                          : make_polys(s, &p, err);
     if (st == TSR_OK)
-        st = tsr_geom_coverage(&p, box, cov, err);
+        st = tsr_geom_coverage(use ? use : &p, box, cov, err);
     for (int64_t y = 0; st == TSR_OK && y < box.h; y++) {
         float *row = px + (box.y + y - r.y) * r.w + (box.x - r.x);
         const float *c = cov + y * box.w;

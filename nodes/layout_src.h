@@ -22,6 +22,16 @@ tsr_src_layout_polys(const tsr_source *s, tsr_rect r, tsr_geom_polys *polys, tsr
  * exact coverage takes (the loader refuses it otherwise). TSR_ENOMEM. */
 tsr_status
 tsr_src_shape_polys(const tsr_source *s, tsr_geom_polys *out, tsr_error *err);
+/* prepare: make s's rings once (s->exact) when s is drawn by exact coverage, so a tile or a
+ * GPU piece copies them instead of making them again (a large circle is 65536 points, each a
+ * cos and a sin); nothing for other sources. release: free them (tsr_source_free does). */
+tsr_status
+tsr_src_shape_prepare(tsr_source *s, tsr_error *err);
+void
+tsr_src_shape_release(tsr_source *s);
+/* Bytes s->exact holds (the memory plan counts them with the design). */
+int64_t
+tsr_src_shape_bytes(const tsr_source *s);
 tsr_status
 tsr_src_shape_exact(const tsr_source *s, tsr_rect box, tsr_rect r, float *px, tsr_error *err);
 bool

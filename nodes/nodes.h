@@ -225,6 +225,9 @@ typedef struct tsr_source {
     double scale;         /* factor, > 0, default 1 */
     double translate[2];  /* px, after the rest */
     void *vec;            /* text, booleans: the outlines (nodes/vector.h), owned */
+    void *exact;          /* `aa: exact` and transformed shapes: their rings, made once at load
+                           * (tsr_src_shape_prepare), owned; a shallow copy with other
+                           * parameters (a repeat's per-copy source) makes its own per call */
     /* booleans (nodes/boolean_src.c): a op b of the operands' outlines, then grown by offset */
     double offset;        /* px, > 0 grows, < 0 shrinks */
     int join;             /* tsr_geom_join: round, square, miter */

@@ -228,6 +228,7 @@ tsr_source_free(tsr_source *s)
     free(s->where);
     tsr_src_layout_close(s);
     tsr_src_text_close(s);
+    tsr_src_shape_release(s);
     for (size_t i = 0; s->operands && i < s->nop_a + s->nop_b; i++)
         tsr_source_free(&s->operands[i]);
     free(s->operands);

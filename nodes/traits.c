@@ -1,6 +1,7 @@
 /* The trait table, the common edge keys, blending, and design lifetime. */
 #include "nodes/nodes.h"
 #include "nodes/expr.h"
+#include "nodes/layout_src.h"
 #include "nodes/params.h"
 #include "nodes/pointwise.h"
 
@@ -364,6 +365,7 @@ tsr_design_bytes(const tsr_design *d)
             const tsr_source *s = n->source;
             b += chunk(sizeof *s) + chunk(s->points.n * 2 * sizeof(double)) + str_bytes(s->path) +
                  str_bytes(s->where);
+            b += tsr_src_shape_bytes(s); /* an exact shape's rings, made at load */
             if (s->kind == TSR_SRC_LAYOUT) /* the layout model, held while rendering */
                 b += params_bytes(tsr_source_descs[s->kind].params,
                                   tsr_source_descs[s->kind].nparams, s) +

@@ -144,6 +144,33 @@ Test(aa_exact, tiles_and_threads_change_no_byte)
     tsr_design_free(d);
 }
 
+/* A shape's rings are made once at load and kept with the source; a repeat's per-copy radius
+ * draws each copy from a copy of the source, which must not take the original's rings: each
+ * copy equals a node drawn on its own with that radius, byte for byte. */
+Test(aa_exact, per_copy_radii_do_not_take_the_loaded_rings)
+{
+    int64_t w, h, w1, h1;
+    float *grid = render("tessera: 1\nroot:\n  size: [60, 20]\n  children:\n"
+                         "    - trait: repeat\n      period: [20, 20]\n"
+                         "      source-radius: \"3.3 + 2.1*i\"\n"
+                         "      node:\n        size: [20, 20]\n"
+                         "        source: {shape: circle, center: [9.7, 10.2], radius: 5, aa: exact}\n",
+                         &w, &h);
+    for (int i = 0; i < 3; i++) {
+        char y[256];
+        snprintf(y, sizeof y, "tessera: 1\nroot:\n  size: [20, 20]\n  source: {shape: circle, "
+                 "center: [9.7, 10.2], radius: %.17g, aa: exact}\n", 3.3 + 2.1 * i);
+        float *one = render(y, &w1, &h1);
+        for (int64_t r = 0; r < 20; r++)
+            cr_assert(memcmp(grid + r * w + 20 * i, one + r * w1, 20 * sizeof *one) == 0,
+                      "copy %d row %lld differs from its own node", i, (long long)r);
+        free(one);
+    }
+    /* and the copies differ: the radius took (row 10 crosses every circle) */
+    cr_assert(memcmp(grid + 10 * w, grid + 10 * w + 20, 20 * sizeof *grid) != 0);
+    free(grid);
+}
+
 Test(aa_exact, gpu_gives_the_cpu_bytes)
 {
     if (!tsr_gpu_available())
