@@ -52,7 +52,7 @@ check: test asan
 # renders, waits and Python readers whose code other suites run here: tests/CMakeLists.txt
 # lists them), which kept CI over its 15 minutes. Everything else runs,
 # the alloc-failure and limits suites included; suites that render every example render every
-# 2nd here (TSR_TEST_SAMPLE=2), and their small-tile passes take 2 threads only. A clean
+# 3rd here (TSR_TEST_SAMPLE=3), and their small-tile passes take 2 threads only. A clean
 # clone's `make check` took 15-16.5 min on the 2-core machine on 2026-11-27, 15 min 9 s last
 # (normal suite 313 s of ctest, this half 324 s, the two builds ~270 s; docs/reliability.md §13).
 asan: deps

@@ -223,7 +223,7 @@ Test(dither, rows_equal_the_numpy_reference, .init = th_dir_make, .fini = th_dir
     uint64_t seed = 7;
     int64_t w = 203, h = 37, x0 = 1016, y0 = 999;
     uint8_t *smp = malloc((size_t)(w * h * 2)), *out = malloc((size_t)(w * h));
-    /* a Python run per case: the sanitizer build checks every 2nd array (th_sample_step) */
+    /* a Python run per case: the sanitizer build checks a sample of the arrays (th_sample_step) */
     for (size_t a = 0; a < sizeof arrays / sizeof *arrays; a += th_sample_step()) {
         tsr_dither *d = make(arrays[a]);
         for (int depth = 8; depth <= 16; depth += 8)

@@ -102,7 +102,7 @@ Test(engine, test_designs_stream_identically_at_every_tile_size_and_thread_count
 {
     /* tests/designs/good/ are loader fixtures (some name absent images on purpose): not here */
     const char *sets[] = {"tests/oracle/designs/*.yaml"};
-    size_t count = 0, step = th_sample_step(); /* every one, or every 2nd under sanitizers */
+    size_t count = 0, step = th_sample_step(); /* every one, or a sample under the sanitizers */
     for (size_t s = 0; s < sizeof sets / sizeof sets[0]; s++) {
         char **files = th_glob(sets[s]);
         for (size_t i = 0; files[i]; i++)
