@@ -1183,9 +1183,9 @@ take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, 
         int64_t last = at0.y == 0 ? d->root->h - 1 : 0; /* the side opposite the first sample */
         tsr_rect warm = tsr_rect_make(at0.x, last, band > 0 && at0.w > band ? band : at0.w, 1);
         uint64_t wb = 0;
+        bool device = strcmp(tsr_engine_backend(e), "cpu") != 0;
         double t0 = now_s();
-        if (strcmp(tsr_engine_backend(e), "cpu") != 0 &&
-            tsr_engine_drain(e, warm, &wb, err) != TSR_OK) {
+        if (device && tsr_engine_drain(e, warm, &wb, err) != TSR_OK) {
             if (err->status != TSR_EINTR || g_stop)
                 return err->status;
             /* --seconds ran out in the start-up: nothing measured but a bound, as for a cut
@@ -1197,7 +1197,7 @@ take_samples(const args *a, tsr_engine *e, const tsr_design *d, profile_sum *p, 
             p->ns = 0;
             return TSR_OK;
         }
-        p->startup = strcmp(tsr_engine_backend(e), "cpu") != 0 ? now_s() - t0 : 0;
+        p->startup = device ? now_s() - t0 : 0;
         for (; ns < PROFILE_SAMPLES; ns++) {
             int64_t rows;
             tsr_rect at = sample_at(d, ns, PROFILE_SAMPLES, &rows);

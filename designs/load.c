@@ -238,6 +238,20 @@ read_image(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
     return TSR_OK;
 }
 
+/* A source's late failure st (its message msg) as the loader reports it: out of memory as
+ * such, anything else bad input at `at` naming key path p (a file that cannot be read is bad
+ * input here, as a design that cannot be opened is). */
+static tsr_status
+source_fail(dctx *c, tsr_status st, const char *msg, const ynode *at, const kpath *p)
+{
+    if (st == TSR_ENOMEM)
+        return tsr_doom(c);
+    char path[KPATH_SHOWN + 1];
+    tsr_kpath_format(p, path, sizeof path);
+    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, at->line, at->col, path,
+                    msg[0] ? msg : tsr_status_name(st));
+}
+
 /* Open a layout source's file, once per design; the reader's message ("chip.gds: byte 1234:
  * ...", DXF: "line N") gets our position and key path. */
 static tsr_status
@@ -245,15 +259,7 @@ open_layout(dctx *c, tsr_source *s, const ynode *at, const kpath *p)
 {
     tsr_error lerr = {TSR_OK, ""};
     tsr_status st = tsr_src_layout_open(s, c->has_pitch ? tsr_dlen_nm(&c->pitch) : 0, &lerr);
-    if (st == TSR_OK)
-        return TSR_OK;
-    if (st == TSR_ENOMEM)
-        return tsr_doom(c);
-    char path[KPATH_SHOWN + 1];
-    tsr_kpath_format(p, path, sizeof path);
-    /* a file that cannot be read is bad input here, as a design that cannot be opened is */
-    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, at->line, at->col, path,
-                    lerr.msg[0] ? lerr.msg : tsr_status_name(st));
+    return st == TSR_OK ? TSR_OK : source_fail(c, st, lerr.msg, at, p);
 }
 
 /* Lay a text source out, once per design: a font or glyph error gets our position and the
@@ -273,13 +279,10 @@ open_text(dctx *c, tsr_source *s, const ynode *m, const kpath *p)
     size_t at = tsr_ymap_find(m, key);
     const ynode *where = at != (size_t)-1 ? ymap_val(m, at) : m;
     kpath kp = KP_KEY(p, key);
-    char path[KPATH_SHOWN + 1];
-    tsr_kpath_format(&kp, path, sizeof path);
     const char *msg = terr.msg;
     if (strncmp(msg, "font: ", 6) == 0) /* text/ names the font "font": the key path says it */
         msg += 6;
-    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, where->line, where->col,
-                    path, msg[0] ? msg : tsr_status_name(st));
+    return source_fail(c, st, msg, where, &kp);
 }
 
 static tsr_status parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node);
@@ -484,14 +487,8 @@ parse_source(dctx *c, const ynode *m, const kpath *p, tsr_node *node)
         return make_boolean(c, s, m, p);
     /* an exact shape's rings, once (its numbers are checked already) */
     tsr_error serr = {TSR_OK, ""};
-    if ((st = tsr_src_shape_prepare(s, &serr)) == TSR_OK)
-        return TSR_OK;
-    if (st == TSR_ENOMEM)
-        return tsr_doom(c);
-    char path[KPATH_SHOWN + 1];
-    tsr_kpath_format(p, path, sizeof path);
-    return tsr_fail(c->err, TSR_EINVAL, "%s:%zu:%zu: %s: %s", c->file, m->line, m->col, path,
-                    serr.msg);
+    st = tsr_src_shape_prepare(s, &serr);
+    return st == TSR_OK ? TSR_OK : source_fail(c, st, serr.msg, m, p);
 }
 
 /* ---- nodes and edges ------------------------------------------------------------------------- */

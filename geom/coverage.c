@@ -234,8 +234,6 @@ push_edges(tsr_geom_edges *out, const tsr_clip_set *s, int64_t bx, int64_t by, t
     return TSR_OK;
 }
 
-static int reserve(void **p, size_t *cap, size_t want, size_t size);
-
 /* Ring g cut to the slab cy +- cut of block row `row` (kind 0: cut at the block's sides, 1: at
  * the margin), made on the row's first ask: *out its points (absolute), NULL when the ring lies
  * within the slab (its own points serve). -1: no memory. The cut is translation-exact (cross()
@@ -470,15 +468,22 @@ tsr_geom_scratch_new(void)
     return calloc(1, sizeof(tsr_geom_scratch));
 }
 
+/* Free the buffers ws holds (not ws itself). */
+static void
+scratch_release(tsr_geom_scratch *ws)
+{
+    work *w = &ws->w;
+    free(w->a), free(w->b), free(w->xy[0]), free(w->xy[1]), free(w->end[0]), free(w->end[1]);
+    free(w->sl), free(w->sp), free(w->group);
+    free(ws->q), free(ws->rings), free(ws->cnt), free(ws->bin);
+}
+
 void
 tsr_geom_scratch_free(tsr_geom_scratch *ws)
 {
     if (!ws)
         return;
-    work *w = &ws->w;
-    free(w->a), free(w->b), free(w->xy[0]), free(w->xy[1]), free(w->end[0]), free(w->end[1]);
-    free(w->sl), free(w->sp), free(w->group);
-    free(ws->q), free(ws->rings), free(ws->cnt), free(ws->bin);
+    scratch_release(ws);
     free(ws);
 }
 
@@ -586,12 +591,8 @@ tsr_geom_edges_build_in(const tsr_geom_polys *p, tsr_rect r, tsr_rect part, tsr_
 nomem:
     st = tsr_fail(err, TSR_ENOMEM, "geom: no memory for %zu rings over %zu blocks", p->nring, nb);
 done:
-    if (ws == &own) {
-        work *ow = &own.w;
-        free(ow->a), free(ow->b), free(ow->xy[0]), free(ow->xy[1]), free(ow->end[0]);
-        free(ow->end[1]), free(ow->sl), free(ow->sp), free(ow->group);
-        free(own.q), free(own.rings), free(own.cnt), free(own.bin);
-    }
+    if (ws == &own)
+        scratch_release(&own);
     if (st != TSR_OK)
         out->n = 0;
     return st;

@@ -23,7 +23,7 @@ typedef struct pieces {
     tsr_geom_polys *sets;  /* [threads * nsets] each worker's polygon sets, emptied per piece */
     tsr_error *errs;    /* [threads] each worker's first failure */
     size_t *errk;       /* [threads] the piece it failed on (SIZE_MAX: none) */
-    _Atomic int failed; /* once set, the pieces not yet begun are skipped */
+    _Atomic int failed; /* once set, the pieces not yet begun are skipped: a worker fails once */
 } pieces;
 
 /* Piece k's rect: r cut to its block row and its TSR_GEOM_PIECE_BLOCKS blocks. */
@@ -43,8 +43,6 @@ one_piece(void *ctx, int w, size_t k)
     if (atomic_load(&p->failed))
         return;
     tsr_error *err = &p->errs[w];
-    if (p->errk[w] != SIZE_MAX)
-        return; /* this worker's first failure is kept */
     tsr_rect pr = piece_rect(p, k);
     /* the worker's own sets and build buffers, reused from piece to piece: many threads
      * allocating per piece waited on malloc's one heap (docs/performance.md) */

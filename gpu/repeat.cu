@@ -144,6 +144,25 @@ param_value(const src_param &p, int64_t i, int64_t j, double *v)
     return true;
 }
 
+/* Copy (i, j)'s radius and value as copy_source sets them, over *radius and *value (left as
+ * they are where a parameter does not vary); false: the copy is not drawn. */
+__device__ static bool
+copy_params(const rep_args &a, int64_t i, int64_t j, double *radius, float *value)
+{
+    double v;
+    if (a.sp[0].x) {
+        if (!param_value(a.sp[0], i, j, &v))
+            return false;
+        *radius = v;
+    }
+    if (a.sp[1].x) {
+        if (!param_value(a.sp[1], i, j, &v))
+            return false;
+        *value = (float)v;
+    }
+    return true;
+}
+
 /* Child pixel (cx, cy) of copy (i, j): the fetched child's, or drawn from the copy's own
  * source. False: the copy is not drawn (a parameter out of its range). */
 __device__ static bool
@@ -155,23 +174,13 @@ child_px(const rep_args &a, int64_t i, int64_t j, int64_t cx, int64_t cy, float 
     }
     base_args b = a.base;
     const copy_t *t = table_at(a, i, j);
-    double v;
     if (t) {
         if (!t->drawn)
             return false;
         b.radius = t->radius;
         b.value = t->value;
-    } else {
-        if (a.sp[0].x) {
-            if (!param_value(a.sp[0], i, j, &v))
-                return false;
-            b.radius = v;
-        }
-        if (a.sp[1].x) {
-            if (!param_value(a.sp[1], i, j, &v))
-                return false;
-            b.value = (float)v;
-        }
+    } else if (!copy_params(a, i, j, &b.radius, &b.value)) {
+        return false;
     }
     switch (a.leaf) {
     case B_SHAPE: *s = tsr_gpu_base_px<B_SHAPE>(b, cx, cy); break;
@@ -205,6 +214,24 @@ copy_jitter(const rep_args &a, int64_t i, int64_t j, int64_t d[2])
     tsr_jitter(a.seed, a.jb, i, j, d);
 }
 
+/* The lattice coordinates' range over the corners of the box [x0, x1] x [y0, y1] of copy-origin
+ * offsets from o: i = (px vy - py vx) / det, j = (py ux - px uy) / det (a pixel's candidates
+ * on the device, a launch's table on the host). */
+__host__ __device__ static void
+lattice_span(const rep_args &a, double x0, double y0, double x1, double y1, double *imin,
+             double *imax, double *jmin, double *jmax)
+{
+    for (int c = 0; c < 4; c++) {
+        double px = c & 1 ? x1 : x0, py = c & 2 ? y1 : y0;
+        double i = (px * (double)a.vy - py * (double)a.vx) / a.det;
+        double j = (py * (double)a.ux - px * (double)a.uy) / a.det;
+        *imin = c ? fmin(*imin, i) : i;
+        *imax = c ? fmax(*imax, i) : i;
+        *jmin = c ? fmin(*jmin, j) : j;
+        *jmax = c ? fmax(*jmax, j) : j;
+    }
+}
+
 /* The layer's value at parent pixel (x, y) of the active area blended into p. */
 __device__ static float
 repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
@@ -226,19 +253,10 @@ repeat_px(const rep_args &a, int64_t x, int64_t y, float p)
             p = tsr_pw_apply(a.blend, a.mask, p, copy_value(a, ci, cj, s), 1);
         return p;
     }
-    /* copy origins o + i u + j v lie in [x - cw + 1, x] x [y - ch + 1, y]: bound i and j by
-     * the box's corners (i = (px vy - py vx) / det, j = (py ux - px uy) / det) */
-    double imin = 0, imax = 0, jmin = 0, jmax = 0;
-    for (int c = 0; c < 4; c++) {
-        double px = (double)(c & 1 ? rx + a.jb[0] : rx - a.cw + 1 - a.jb[0]);
-        double py = (double)(c & 2 ? ry + a.jb[1] : ry - a.ch + 1 - a.jb[1]);
-        double i = (px * (double)a.vy - py * (double)a.vx) / a.det;
-        double j = (py * (double)a.ux - px * (double)a.uy) / a.det;
-        imin = c ? fmin(imin, i) : i;
-        imax = c ? fmax(imax, i) : i;
-        jmin = c ? fmin(jmin, j) : j;
-        jmax = c ? fmax(jmax, j) : j;
-    }
+    /* copy origins o + i u + j v lie in [x - cw + 1, x] x [y - ch + 1, y] */
+    double imin, imax, jmin, jmax;
+    lattice_span(a, (double)(rx - a.cw + 1 - a.jb[0]), (double)(ry - a.ch + 1 - a.jb[1]),
+                 (double)(rx + a.jb[0]), (double)(ry + a.jb[1]), &imin, &imax, &jmin, &jmax);
     int64_t i0 = (int64_t)floor(imin) - 1, i1 = (int64_t)ceil(imax) + 1;
     int64_t j0 = (int64_t)floor(jmin) - 1, j1 = (int64_t)ceil(jmax) + 1;
     float l = 0.0f;
@@ -281,20 +299,7 @@ copy_table_k(rep_args a)
         t.bi = a.bias ? tsr_expr_eval(a.bias, i, j) : 0.0;
         t.radius = a.base.radius;
         t.value = a.base.value;
-        t.drawn = 1;
-        double v;
-        if (a.leaf >= 0 && a.sp[0].x) {
-            if (param_value(a.sp[0], i, j, &v))
-                t.radius = v;
-            else
-                t.drawn = 0;
-        }
-        if (a.leaf >= 0 && t.drawn && a.sp[1].x) {
-            if (param_value(a.sp[1], i, j, &v))
-                t.value = (float)v;
-            else
-                t.drawn = 0;
-        }
+        t.drawn = a.leaf < 0 || copy_params(a, i, j, &t.radius, &t.value);
         t.d[0] = t.d[1] = 0;
         if (a.jb[0] || a.jb[1])
             tsr_jitter(a.seed, a.jb, i, j, t.d);
@@ -312,20 +317,11 @@ copy_range(const rep_args &a, int64_t *i0, int64_t *j0, int64_t *ni, int64_t *nj
     enum { TABLE_MAX = 1 << 22 }; /* 4 M copies, 192 MiB of table: never near in practice */
     if (tsr_rect_empty(a.area))
         return false;
-    double x0 = (double)(a.area.x - a.ox - a.cw + 1 - a.jb[0]);
-    double x1 = (double)(a.area.x + a.area.w - 1 - a.ox + a.jb[0]);
-    double y0 = (double)(a.area.y - a.oy - a.ch + 1 - a.jb[1]);
-    double y1 = (double)(a.area.y + a.area.h - 1 - a.oy + a.jb[1]);
-    double imin = 0, imax = 0, jmin = 0, jmax = 0;
-    for (int c = 0; c < 4; c++) {
-        double px = c & 1 ? x1 : x0, py = c & 2 ? y1 : y0;
-        double i = (px * (double)a.vy - py * (double)a.vx) / a.det;
-        double j = (py * (double)a.ux - px * (double)a.uy) / a.det;
-        imin = c ? fmin(imin, i) : i;
-        imax = c ? fmax(imax, i) : i;
-        jmin = c ? fmin(jmin, j) : j;
-        jmax = c ? fmax(jmax, j) : j;
-    }
+    double imin, imax, jmin, jmax;
+    lattice_span(a, (double)(a.area.x - a.ox - a.cw + 1 - a.jb[0]),
+                 (double)(a.area.y - a.oy - a.ch + 1 - a.jb[1]),
+                 (double)(a.area.x + a.area.w - 1 - a.ox + a.jb[0]),
+                 (double)(a.area.y + a.area.h - 1 - a.oy + a.jb[1]), &imin, &imax, &jmin, &jmax);
     double span = (imax - imin + 5) * (jmax - jmin + 5);
     if (!(span < (double)TABLE_MAX) || !(fabs(imin) < 4e18) || !(fabs(jmin) < 4e18))
         return false;
@@ -377,16 +373,7 @@ leaf_args(tsr_gpu *g, const tsr_edge *e, rep_args *a, tsr_error *err)
     /* the shapes' box: the child's whole rect (the CPU's box, grown by 2 px, only leaves out
      * pixels that no sub-sample of the shape reaches: they keep the fill either way) */
     b.box = tsr_rect_make(0, 0, c->w, c->h);
-    b.cx = s->center[0];
-    b.cy = s->center[1];
-    b.radius = s->radius;
-    b.r0 = s->radii[0];
-    b.r1 = s->radii[1];
-    memcpy(b.rect, s->rect, sizeof b.rect);
-    b.value = s->value;
-    b.aa = s->aa;
-    b.a = s->values[0];
-    b.b = s->values[1];
+    tsr_gpu_source_args(&b, s);
     const tsr_expr *xs[2] = {r->src_radius, r->src_value};
     static const char *const keys[2] = {"radius", "value"};
     for (int k = 0; k < 2; k++) {

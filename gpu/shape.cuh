@@ -6,6 +6,8 @@
 
 #include "gpu/gpu_int.cuh"
 
+#include <string.h>
+
 /* What the kernel needs of a node's base, by value. */
 struct base_args {
     tsr_rect r;        /* out's rect */
@@ -106,6 +108,28 @@ uniform_box(const base_args &s, double x0, double y0, double x1, double y1)
  * plain shapes keep the registers they need (58 against 92 with the aa path: the aa path
  * inlined once cost a linear gradient half its rate, measured). */
 enum { B_FILL, B_LINEAR, B_RADIAL, B_IMAGE, B_SHAPE, B_SHAPE_AA };
+
+/* Source s's numbers into a (shapes' and gradients' both: each kernel reads its own kind's),
+ * as the base launchers and the repeat's per-copy sources set them up. */
+static inline void
+tsr_gpu_source_args(base_args *a, const tsr_source *s)
+{
+    a->cx = s->center[0];
+    a->cy = s->center[1];
+    a->radius = s->radius;
+    a->r0 = s->radii[0];
+    a->r1 = s->radii[1];
+    memcpy(a->rect, s->rect, sizeof a->rect);
+    a->value = s->value;
+    a->aa = s->aa;
+    a->a = s->values[0];
+    a->b = s->values[1];
+    a->fx = s->from[0];
+    a->fy = s->from[1];
+    a->gx = s->to[0] - s->from[0];
+    a->gy = s->to[1] - s->from[1];
+    a->len2 = a->gx * a->gx + a->gy * a->gy;
+}
 
 /* The base's value at pixel (x, y). */
 template <int M>

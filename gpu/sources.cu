@@ -84,14 +84,7 @@ tsr_gpu_src_shape(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_gpu_
     tsr_status st = base_common(g, n, out, to, &a, err);
     if (st != TSR_OK)
         return st;
-    a.cx = s->center[0];
-    a.cy = s->center[1];
-    a.radius = s->radius;
-    a.r0 = s->radii[0];
-    a.r1 = s->radii[1];
-    memcpy(a.rect, s->rect, sizeof a.rect);
-    a.value = s->value;
-    a.aa = s->aa;
+    tsr_gpu_source_args(&a, s);
     if (s->kind == TSR_SRC_POLYGON) {
         a.pts = (const double (*)[2])tsr_gpu_resident(g, s->points.p,
                                                       s->points.n * sizeof(double[2]), err);
@@ -119,16 +112,7 @@ tsr_gpu_src_gradient(tsr_gpu *g, const tsr_node *n, tsr_gpu_buf out, const tsr_g
     tsr_status st = base_common(g, n, out, to, &a, err);
     if (st != TSR_OK)
         return st;
-    a.cx = s->center[0];
-    a.cy = s->center[1];
-    a.radius = s->radius;
-    a.a = s->values[0];
-    a.b = s->values[1];
-    a.fx = s->from[0];
-    a.fy = s->from[1];
-    a.gx = s->to[0] - s->from[0];
-    a.gy = s->to[1] - s->from[1];
-    a.len2 = a.gx * a.gx + a.gy * a.gy;
+    tsr_gpu_source_args(&a, s);
     return s->kind == TSR_SRC_LINEAR ? launch<B_LINEAR>(g, a, err) : launch<B_RADIAL>(g, a, err);
 }
 

@@ -186,14 +186,11 @@ tsr_src_shape_prepare(tsr_source *s, tsr_error *err)
         return tsr_fail(err, TSR_ENOMEM, "aa exact: out of memory");
     key_of(s, &c->key);
     tsr_geom_polys_init(&c->rings);
-    tsr_status st = make_polys(s, &c->rings, err);
-    if (st != TSR_OK) {
-        tsr_geom_polys_free(&c->rings);
-        free(c);
-        return st;
-    }
     s->exact = c;
-    return TSR_OK;
+    tsr_status st = make_polys(s, &c->rings, err);
+    if (st != TSR_OK)
+        tsr_src_shape_release(s);
+    return st;
 }
 
 void
